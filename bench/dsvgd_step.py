@@ -7,20 +7,30 @@ minibatch sampling, buffer set-up, finiteness checks and payload are included; t
 distillation is switched off). Two cases: an agent's *first* visit (one KDE term, q) and a
 *steady* visit (three KDE terms: q, the local particles t̃_k and the reference r_k).
 
-The reference is the forward + backward matrix products alone for ``N_p × B`` examples:
-``H = X W1``, ``O = relu(H) W2``, ``dW2 = relu(H)ᵀ dO``, ``dH = dO W2ᵀ``, ``dW1 = Xᵀ dH`` as
-batched ``torch.matmul`` calls ("natural", allocating their outputs as autograd does), and
-the same with preallocated outputs ("prealloc", a lower bound). Target: step / natural
-<= 1.5. Warm-up runs first, then the median over ``--repeat`` rounds, each round timing
-all four in turn (the ratio is the median of the per-round ratios, robust to load on a
-shared machine); one thread by default.
+Two references, both the matrix products alone (inputs and outputs preallocated unless
+said otherwise), each timed in the same rounds as the step:
 
-Why the target is out of reach for the full step: one steady-state SVGD iteration needs
-the distances from the ``N_p`` particles to themselves and the three KDE sets and then φ
-from a coefficient matrix over [KDE sets; particles; scores]: ``9 N_p² d`` ≈ 72 M
-multiply-adds against the MLP's ≈ 160 M, as skinny GEMMs (inner dimension ``d``) that run at
-about half the MLP GEMMs' throughput; AdaGrad adds a ``sqrt`` over ``N_p × d``. ``--profile``
-prints these parts. ``--inline-model`` shows the cost of the model's own autograd overhead.
+* **all the step's products** (the ratio the target ``<= 1.5`` applies to): the MLP's
+  forward + backward products below ("natural") plus the products one
+  :func:`bflnet.learners.svgd.run_svgd` iteration issues, at its shapes and in its
+  memory layout, for ``n_kde`` KDE sets (1 first visit, 3 steady): the distance GEMM
+  ``N_p × (n_kde·N_p + N_p) × d`` and φ as one product per particle set accumulated into
+  one ``N_p × d`` output (``n_kde + 2`` products ``N_p × N_p × d``: the KDE sets, the
+  particles, the scores), i.e. the combination GEMM ``N_p × (n_kde·N_p + 2 N_p) × d``
+  split by set as run_svgd does it;
+* **the MLP's products only**: ``H = X W1``, ``O = relu(H) W2``, ``dW2 = relu(H)ᵀ dO``,
+  ``dH = dO W2ᵀ``, ``dW1 = Xᵀ dH`` for ``N_p × B`` examples as batched ``torch.matmul``
+  calls ("natural", allocating their outputs as autograd does) and with preallocated
+  outputs ("prealloc", a lower bound). This reading leaves out the SVGD kernel and KDE
+  terms' own GEMMs (``(2 n_kde + 3) N_p² d`` multiply-adds, 40 M for one KDE set and
+  72 M for three, next to the MLP's 160 M), so it measures that extra maths as overhead.
+
+Warm-up rounds first, then the median over ``--repeat`` rounds, each round timing every
+case once in turn (the ratios are medians of the per-round ratios, robust to load on a
+shared machine); one thread by default. ``--profile`` then times the parts:
+the model's likelihood gradient via autograd, run_svgd without a score, its products,
+and an AdaGrad step. ``--inline-model`` uses a local copy of the MLP instead of
+:class:`bflnet.learners.models.BayesianMLP`.
 
     python bench/dsvgd_step.py [--particles 10] [--batch 100] [--iters 20] [--repeat 15]
                                [--threads 1] [--profile] [--inline-model]
@@ -37,7 +47,7 @@ import numpy as np
 import torch
 
 from bflnet.learners.dsvgd import DSVGD
-from bflnet.learners.svgd import KDETerm, run_svgd
+from bflnet.learners.svgd import AdaGrad, KDETerm, run_svgd
 
 try:
     from bflnet.learners.models import BayesianMLP
@@ -130,6 +140,29 @@ def matmul_reference(n: int, b: int, gen: torch.Generator, prealloc: bool) -> Ca
     return run_prealloc
 
 
+def svgd_products(n: int, d: int, n_kde: int, gen: torch.Generator) -> Callable[[], None]:
+    """The matrix products of one :func:`run_svgd` iteration with a score and ``n_kde``
+    KDE sets of ``n`` particles, at its shapes: the distance GEMM of the particles
+    ``X = ZX[-n:]`` against ``ZX = [KDE sets; X]`` and φ as one product per set
+    (``torch.mm`` then ``addmm_``) from column blocks of the coefficient matrix."""
+    r = n_kde * n
+    zx = torch.randn(r + n, d, generator=gen)
+    score = torch.randn(n, d, generator=gen)
+    coef = torch.randn(n, r + 2 * n, generator=gen)
+    cross, phi = torch.empty(n, r + n), torch.empty(n, d)
+    x = zx[r:]
+    blocks = [(lo, lo + n) for lo in range(0, r + n, n)]
+
+    def run() -> None:
+        torch.mm(x, zx.T, out=cross)
+        (lo, hi), *rest = blocks
+        torch.mm(coef[:, lo:hi], zx[lo:hi], out=phi)
+        for lo, hi in rest:
+            phi.addmm_(coef[:, lo:hi], zx[lo:hi])
+        phi.addmm_(coef[:, r + n:], score)
+    return run
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--particles", type=int, default=10)
@@ -168,24 +201,41 @@ def main() -> None:
     theta1 = steady.merge(theta0, [steady.local_update(0, theta0)])
     natural = matmul_reference(n, b, gen, prealloc=False)
     prealloc = matmul_reference(n, b, gen, prealloc=True)
+    svgd1, svgd3 = svgd_products(n, model.d, 1, gen), svgd_products(n, model.d, 3, gen)
+
+    def all1() -> None:
+        natural()
+        svgd1()
+
+    def all3() -> None:
+        natural()
+        svgd3()
+
     fns = {
         "natural": lambda: median_time(natural, 5),
         "prealloc": lambda: median_time(prealloc, 5),
+        "all1": lambda: median_time(all1, 5),
+        "all3": lambda: median_time(all3, 5),
         "first": lambda: median_time(lambda: first.local_update(0, theta0), 1) / iters,
         "steady": lambda: median_time(lambda: steady.local_update(0, theta1), 1) / iters,
     }
     interleaved(fns, args.warmup)
     times = interleaved(fns, args.repeat)
     med = {name: statistics.median(ts) for name, ts in times.items()}
-    print(f"matmuls alone: natural {1e3 * med['natural']:7.3f} ms, "
-          f"preallocated {1e3 * med['prealloc']:7.3f} ms")
-    for key, name in (("first", "first visit (1 KDE) "), ("steady", "steady visit (3 KDE)")):
-        ratio = statistics.median(a / b for a, b in zip(times[key], times["natural"],
-                                                        strict=True))
-        ratio_pre = statistics.median(a / b for a, b in zip(times[key], times["prealloc"],
-                                                            strict=True))
-        print(f"DSVGD step, {name}: {1e3 * med[key]:7.3f} ms   ratio {ratio:5.2f} "
-              f"(vs preallocated {ratio_pre:5.2f})   target <= 1.5")
+
+    def ratio(key: str, ref: str) -> float:
+        return statistics.median(a / b for a, b in zip(times[key], times[ref], strict=True))
+
+    print(f"products alone: all of the step's {1e3 * med['all1']:7.3f} ms (first visit), "
+          f"{1e3 * med['all3']:7.3f} ms (steady visit); "
+          f"the MLP's only {1e3 * med['natural']:7.3f} ms (preallocated "
+          f"{1e3 * med['prealloc']:.3f} ms)")
+    for key, ref, name in (("first", "all1", "first visit (1 KDE) "),
+                           ("steady", "all3", "steady visit (3 KDE)")):
+        print(f"DSVGD step, {name}: {1e3 * med[key]:7.3f} ms   "
+              f"vs all its products {ratio(key, ref):5.2f} (target <= 1.5)   "
+              f"vs the MLP's products only {ratio(key, 'natural'):5.2f} "
+              f"(preallocated {ratio(key, 'prealloc'):5.2f})")
 
     if args.profile:
         xb, yb = x[:b], y[:b]
@@ -202,27 +252,23 @@ def main() -> None:
                              args.repeat, args.warmup) / iters
         t_kde1 = median_time(lambda: run_svgd(theta, iters, kde_terms=terms[:1],
                                               step_size=1e-3), args.repeat, args.warmup) / iters
-        z = torch.randn(5 * n, model.d, generator=gen)
-        coef, cross = torch.randn(n, 5 * n, generator=gen), torch.empty(n, 4 * n)
-        phi = torch.empty(n, model.d)
-        x_rows = z[3 * n:4 * n]
-
-        def gemms() -> None:  # the two GEMMs of one steady-state run_svgd iteration
-            torch.mm(x_rows, z[:4 * n].T, out=cross)
-            torch.mm(coef, z, out=phi)
-
-        t_gemm = median_time(gemms, 5 * args.repeat, args.warmup)
-        t_sqrt = median_time(lambda: torch.sqrt(phi.abs_(), out=phi), 5 * args.repeat,
-                             args.warmup)
+        t_prod1 = median_time(svgd1, 5 * args.repeat, args.warmup)
+        t_prod3 = median_time(svgd3, 5 * args.repeat, args.warmup)
+        opt, phi = AdaGrad(1e-3), torch.randn(n, model.d, generator=gen)
+        opt.step_(theta, phi)  # the first step sets up the accumulator
+        t_ada = median_time(lambda: opt.step_(theta, phi), 5 * args.repeat, args.warmup)
         print("profile (ms per SVGD step):")
-        print(f"  likelihood forward+backward via autograd {1e3 * t_lik:7.3f}  "
-              f"(matmuls alone {1e3 * med['natural']:.3f})")
-        print(f"  SVGD kernel + KDE + AdaGrad, no score:    {1e3 * t_kde1:7.3f} (1 KDE)  "
-              f"{1e3 * t_kde3:7.3f} (3 KDE)")
-        print(f"  of which the two skinny GEMMs (3 KDE):    {1e3 * t_gemm:7.3f}  "
-              f"({n}x{4 * n}x{model.d} + {n}x{5 * n}x{model.d} multiply-adds); "
-              f"AdaGrad's sqrt {1e3 * t_sqrt:.3f}")
-
+        rows = [
+            ("likelihood forward+backward via autograd",
+             f"{1e3 * t_lik:7.3f}  (the MLP's products alone {1e3 * med['natural']:.3f})"),
+            ("run_svgd without a score",
+             f"{1e3 * t_kde1:7.3f} (1 KDE)  {1e3 * t_kde3:7.3f} (3 KDE)"),
+            ("run_svgd's products, with a score",
+             f"{1e3 * t_prod1:7.3f} (1 KDE)  {1e3 * t_prod3:7.3f} (3 KDE)"),
+            (f"one AdaGrad step over {n} x {model.d}", f"{1e3 * t_ada:7.3f}"),
+        ]
+        for label, value in rows:
+            print(f"  {label:<41} {value}")
 
 if __name__ == "__main__":
     main()

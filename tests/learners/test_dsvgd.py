@@ -12,7 +12,7 @@ import torch
 from bflnet.learners import dsvgd as dsvgd_module
 from bflnet.learners.base import Update
 from bflnet.learners.dsvgd import DSVGD
-from bflnet.learners.svgd import kde_log_density
+from bflnet.learners.svgd import kde_log_density, kde_score, svgd_direction
 from bflnet.learners.toy_models import GaussianMeanModel
 from bflnet.protocols.codecs import topk_quantized
 from bflnet.protocols.parameter_server import ParameterServerProtocol
@@ -40,12 +40,15 @@ def run_round_robin(learner, theta, agents, n_iter):
 # --------------------------------------------------------------------------- learning
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_round_robin_dsvgd_approaches_the_global_posterior(seed):
+@pytest.mark.parametrize(("seed", "step_rule", "step_size"),
+                         [(0, "adagrad", 0.05), (1, "adagrad", 0.05), (0, "constant", 0.1),
+                          (1, "constant", 0.1)])
+def test_round_robin_dsvgd_approaches_the_global_posterior(seed, step_rule, step_size):
     model = GaussianMeanModel(d=1, prior_var=4.0, noise_var=4.0)
     data = gaussian_agents(model, [0.5, 1.0, 1.5], n_per_agent=5)
     mean, var = model.posterior(torch.cat([x for x, _ in data.values()]))  # var = 1/4
-    learner = DSVGD(model, data, 100, local_iters=100, step_size=0.05, kde_bandwidth=0.1)
+    learner = DSVGD(model, data, 100, local_iters=100, step_size=step_size,
+                    kde_bandwidth=0.1, step_rule=step_rule)
     theta0 = learner.init(np.random.default_rng(seed))
     start_err = abs(float(theta0.mean()) - float(mean))
     theta = run_round_robin(learner, theta0, [0, 1, 2], 12)
@@ -206,6 +209,20 @@ def test_forget_svgd_moves_towards_the_posterior_without_the_agent():
     assert learner.factors[1].unlearning and learner.factors[1].visits == 3
 
 
+def test_constant_step_rule_moves_by_step_size_times_the_svgd_direction():
+    model = GaussianMeanModel(d=2, prior_var=4.0, noise_var=1.0, dtype=torch.float64)
+    data = {0: (torch.tensor([[1.0, -1.0], [0.5, 0.0], [2.0, -1.5]], dtype=torch.float64),
+                torch.zeros(3))}
+    learner = DSVGD(model, data, 6, local_iters=1, step_size=0.01, kde_bandwidth=0.3,
+                    step_rule="constant", dtype=torch.float64)
+    theta = learner.init(np.random.default_rng(3))
+    t = theta.clone().requires_grad_(True)
+    (data_score,) = torch.autograd.grad(model.log_likelihood(t, *data[0]).sum(), t)
+    score = kde_score(theta, theta, 0.3) + data_score   # first visit: q and the full batch
+    expected = 0.01 * svgd_direction(theta, score)
+    torch.testing.assert_close(learner.local_update(0, theta).payload, expected)
+
+
 # --------------------------------------------------------------------------- errors
 
 
@@ -236,7 +253,8 @@ def test_validation():
     for kwargs, field in [({"local_iters": 0}, "local_iters"), ({"step_size": 0.0}, "step_size"),
                           ({"kde_bandwidth": -1.0}, "kde_bandwidth"),
                           ({"temperature": float("inf")}, "temperature"),
-                          ({"batch_size": 0}, "batch_size"), ({"adagrad_decay": 1.0}, "decay")]:
+                          ({"batch_size": 0}, "batch_size"), ({"adagrad_decay": 1.0}, "decay"),
+                          ({"step_rule": "adam"}, "step_rule: must be one of adagrad, constant")]:
         with pytest.raises(ValueError, match=field):
             DSVGD(model, data, 4, **kwargs)
     with pytest.raises(ValueError, match="n_particles"):

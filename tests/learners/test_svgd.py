@@ -176,6 +176,31 @@ def test_adagrad_follows_the_reference_rule():
         AdaGrad(0.1, decay=1.0)
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_adagrad_fused_and_elementwise_paths_agree(dtype):
+    # From the second step on a CPU step is one fused pass (torch's fused Adam kernel); a
+    # non-contiguous theta takes the elementwise path. Both follow the reference rule and
+    # leave the direction as it was.
+    tol = 1e-13 if dtype == torch.float64 else 1e-5
+    phis = [randn(3, 5, seed=10 + t).to(dtype) for t in range(4)]
+    fused, strided = AdaGrad(0.3, decay=0.8), AdaGrad(0.3, decay=0.8)
+    theta = randn(3, 5, seed=9).to(dtype)
+    theta_t = theta.T.contiguous().T  # same values, column-major
+    assert not theta_t.is_contiguous()
+    ref, g = theta.clone(), phis[0] ** 2
+    for t, phi in enumerate(phis):
+        before = phi.clone()
+        fused.step_(theta, phi)
+        strided.step_(theta_t, phi)
+        assert torch.equal(phi, before)
+        if t:
+            g = 0.8 * g + 0.2 * phi**2
+        ref = ref + 0.3 * phi / (1e-6 + g.sqrt())
+        assert torch.allclose(theta, ref, rtol=0, atol=tol)
+        assert torch.allclose(theta_t, ref, rtol=0, atol=tol)
+    assert torch.allclose(fused.historical, g, rtol=0, atol=tol)
+
+
 def test_fused_runner_matches_the_reference_functions():
     theta, y1, y2 = randn(7, 3, seed=1), randn(5, 3, seed=2), randn(7, 3, seed=3)
     lam = 0.7
@@ -201,6 +226,27 @@ def test_fused_runner_matches_the_reference_functions():
     assert torch.equal(theta, randn(7, 3, seed=1))  # input untouched
 
 
+def test_runner_shares_an_adagrad_accumulator_across_calls():
+    # A deterministic target (Gaussian score + fixed KDE terms): two runs of n steps with
+    # one AdaGrad equal one run of 2n steps; a fresh AdaGrad per run restarts G and differs.
+    theta, y1, y2 = randn(6, 4, seed=4), randn(5, 4, seed=5), randn(6, 4, seed=6)
+    mean = randn(1, 4, seed=7)
+    kw = dict(score=lambda x: -(x - mean) / 1.5, score_scale=0.8, kde_bandwidth=0.7,
+              kde_terms=[KDETerm(y1, 1.0), KDETerm(y2, -1.0)])
+    once = run_svgd(theta, 8, step_size=0.05, **kw)
+    opt = AdaGrad(0.05)
+    # the step_size/decay/fudge arguments are ignored when an optimizer is given
+    half = run_svgd(theta, 4, optimizer=opt, step_size=7.0, decay=0.0, **kw)
+    assert opt.historical is not None and opt.historical.shape == theta.shape
+    twice = run_svgd(half, 4, optimizer=opt, **kw)
+    assert torch.allclose(twice, once, rtol=0.0, atol=1e-12)
+    fresh = run_svgd(run_svgd(theta, 4, step_size=0.05, **kw), 4, step_size=0.05, **kw)
+    assert not torch.allclose(fresh, once, rtol=0.0, atol=1e-6)
+    # its own step size is the one used
+    assert torch.allclose(run_svgd(theta, 3, optimizer=AdaGrad(0.02), **kw),
+                          run_svgd(theta, 3, step_size=0.02, **kw), rtol=0.0, atol=1e-12)
+
+
 def test_runner_names_the_iteration_that_went_non_finite():
     calls = []
 
@@ -210,6 +256,9 @@ def test_runner_names_the_iteration_that_went_non_finite():
 
     with pytest.raises(ValueError, match=r"after local iteration 3 of 5 \(agent 7\)"):
         run_svgd(randn(4, 2), 5, score=score, context=" (agent 7)")
+    calls.clear()  # the last update broke them: caught by the check after the loop
+    with pytest.raises(ValueError, match=r"after local iteration 3 of 3$"):
+        run_svgd(randn(4, 2), 3, score=score)
     start = randn(4, 2)
     start[2, 1] = float("inf")
     with pytest.raises(ValueError, match="initial particles are not finite"):

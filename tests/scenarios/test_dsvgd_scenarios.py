@@ -180,10 +180,26 @@ def test_default_plots_draw(frames):
 
 def test_forget_svgd_without_a_learning_phase_unlearns_from_the_initial_particles():
     params = {**TINY["forget-svgd"], "learn_iterations": 0, "rate_multiples": "1",
-              "scratch_iterations": 1}
+              "scratch_iterations": 1, "forget_stop_accuracy": None}
     frame = run_scenario("forget-svgd", params, seed=1)
     learning = frame[frame["method"] == "learning"]
     assert len(learning) == 1 and learning["iteration"].iloc[0] == 0
     forget = frame[frame["method"] == "forget-svgd"]
     assert forget["accuracy"].iloc[0] == learning["accuracy"].iloc[0]
     assert len(forget) == params["unlearn_iterations"] + 1
+
+
+def test_forget_svgd_stops_at_the_first_iteration_the_agents_data_are_forgotten():
+    params = {**TINY["forget-svgd"], "learn_iterations": 0, "rate_multiples": "1",
+              "scratch_iterations": 1, "unlearn_iterations": 6, "eval_every": 1,
+              "pretrain_rounds": 20, "step_size": 0.003}
+    full = run_scenario("forget-svgd", {**params, "forget_stop_accuracy": None}, seed=2)
+    forget = full[full["method"] == "forget-svgd"].reset_index(drop=True)
+    acc = forget["forget_train_acc"]
+    assert len(forget) == 7 and acc.between(0, 1).all()
+    assert acc[0] > acc[1] > acc[2]           # unlearning lowers the agents' own accuracy
+    limit = (acc[1] + acc[2]) / 2
+    stopped = run_scenario("forget-svgd", {**params, "forget_stop_accuracy": limit}, seed=2)
+    cut = stopped[stopped["method"] == "forget-svgd"].reset_index(drop=True)
+    assert cut["iteration"].tolist() == [0, 1, 2]
+    pd.testing.assert_frame_equal(cut, forget.iloc[:3])

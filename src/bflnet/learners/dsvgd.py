@@ -52,6 +52,10 @@ proximal step of variance λ, and the particles cannot redistribute mass; in low
 conjugate-Gaussian tests need λ well above the spacing and get posterior variances within
 a few tens of percent. AdaGrad restarts at every local update and its first step is
 ≈ ε·sign(φ) per coordinate, so a revisit moves converged particles by O(ε).
+``step_rule="constant"`` replaces AdaGrad by the plain step ``θ ← θ + ε φ`` (no
+per-coordinate normalisation), which keeps the relative sizes of φ's coordinates: a top-k
+uplink then sends the coordinates the target actually moves rather than ones AdaGrad
+scaled up from tiny gradients (docs/reproductions.md, Forget-SVGD).
 
 Complexity per SVGD step: the model's forward/backward on ``N_p × M`` examples plus two
 GEMMs of ``N_p × (4 N_p) × d`` and ``N_p × (5 N_p) × d`` (SVGD kernel and the three KDEs),
@@ -80,7 +84,29 @@ from bflnet.learners.svgd import (
 )
 from bflnet.simulator.compute import Work
 
-__all__ = ["DSVGD", "AgentFactor"]
+__all__ = ["DSVGD", "STEP_RULES", "AgentFactor", "ConstantStep"]
+
+STEP_RULES = ("adagrad", "constant")
+"""SVGD step rules: AdaGrad (fresh each local update) or a constant step size."""
+
+
+@dataclass
+class ConstantStep:
+    """The plain SVGD step ``θ ← θ + ε φ`` (an optimizer for
+    :func:`bflnet.learners.svgd.run_svgd`, like :class:`AdaGrad`).
+
+    >>> ConstantStep(0.5).step_(torch.zeros(1, 2), torch.tensor([[2.0, -4.0]])).tolist()
+    [[1.0, -2.0]]
+    """
+
+    step_size: float
+
+    def __post_init__(self) -> None:
+        _check_positive("step_size", self.step_size)
+
+    def step_(self, theta: Tensor, direction: Tensor) -> Tensor:
+        """``theta += ε φ`` in place; returns it."""
+        return theta.add_(direction, alpha=self.step_size)
 
 
 @dataclass(frozen=True)
@@ -210,7 +236,7 @@ class DSVGD(GlobalStateLearner):
                  kde_bandwidth: float = DEFAULT_KDE_BANDWIDTH, temperature: float = 1.0,
                  batch_size: int = 100, local_particle_iters: int | None = None,
                  adagrad_decay: float = 0.9, adagrad_fudge: float = 1e-6,
-                 svgd_bandwidth: float | None = None,
+                 svgd_bandwidth: float | None = None, step_rule: str = "adagrad",
                  eval_data: tuple[Any, Any] | None = None, eval_per_class: bool = False,
                  initial_particles: Tensor | None = None,
                  dtype: torch.dtype = torch.float32,
@@ -225,6 +251,10 @@ class DSVGD(GlobalStateLearner):
         self.temperature = _check_positive("temperature", temperature)
         self.batch_size = _check_int("batch_size", batch_size, 1)
         AdaGrad(self.step_size, adagrad_decay, adagrad_fudge)  # validates
+        if step_rule not in STEP_RULES:
+            raise ValueError(f"step_rule: must be one of {', '.join(STEP_RULES)}, "
+                             f"got {step_rule!r}")
+        self.step_rule = step_rule
         self.adagrad_decay, self.adagrad_fudge = float(adagrad_decay), float(adagrad_fudge)
         self.svgd_bandwidth = None if svgd_bandwidth is None else _check_positive(
             "svgd_bandwidth", svgd_bandwidth)
@@ -353,9 +383,10 @@ class DSVGD(GlobalStateLearner):
 
     # -- helpers ------------------------------------------------------------------------
     def _svgd_kwargs(self) -> dict[str, Any]:
+        optimizer = ConstantStep(self.step_size) if self.step_rule == "constant" else None
         return dict(kde_bandwidth=self.kde_bandwidth, step_size=self.step_size,
                     decay=self.adagrad_decay, fudge=self.adagrad_fudge,
-                    bandwidth=self.svgd_bandwidth)
+                    bandwidth=self.svgd_bandwidth, optimizer=optimizer)
 
     def _model_flops(self) -> float:
         fn = getattr(self.model, "flops_per_example", None)

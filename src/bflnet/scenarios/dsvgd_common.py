@@ -34,7 +34,7 @@ refuses frames that already have one: run these scenarios per seed (as
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,8 +78,11 @@ class DSVGDSettings(NetworkSettings):
                              "default 200)", ge=1)
     distill_iters: int | None = param(None, "distillation SVGD steps per visit (none: "
                                       "= local_iters)", ge=0)
-    step_size: float = param(1e-3, "AdaGrad master step size of SVGD (letter: AdaGrad, "
+    step_size: float = param(1e-3, "SVGD step size (AdaGrad master step; letter: AdaGrad, "
                              "step not given)", gt=0)
+    step_rule: str = param("adagrad", "SVGD step rule: 'adagrad' (letter; fresh each visit) "
+                           "or 'constant' (theta += step_size * phi)",
+                           choices=("adagrad", "constant"))
     kde_bandwidth: float = param(0.55, "KDE bandwidth lambda (letter: 0.55)", gt=0)
     temperature: float = param(1.0, "temperature alpha of eq. 2 (letter: 1)", gt=0)
     batch_size: int = param(100, "minibatch size per SVGD / SGD step", ge=1)
@@ -202,8 +205,9 @@ def dsvgd_learner(config: DSVGDSettings, model: Any, data: VisionData, n_particl
     """DSVGD with the config's hyper-parameters."""
     return DSVGD(model, data.agents, n_particles, local_iters=config.local_iters,
                  local_particle_iters=config.distill_iters, step_size=config.step_size,
-                 kde_bandwidth=config.kde_bandwidth, temperature=config.temperature,
-                 batch_size=config.batch_size, eval_data=data.eval, **extra)
+                 step_rule=config.step_rule, kde_bandwidth=config.kde_bandwidth,
+                 temperature=config.temperature, batch_size=config.batch_size,
+                 eval_data=data.eval, **extra)
 
 
 def fedavg_learner(config: DSVGDSettings, model: Any, data: VisionData, *, local_steps: int,
@@ -277,11 +281,13 @@ class _FinalState(GlobalStateLearner):
 def run_parameter_server(name: str, config: DSVGDSettings, seed: int,
                          learner: GlobalStateLearner, agents: Sequence[int],
                          codec: Any, iterations: int, *, eval_every: int | None = None,
+                         until: Callable[[Mapping[str, Any]], bool] | None = None,
                          progress: bool = False) -> PhaseResult:
     """``iterations`` round-robin iterations of ``learner`` over ``agents`` (one per
     iteration) under the parameter server with the config's uplink channel and an ideal
-    downlink; ``init`` and ``iteration`` rows, with ``uplink_bits`` (this iteration's
-    on-air uplink bits) added."""
+    downlink, or fewer if ``until`` (given an evaluation's metrics) returns True; ``init``
+    and ``iteration`` rows, with ``uplink_bits`` (this iteration's on-air uplink bits)
+    added."""
     torch.set_num_threads(config.threads)
     sim = Simulation(seed, name=name)
     graph = nx.Graph()
@@ -290,7 +296,7 @@ def run_parameter_server(name: str, config: DSVGDSettings, seed: int,
     sim.build_network(graph, server=True, downlink_channel=IdealChannel(), **kwargs)
     tracker = _FinalState(learner)
     protocol = ParameterServerProtocol(
-        tracker, StopRule(max_iterations=iterations), selector=RoundRobinSelector(1),
+        tracker, StopRule(max_iterations=iterations, until=until), selector=RoundRobinSelector(1),
         uplink_codec=codec, downlink_codec=None,
         eval_every=config.eval_every if eval_every is None else eval_every, progress=progress)
     frame = sim.run(protocol)

@@ -27,9 +27,12 @@ said otherwise), each timed in the same rounds as the step:
 
 Warm-up rounds first, then the median over ``--repeat`` rounds, each round timing every
 case once in turn (the ratios are medians of the per-round ratios, robust to load on a
-shared machine); one thread by default. ``--profile`` then times the parts:
-the model's likelihood gradient via autograd, run_svgd without a score, its products,
-and an AdaGrad step. ``--inline-model`` uses a local copy of the MLP instead of
+shared machine); one thread by default. The step uses the score DSVGD picks: the
+model's hand-written ``log_likelihood_grad`` into a reused buffer when it has one
+(:class:`bflnet.learners.models.BayesianMLP` does), autograd otherwise (the inline MLP).
+``--profile`` then times the parts: the model's likelihood gradient both via autograd
+and hand-written (when the model has it), run_svgd without a score, its products, and
+an AdaGrad step. ``--inline-model`` uses a local copy of the MLP instead of
 :class:`bflnet.learners.models.BayesianMLP`.
 
     python bench/dsvgd_step.py [--particles 10] [--batch 100] [--iters 20] [--repeat 15]
@@ -245,9 +248,19 @@ def main() -> None:
             t = theta.detach().requires_grad_(True)
             torch.autograd.grad(model.log_likelihood(t, xb, yb).sum(), t)
 
+        grad_fn = getattr(model, "log_likelihood_grad", None)
+        grad_out = torch.empty_like(theta)
+
         f = steady.factors[0]
         terms = [KDETerm(theta1, 1.0), KDETerm(f.local, -1.0), KDETerm(f.reference, 1.0)]
-        t_lik = median_time(likelihood_grad, 5 * args.repeat, args.warmup)
+        lik = {"autograd": likelihood_grad}
+        if callable(grad_fn):
+            lik["hand"] = lambda: grad_fn(theta, xb, yb, out=grad_out)
+        # interleaved like the step, so that the hand/autograd ratio sees the same load
+        lik_fns = {key: (lambda fn=fn: median_time(fn, 5)) for key, fn in lik.items()}
+        interleaved(lik_fns, args.warmup)
+        lik_times = interleaved(lik_fns, args.repeat)
+        t_lik = {key: statistics.median(ts) for key, ts in lik_times.items()}
         t_kde3 = median_time(lambda: run_svgd(theta, iters, kde_terms=terms, step_size=1e-3),
                              args.repeat, args.warmup) / iters
         t_kde1 = median_time(lambda: run_svgd(theta, iters, kde_terms=terms[:1],
@@ -260,7 +273,16 @@ def main() -> None:
         print("profile (ms per SVGD step):")
         rows = [
             ("likelihood forward+backward via autograd",
-             f"{1e3 * t_lik:7.3f}  (the MLP's products alone {1e3 * med['natural']:.3f})"),
+             f"{1e3 * t_lik['autograd']:7.3f}  (the MLP's products alone "
+             f"{1e3 * med['natural']:.3f})"),
+        ]
+        if "hand" in t_lik:
+            hand_ratio = statistics.median(
+                a / b for a, b in zip(lik_times["hand"], lik_times["autograd"], strict=True))
+            rows.append(("  hand-written (log_likelihood_grad, out=)",
+                         f"{1e3 * t_lik['hand']:7.3f}  (hand / autograd {hand_ratio:.2f}; "
+                         "the step uses this)"))
+        rows += [
             ("run_svgd without a score",
              f"{1e3 * t_kde1:7.3f} (1 KDE)  {1e3 * t_kde3:7.3f} (3 KDE)"),
             ("run_svgd's products, with a score",
@@ -268,7 +290,7 @@ def main() -> None:
             (f"one AdaGrad step over {n} x {model.d}", f"{1e3 * t_ada:7.3f}"),
         ]
         for label, value in rows:
-            print(f"  {label:<41} {value}")
+            print(f"  {label:<42} {value}")
 
 if __name__ == "__main__":
     main()

@@ -192,3 +192,112 @@ def test_constructor_validation(kwargs, match):
 def test_doctests():
     result = doctest.testmod(models)
     assert result.attempted > 0 and result.failed == 0
+
+
+# --------------------------------------------------------------------------- hand-written gradient
+
+
+def autograd_grad(model, theta, x, y):
+    t = theta.detach().clone().requires_grad_()
+    (grad,) = torch.autograd.grad(model.log_likelihood(t, x, y).sum(), t)
+    return grad
+
+
+GRAD_MODELS = {
+    "mlp": mlp,
+    "mlp_wide": lambda: BayesianMLP(N_IN, 40, 7, prior_var=2.0, dtype=DT, init="prior"),
+    "logreg": lambda: LogisticRegression(N_IN, C, prior_var=2.0, dtype=DT, init="prior"),
+}
+
+
+@pytest.mark.parametrize("name", list(GRAD_MODELS))
+@pytest.mark.parametrize("n", [1, 4])
+@pytest.mark.parametrize("b", [1, 6, 33])
+@pytest.mark.parametrize("x_layout", ["shared", "per_particle"])
+@pytest.mark.parametrize("y_layout", ["shared", "per_particle"])
+@pytest.mark.parametrize("with_out", [False, True])
+def test_log_likelihood_grad_equals_autograd(name, n, b, x_layout, y_layout, with_out):
+    model = GRAD_MODELS[name]()
+    g = gen(n * 100 + b)
+    theta = model.init_particles(n, g)
+    x = torch.randn(*((b,) if x_layout == "shared" else (n, b)), N_IN, generator=g, dtype=DT)
+    y = torch.randint(0, model.n_classes, (b,) if y_layout == "shared" else (n, b),
+                      generator=g)
+    expected = autograd_grad(model, theta, x, y)
+    if with_out:
+        out = torch.full((n, model.d), float("nan"), dtype=DT)  # every entry gets written
+        grad = model.log_likelihood_grad(theta, x, y, out=out)
+        assert grad is out
+    else:
+        grad = model.log_likelihood_grad(theta, x, y)
+    assert grad.shape == (n, model.d) and grad.dtype == DT and not grad.requires_grad
+    torch.testing.assert_close(grad, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_log_likelihood_grad_fills_out_in_place_blockwise():
+    """The W1/b1/W2/b2 blocks land where unpack puts them (row-major W per particle)."""
+    model = mlp()
+    theta = model.init_particles(N, gen())
+    x, y = data()
+    out = torch.zeros(N, model.d, dtype=DT)
+    ptr = out.data_ptr()
+    assert model.log_likelihood_grad(theta, x, y, out=out) is out and out.data_ptr() == ptr
+    got, want = model.unpack(out), model.unpack(autograd_grad(model, theta, x, y))
+    for key in ("W1", "b1", "W2", "b2"):
+        torch.testing.assert_close(got[key], want[key], rtol=1e-12, atol=1e-12)
+    # dW1 = xᵀ dh for particle 0, by hand
+    p = model.unpack(theta)
+    pre = x @ p["W1"][0] + p["b1"][0]
+    dlogits = F.one_hot(y, C).to(DT) - torch.softmax(torch.relu(pre) @ p["W2"][0]
+                                                      + p["b2"][0], -1)
+    dh = (dlogits @ p["W2"][0].T) * (pre > 0)
+    torch.testing.assert_close(got["W1"][0], x.T @ dh)
+    # the same buffer, reused, is overwritten entirely
+    x2, y2 = data(seed=7)
+    model.log_likelihood_grad(theta, x2, y2, out=out)
+    torch.testing.assert_close(out, autograd_grad(model, theta, x2, y2), rtol=1e-12,
+                               atol=1e-12)
+
+
+def test_log_likelihood_grad_with_grad_tracking_theta_and_casts():
+    model = LogisticRegression(N_IN, C)  # float32 theta, float64 x, int32 labels
+    theta = model.init_particles(3, gen()).requires_grad_()
+    x, y = data()
+    grad = model.log_likelihood_grad(theta, x, y.int())
+    assert grad.dtype == torch.float32 and not grad.requires_grad
+    torch.testing.assert_close(grad, autograd_grad(model, theta, x, y))
+
+
+class DoubledLogitsMLP(BayesianMLP):
+    """Redefines the forward maths only: the hand-written gradient no longer applies."""
+
+    def logits(self, theta, x):
+        return 2.0 * super().logits(theta, x)
+
+
+def test_log_likelihood_grad_falls_back_to_autograd_for_a_redefined_forward():
+    model = DoubledLogitsMLP(N_IN, H, C, dtype=DT, init="prior")
+    assert not model._inherits_maths() and mlp()._inherits_maths()
+    theta = model.init_particles(N, gen())
+    x, y = data()
+    out = torch.empty(N, model.d, dtype=DT)
+    assert model.log_likelihood_grad(theta, x, y, out=out) is out
+    torch.testing.assert_close(out, autograd_grad(model, theta, x, y))
+
+
+@pytest.mark.parametrize("make_out", [
+    lambda d: torch.empty(N, d - 1, dtype=DT),
+    lambda d: torch.empty(N + 1, d, dtype=DT),
+    lambda d: torch.empty(N, d, dtype=torch.float32),
+])
+def test_log_likelihood_grad_errors_are_one_line(make_out):
+    model = mlp()
+    theta = model.init_particles(N, gen())
+    x, y = data()
+    with pytest.raises(ValueError, match="out: expected") as info:
+        model.log_likelihood_grad(theta, x, y, out=make_out(model.d))
+    assert "\n" not in str(info.value)
+    with pytest.raises(ValueError, match="y: expected shape"):
+        model.log_likelihood_grad(theta, x, y[:-1])
+    with pytest.raises(ValueError, match="x: expected shape"):
+        model.log_likelihood_grad(theta, x[:, :-1], y)

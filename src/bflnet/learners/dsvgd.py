@@ -394,11 +394,32 @@ class DSVGD(GlobalStateLearner):
 
     def _data_score(self, agent: Any, factor: AgentFactor) -> tuple[Score, float]:
         """``(θ ↦ ∇ Σ_batch log p(y|x, θ), s · N_k/(M·α))``: a fresh minibatch per call;
-        the score of the data term is their product."""
+        the score of the data term is their product.
+
+        With a model that has ``log_likelihood_grad(theta, x, y, out=None)`` (the
+        classifiers of :mod:`bflnet.learners.models`) the gradient is that hand-written
+        one, written into one ``(N_p, d)`` buffer that this score reuses across its calls
+        (so each call overwrites the previous result: :func:`run_svgd` reads a score's
+        output before the next call and keeps none); other models go through autograd
+        with a fresh tensor per call."""
         n_k = self.data[agent][0].shape[0]
         sign = -1.0 if factor.unlearning else 1.0
         scale = sign * n_k / (self.sampler.size(agent) * self.temperature)
         model, sampler = self.model, self.sampler
+        grad_fn = getattr(model, "log_likelihood_grad", None)
+
+        if callable(grad_fn):
+            buffer: list[Tensor] = []
+
+            def analytic_score(theta: Tensor) -> Tensor:
+                x, y = sampler(agent)
+                if not buffer or (buffer[0].shape, buffer[0].dtype, buffer[0].device) != (
+                        theta.shape, theta.dtype, theta.device):
+                    buffer[:] = [torch.empty(theta.shape, dtype=theta.dtype,
+                                             device=theta.device)]
+                return grad_fn(theta, x, y, out=buffer[0])
+
+            return analytic_score, scale
 
         def score(theta: Tensor) -> Tensor:
             x, y = sampler(agent)

@@ -11,6 +11,13 @@ are independent, so per-particle gradients come straight from autograd::
 ``x`` is either shared by all particles, ``(B, n_in)``, or one batch per particle,
 ``(N, B, n_in)`` (``y`` then ``(B,)`` or ``(N, B)``).
 
+The classifiers here also have an optional, faster route to the likelihood part of that
+gradient, ``log_likelihood_grad(theta, x, y, out=None)``: the ``(N, d)`` gradient of
+``log_likelihood(theta, x, y).sum()`` written out by hand as batched matrix products,
+optionally into a preallocated ``(N, d)`` buffer ``out`` (no autograd graph, no fresh
+``(N, d)`` tensor). It is not part of :class:`ParticleModel`; learners check for it
+(e.g. :class:`bflnet.learners.dsvgd.DSVGD`) and use autograd otherwise.
+
 >>> model = LogisticRegression(n_in=3, n_out=2, prior_var=1.0)
 >>> theta = model.init_particles(5, torch.Generator().manual_seed(0))
 >>> theta.shape, model.d
@@ -129,13 +136,69 @@ class _Classifier:
         """``(N,)``: Σ_b ``log softmax(logits)[y_b]`` (= −cross-entropy · B)."""
         logits = self.logits(theta, x)
         n, b = logits.shape[:2]
-        if y.shape not in ((b,), (n, b)):
-            raise ValueError(f"y: expected shape ({b},) or ({n}, {b}) to match x, "
-                             f"got {tuple(y.shape)}")
-        if y.dtype != torch.int64:
-            y = y.long()
+        index = _label_index(y, n, b)
         logp = torch.log_softmax(logits, dim=-1)
-        return logp.gather(2, y.expand(n, b).unsqueeze(2)).squeeze(2).sum(dim=1)
+        return logp.gather(2, index).squeeze(2).sum(dim=1)
+
+    # -- hand-written likelihood gradient ---------------------------------------------
+    def log_likelihood_grad(self, theta: Tensor, x: Tensor, y: Tensor,
+                            out: Tensor | None = None) -> Tensor:
+        """``(N, d)``: ``∇_θ log_likelihood(theta, x, y).sum()``, row ``n`` the gradient of
+        particle ``n``'s log-likelihood, in ``out`` when given (a preallocated ``(N, d)``
+        tensor of ``theta``'s dtype and device, filled in place and returned).
+
+        Subclasses write the gradient by hand (:meth:`_analytic_grad`); a subclass that
+        redefines the forward maths (the methods named in ``_maths``) without redefining
+        the gradient gets autograd's instead, so the result always matches
+        :meth:`log_likelihood`. No autograd graph is built (the result does not require
+        grad)."""
+        self._check_theta(theta)
+        if out is not None and (out.shape != theta.shape or out.dtype != theta.dtype
+                                or out.device != theta.device):
+            raise ValueError(f"out: expected a {tuple(theta.shape)} tensor of dtype "
+                             f"{theta.dtype} on {theta.device}, got {tuple(out.shape)}, "
+                             f"{out.dtype} on {out.device}")
+        if not self._inherits_maths():
+            return self._autograd_grad(theta, x, y, out)
+        theta = theta.detach()
+        x = self._check_x(theta, x).detach()
+        if out is None:
+            out = torch.empty(theta.shape, dtype=theta.dtype, device=theta.device)
+        with torch.no_grad():
+            self._analytic_grad(theta, x, y, self.unpack(out))
+        return out
+
+    _maths: tuple[str, ...] = ("logits", "log_likelihood")
+    """The forward methods :meth:`_analytic_grad` differentiates."""
+
+    def _analytic_grad(self, theta: Tensor, x: Tensor, y: Tensor,
+                       grad: dict[str, Tensor]) -> None:
+        """Write the gradient into ``grad`` (views of ``out``, as :meth:`unpack` gives);
+        ``x`` is checked and in ``theta``'s dtype."""
+        raise NotImplementedError
+
+    def _inherits_maths(self) -> bool:
+        """Whether :meth:`_analytic_grad` and the forward methods it differentiates come
+        from the same class (no subclass redefined the forward alone)."""
+        mro = type(self).__mro__
+        owner = next(c for c in mro if "_analytic_grad" in vars(c))
+        return all(next(c for c in mro if name in vars(c)) in owner.__mro__
+                   for name in self._maths)
+
+    def _autograd_grad(self, theta: Tensor, x: Tensor, y: Tensor,
+                       out: Tensor | None) -> Tensor:
+        with torch.enable_grad():
+            t = theta.detach().requires_grad_(True)
+            (grad,) = torch.autograd.grad(self.log_likelihood(t, x, y).sum(), t)
+        return grad if out is None else out.copy_(grad)
+
+    @staticmethod
+    def _output_grad(logits: Tensor, y: Tensor) -> Tensor:
+        """``(N, B, C)``: ``∂ Σ_b log softmax(logits)[y_b] / ∂ logits = onehot(y) − softmax``."""
+        n, b = logits.shape[:2]
+        index = _label_index(y, n, b)
+        dlogits = torch.softmax(logits, dim=-1).neg_()
+        return dlogits.scatter_add_(2, index, logits.new_ones(()).expand(n, b, 1))
 
     def predict_proba(self, theta: Tensor, x: Tensor) -> Tensor:
         """``(N, B, C)`` softmax outputs."""
@@ -185,6 +248,14 @@ class LogisticRegression(_Classifier):
             return torch.einsum("bi,nic->nbc", x, p["W"]) + p["b"].unsqueeze(1)
         return torch.baddbmm(p["b"].unsqueeze(1), x, p["W"])
 
+    def _analytic_grad(self, theta: Tensor, x: Tensor, y: Tensor,
+                       grad: dict[str, Tensor]) -> None:
+        """``dlogits = onehot(y) − softmax``; ``dW = xᵀ dlogits``, ``db = Σ_b dlogits``."""
+        dlogits = self._output_grad(self.logits(theta, x), y)
+        xt = x.T.expand(theta.shape[0], -1, -1) if x.ndim == 2 else x.transpose(1, 2)
+        torch.bmm(xt, dlogits, out=grad["W"])
+        torch.sum(dlogits, dim=1, out=grad["b"])
+
     def flops_per_example(self) -> float:
         """≈ 3 × the forward multiply-adds (backward costs about twice the forward)."""
         return 3.0 * 2.0 * self.n_in * self.n_classes
@@ -221,9 +292,45 @@ class BayesianMLP(_Classifier):
         p = self.unpack(theta)
         return torch.baddbmm(p["b2"].unsqueeze(1), h, p["W2"])
 
+    _maths = ("features", "logits", "log_likelihood")
+
+    def _analytic_grad(self, theta: Tensor, x: Tensor, y: Tensor,
+                       grad: dict[str, Tensor]) -> None:
+        """Backpropagation by hand, each product batched over the particles::
+
+            dlogits = onehot(y) − softmax           dW2 = hᵀ dlogits,  db2 = Σ_b dlogits
+            dh = (dlogits W2ᵀ) ⊙ 1[h > 0]           dW1 = xᵀ dh,       db1 = Σ_b dh
+
+        All of ``theta`` is read before ``grad`` is written. ``grad["W1"]`` is the
+        ``(N, n_in, n_hidden)`` view of the gradient's W1 block (row stride ``n_hidden``,
+        particle stride ``d``),
+        which ``bmm`` writes in place. A shared ``x`` (2-D) enters both ``bmm`` calls
+        expanded over the particles (stride 0), not copied; :meth:`features`' ``einsum``
+        would copy W1 into an ``(n_in, N·n_hidden)`` layout first."""
+        p = self.unpack(theta)
+        n = theta.shape[0]
+        xs = x.expand(n, -1, -1) if x.ndim == 2 else x
+        h = torch.baddbmm(p["b1"].unsqueeze(1), xs, p["W1"]).relu_()
+        dlogits = self._output_grad(torch.baddbmm(p["b2"].unsqueeze(1), h, p["W2"]), y)
+        dh = torch.bmm(dlogits, p["W2"].transpose(1, 2)).mul_(h > 0)
+        torch.bmm(h.transpose(1, 2), dlogits, out=grad["W2"])
+        torch.sum(dlogits, dim=1, out=grad["b2"])
+        torch.bmm(xs.transpose(1, 2), dh, out=grad["W1"])
+        torch.sum(dh, dim=1, out=grad["b1"])
+
     def flops_per_example(self) -> float:
         """≈ 3 × the forward multiply-adds (backward costs about twice the forward)."""
         return 3.0 * 2.0 * (self.n_in * self.n_hidden + self.n_hidden * self.n_classes)
+
+
+def _label_index(y: Tensor, n: int, b: int) -> Tensor:
+    """``(n, b, 1)`` int64 class indices from ``y`` ``(b,)`` or ``(n, b)`` (checked)."""
+    if y.shape not in ((b,), (n, b)):
+        raise ValueError(f"y: expected shape ({b},) or ({n}, {b}) to match x, "
+                         f"got {tuple(y.shape)}")
+    if y.dtype != torch.int64:
+        y = y.long()
+    return y.expand(n, b).unsqueeze(2)
 
 
 def _check_sizes(**sizes: int) -> None:

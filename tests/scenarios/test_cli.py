@@ -1,5 +1,8 @@
 """The bflnet command line, run as a user would (through main, in process)."""
 
+import subprocess
+import sys
+
 import pandas as pd
 
 from bflnet.scenarios.cli import main
@@ -54,3 +57,13 @@ def test_bad_input_is_one_line_on_stderr_and_exit_code_2(capsys, tmp_path):
     one_line_error(capsys, ["run", "--out", str(tmp_path / "r.xlsx")], "--out: must end in")
     one_line_error(capsys, ["describe", "nope"], "unknown scenario")
     one_line_error(capsys, ["frobnicate"], "No such command")
+
+
+def test_importing_the_scenarios_and_the_cli_does_not_import_torch():
+    """`bflnet list` / `describe` stay fast: torch is imported only by the runs that use it
+    (a fresh interpreter, as this test session has torch loaded already)."""
+    code = ("import sys, bflnet.scenarios, bflnet.scenarios.cli; "
+            "assert 'torch' not in sys.modules, 'torch imported'")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr

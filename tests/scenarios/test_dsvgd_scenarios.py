@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from bflnet.data import load_fashion_mnist
-from bflnet.scenarios.dsvgd_common import budget_codec, sparsity_groups
-from bflnet.scenarios.forget_svgd import class_assignment
+from bflnet.learners.models import BayesianMLP, LogisticRegression
+from bflnet.scenarios.dsvgd_common import budget_codec, mlp_dim, sparsity_groups
+from bflnet.scenarios.forget_svgd import class_assignment, head_dim
 from bflnet.scenarios.registry import get_scenario, run_scenario
 
 SMALL = {"per_agent": 50, "eval_size": 200, "hidden": 8, "local_iters": 2, "K": 4,
@@ -203,3 +204,9 @@ def test_forget_svgd_stops_at_the_first_iteration_the_agents_data_are_forgotten(
     cut = stopped[stopped["method"] == "forget-svgd"].reset_index(drop=True)
     assert cut["iteration"].tolist() == [0, 1, 2]
     pd.testing.assert_frame_equal(cut, forget.iloc[:3])
+
+
+@pytest.mark.parametrize("hidden", [1, 8, 16, 100])
+def test_model_dims_computed_without_torch_match_the_models(hidden):
+    assert mlp_dim(hidden) == BayesianMLP(784, hidden, 10).d
+    assert head_dim(hidden) == LogisticRegression(hidden, 10).d

@@ -36,19 +36,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import numpy as np
 import pandas as pd
-import torch
 
 from bflnet.channels import IdealChannel
 from bflnet.data import iid, load_fashion_mnist
 from bflnet.learners.base import GlobalStateLearner
-from bflnet.learners.dsvgd import DSVGD
-from bflnet.learners.fedavg import FedAvg
-from bflnet.learners.models import BayesianMLP
 from bflnet.protocols.codecs import ComposedCodec, largest_k_within_budget, topk_quantized
 from bflnet.protocols.parameter_server import ParameterServerProtocol
 from bflnet.protocols.scheduling import RoundRobinSelector
@@ -56,6 +52,16 @@ from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param
 from bflnet.scenarios.network_settings import NetworkSettings
 from bflnet.simulator.simulation import Simulation
+
+# torch and the torch learners are imported lazily, inside the functions that use them, so
+# that importing the scenarios (``bflnet list``, ``bflnet describe``, the scenarios
+# without torch) stays fast.
+if TYPE_CHECKING:
+    import torch
+
+    from bflnet.learners.dsvgd import DSVGD
+    from bflnet.learners.fedavg import FedAvg
+    from bflnet.learners.models import BayesianMLP
 
 SPARSIFIERS = ("per-particle", "shared", "alpha-shared")
 #: Row events kept in the frames.
@@ -197,12 +203,22 @@ def mlp(config: DSVGDSettings) -> BayesianMLP:
     """The letter's one-hidden-layer ReLU MLP (784-hidden-10). Its particles start from
     the "scaled" init (weights ``N(0, 1/(fan_in + 1))``, zero biases); DSVGD's prior is the
     KDE of these initial particles (eq. 7 has no separate prior term)."""
+    from bflnet.learners.models import BayesianMLP  # lazily: torch
+
     return BayesianMLP(784, config.hidden, 10)
+
+
+def mlp_dim(hidden: int) -> int:
+    """``d`` of :func:`mlp`'s 784-``hidden``-10 MLP (``BayesianMLP(784, hidden, 10).d``:
+    ``W1``, ``b1``, ``W2``, ``b2``), without building it, which would import torch."""
+    return 784 * hidden + hidden + hidden * 10 + 10
 
 
 def dsvgd_learner(config: DSVGDSettings, model: Any, data: VisionData, n_particles: int,
                   **extra: Any) -> DSVGD:
     """DSVGD with the config's hyper-parameters."""
+    from bflnet.learners.dsvgd import DSVGD  # lazily: torch
+
     return DSVGD(model, data.agents, n_particles, local_iters=config.local_iters,
                  local_particle_iters=config.distill_iters, step_size=config.step_size,
                  step_rule=config.step_rule, kde_bandwidth=config.kde_bandwidth,
@@ -213,6 +229,8 @@ def dsvgd_learner(config: DSVGDSettings, model: Any, data: VisionData, n_particl
 def fedavg_learner(config: DSVGDSettings, model: Any, data: VisionData, *, local_steps: int,
                    lr: float) -> FedAvg:
     """FedAvg (plain SGD, no weight decay) with the config's minibatch size."""
+    from bflnet.learners.fedavg import FedAvg  # lazily: torch
+
     return FedAvg(model, data.agents, local_steps=local_steps, lr=lr,
                   batch_size=config.batch_size, eval_data=data.eval)
 
@@ -288,6 +306,8 @@ def run_parameter_server(name: str, config: DSVGDSettings, seed: int,
     downlink, or fewer if ``until`` (given an evaluation's metrics) returns True; ``init``
     and ``iteration`` rows, with ``uplink_bits`` (this iteration's on-air uplink bits)
     added."""
+    import torch  # lazily, so that `bflnet list` stays fast
+
     torch.set_num_threads(config.threads)
     sim = Simulation(seed, name=name)
     graph = nx.Graph()
@@ -315,6 +335,6 @@ def tidy(frames: Sequence[pd.DataFrame], first: Sequence[str]) -> pd.DataFrame:
 __all__ = [
     "FASHION_TEST", "FASHION_TRAIN", "ROW_EVENTS", "SPARSIFIERS", "Budget", "DSVGDSettings",
     "PhaseResult", "Resumed", "VisionData", "budget_codec", "dsvgd_learner",
-    "eval_subset", "fedavg_learner", "iid_fashion_mnist", "mlp",
+    "eval_subset", "fedavg_learner", "iid_fashion_mnist", "mlp", "mlp_dim",
     "run_parameter_server", "sparsity_groups", "tidy",
 ]

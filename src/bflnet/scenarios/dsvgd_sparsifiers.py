@@ -39,6 +39,7 @@ from bflnet.scenarios.dsvgd_common import (
     dsvgd_learner,
     iid_fashion_mnist,
     mlp,
+    mlp_dim,
     run_parameter_server,
     sparsity_groups,
     tidy,
@@ -75,7 +76,7 @@ class DSVGDSparsifiersConfig(DSVGDSettings):
         if bad:
             raise ValueError(f"sparsifiers: each value must be one of "
                              f"{', '.join(SPARSIFIERS)}, got {bad[0]!r}")
-        d = mlp(self).d
+        d = mlp_dim(self.hidden)  # = mlp(self).d, without torch
         for s in names:
             groups = sparsity_groups(s, self.particles, self.sharing_fraction)
             budget_codec(self.rate_multiple, d, self.particles, groups, self.n_bits)

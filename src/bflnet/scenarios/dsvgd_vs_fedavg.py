@@ -37,6 +37,7 @@ from bflnet.scenarios.dsvgd_common import (
     fedavg_learner,
     iid_fashion_mnist,
     mlp,
+    mlp_dim,
     run_parameter_server,
     sparsity_groups,
     tidy,
@@ -78,7 +79,7 @@ class DSVGDvsFedAvgConfig(DSVGDSettings):
         if bad:
             raise ValueError(f"methods: each value must be one of {', '.join(METHODS)}, "
                              f"got {bad[0]!r}")
-        d = mlp(self).d
+        d = mlp_dim(self.hidden)  # = mlp(self).d, without torch
         for rate in float_list("rate_multiples", self.rate_multiples):
             if "dsvgd" in methods:
                 for n_p in int_list("particles", self.particles, 1):

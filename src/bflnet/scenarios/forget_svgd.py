@@ -74,13 +74,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import torch
 
 from bflnet.data import by_label, load_fashion_mnist
-from bflnet.learners.dsvgd import DSVGD, torch_generator
-from bflnet.learners.evaluation import posterior_predictive, predictive_metrics
-from bflnet.learners.fedavg import FedAvg
-from bflnet.learners.models import LogisticRegression
 from bflnet.protocols.codecs import RawCodec
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.dsvgd_common import (
@@ -99,8 +94,13 @@ from bflnet.scenarios.lists import float_list, int_list
 from bflnet.scenarios.registry import register
 from bflnet.simulator.rng import RngStreams
 
+# torch and the torch learners are imported lazily, inside the functions that use them, so
+# that importing the scenarios (``bflnet list``, ``bflnet describe``) stays fast.
 if TYPE_CHECKING:
+    import torch
     from matplotlib.figure import Figure
+
+    from bflnet.learners.dsvgd import DSVGD
 
 NAME = "forget-svgd"
 N_CLASSES = 10
@@ -166,11 +166,17 @@ class ForgetSVGDConfig(DSVGDSettings):
                 (2 * (self.K - self.n_forgetting)) > 6000 * remaining:
             raise ValueError(f"per_agent: {self.per_agent} examples per agent exceed the "
                              f"6000 training examples per class")
-        d = LogisticRegression(self.hidden, N_CLASSES).d
+        d = head_dim(self.hidden)
         for fraction in float_list("sharing_fractions", self.sharing_fractions):
             groups = sparsity_groups("alpha-shared", self.particles, fraction)
             for rate in float_list("rate_multiples", self.rate_multiples):
                 budget_codec(rate, d, self.particles, groups, self.n_bits)
+
+
+def head_dim(hidden: int) -> int:
+    """``d`` of the last layer, ``LogisticRegression(hidden, N_CLASSES).d`` (``W`` and
+    ``b``), without building it, which would import torch."""
+    return hidden * N_CLASSES + N_CLASSES
 
 
 def class_assignment(K: int, n_forgetting: int, forget: list[int]) -> list[tuple[int, ...]]:
@@ -221,6 +227,10 @@ class ForgettingCheck(Resumed):
         super().__init__(learner, state, factors, forget=forget)
 
     def evaluate(self, state: Any) -> dict[str, float]:
+        import torch  # lazily, so that `bflnet list` stays fast
+
+        from bflnet.learners.evaluation import posterior_predictive
+
         metrics = super().evaluate(state)
         model = self.learner.model
         accs = []
@@ -232,6 +242,8 @@ class ForgettingCheck(Resumed):
 
 
 def _features(model: Any, w: torch.Tensor, x: np.ndarray) -> np.ndarray:
+    import torch  # lazily, so that `bflnet list` stays fast
+
     with torch.no_grad():
         return model.features(w, torch.as_tensor(x)).squeeze(0).numpy()
 
@@ -251,6 +263,15 @@ def _label_groups(frame: pd.DataFrame, forget: list[int]) -> pd.DataFrame:
           "and the remaining labels, vs training the last layer from scratch.",
           plot=default_plot)
 def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+    # torch and the torch learners are imported here, not at module level, so that
+    # `bflnet list` stays fast
+    import torch
+
+    from bflnet.learners.dsvgd import DSVGD, torch_generator
+    from bflnet.learners.evaluation import predictive_metrics
+    from bflnet.learners.fedavg import FedAvg
+    from bflnet.learners.models import LogisticRegression
+
     torch.set_num_threads(config.threads)
     streams = RngStreams(seed)
     forget = int_list("forget_classes", config.forget_classes, 0, N_CLASSES - 1)

@@ -76,6 +76,7 @@ from bflnet.learners.base import GlobalStateLearner, Update
 from bflnet.learners.svgd import (
     DEFAULT_KDE_BANDWIDTH,
     AdaGrad,
+    ConstantStep,
     KDETerm,
     Score,
     kde_log_density,
@@ -88,25 +89,6 @@ __all__ = ["DSVGD", "STEP_RULES", "AgentFactor", "ConstantStep"]
 
 STEP_RULES = ("adagrad", "constant")
 """SVGD step rules: AdaGrad (fresh each local update) or a constant step size."""
-
-
-@dataclass
-class ConstantStep:
-    """The plain SVGD step ``θ ← θ + ε φ`` (an optimizer for
-    :func:`bflnet.learners.svgd.run_svgd`, like :class:`AdaGrad`).
-
-    >>> ConstantStep(0.5).step_(torch.zeros(1, 2), torch.tensor([[2.0, -4.0]])).tolist()
-    [[1.0, -2.0]]
-    """
-
-    step_size: float
-
-    def __post_init__(self) -> None:
-        _check_positive("step_size", self.step_size)
-
-    def step_(self, theta: Tensor, direction: Tensor) -> Tensor:
-        """``theta += ε φ`` in place; returns it."""
-        return theta.add_(direction, alpha=self.step_size)
 
 
 @dataclass(frozen=True)

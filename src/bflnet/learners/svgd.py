@@ -44,6 +44,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
+from typing import Protocol
 
 import torch
 from torch import Tensor
@@ -52,7 +53,9 @@ __all__ = [
     "DEFAULT_KDE_BANDWIDTH",
     "SVGD",
     "AdaGrad",
+    "ConstantStep",
     "KDETerm",
+    "Optimizer",
     "kde_log_density",
     "kde_score",
     "median_bandwidth",
@@ -213,7 +216,33 @@ def _fused_step_(theta: Tensor, direction: Tensor, opt: AdaGrad) -> bool:
     return True
 
 
-def svgd_update(theta: Tensor, score: Tensor, optimizer: AdaGrad, *,
+class Optimizer(Protocol):
+    """What :func:`run_svgd` steps with: ``step_(theta, φ)`` updates ``theta`` in place
+    (:class:`AdaGrad`, :class:`ConstantStep`)."""
+
+    def step_(self, theta: Tensor, direction: Tensor) -> Tensor: ...
+
+
+@dataclass
+class ConstantStep:
+    """The plain SVGD step ``θ ← θ + ε φ`` (no per-coordinate normalisation).
+
+    >>> ConstantStep(0.5).step_(torch.zeros(1, 2), torch.tensor([[2.0, -4.0]])).tolist()
+    [[1.0, -2.0]]
+    """
+
+    step_size: float
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.step_size) and self.step_size > 0):
+            raise ValueError(f"step_size: must be finite and > 0, got {self.step_size!r}")
+
+    def step_(self, theta: Tensor, direction: Tensor) -> Tensor:
+        """``theta += ε φ`` in place; returns it."""
+        return theta.add_(direction, alpha=self.step_size)
+
+
+def svgd_update(theta: Tensor, score: Tensor, optimizer: Optimizer, *,
                 bandwidth: float | Tensor | None = None) -> Tensor:
     """One SVGD step: a new tensor ``theta + AdaGrad(φ(theta, score))``."""
     return optimizer.step_(theta.clone(), svgd_direction(theta, score, bandwidth))
@@ -265,7 +294,7 @@ def run_svgd(theta: Tensor, n_iter: int, *, score: Score | None = None,
              kde_bandwidth: float = DEFAULT_KDE_BANDWIDTH,
              step_size: float = 0.05, decay: float = 0.9, fudge: float = 1e-6,
              bandwidth: float | None = None, context: str = "",
-             optimizer: AdaGrad | None = None) -> Tensor:
+             optimizer: Optimizer | None = None) -> Tensor:
     """``n_iter`` AdaGrad-SVGD steps from ``theta`` towards the target
 
         log p(θ) = Σ_t sign_t · log KDE(θ; particles_t, λ) + (a term whose gradient is
@@ -283,12 +312,12 @@ def run_svgd(theta: Tensor, n_iter: int, *, score: Score | None = None,
     distance GEMM and, after the last update, the particles' norms (tensor flags,
     synchronised once at the end).
 
-    ``optimizer``: an :class:`AdaGrad` to step with instead of a fresh
-    ``AdaGrad(step_size, decay, fudge)``; its own step size, decay and fudge are used (the
-    ``step_size``, ``decay`` and ``fudge`` arguments are then ignored) and its accumulated
-    ``historical`` state carries over from and into other calls, so two calls of ``n``
-    steps sharing it equal one call of ``2n`` steps (for a deterministic target). Only its
-    ``step_(theta, direction)`` method is used.
+    ``optimizer``: an :class:`Optimizer` (an :class:`AdaGrad`, a :class:`ConstantStep`) to
+    step with instead of a fresh ``AdaGrad(step_size, decay, fudge)``; its own settings are
+    used (the ``step_size``, ``decay`` and ``fudge`` arguments are then ignored), and an
+    AdaGrad's accumulated ``historical`` state carries over from and into other calls, so
+    two calls of ``n`` steps sharing it equal one call of ``2n`` steps (for a deterministic
+    target). Only its ``step_(theta, direction)`` method is used.
     """
     if theta.ndim != 2:
         raise ValueError(f"theta: must be (N, d), got shape {tuple(theta.shape)}")

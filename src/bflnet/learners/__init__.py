@@ -1,24 +1,39 @@
-"""Learners: the maths of Bayesian federated learning, blind to SimPy, graphs and channels."""
+"""Learners: the maths of Bayesian federated learning, blind to SimPy, graphs and channels.
 
-from bflnet.learners.averaging import ConsensusAveraging
-from bflnet.learners.base import Array, ConsensusLearner, GlobalStateLearner, Update
-from bflnet.learners.expfam import (
-    BETA,
-    GAMMA,
-    GAUSSIAN,
-    BernoulliLikelihood,
-    ConjugateLikelihood,
-    ExpFam,
-    ExpFamily,
-    ExponentialLikelihood,
-    GaussianLikelihood,
-    Likelihood,
-    PoissonLikelihood,
-)
-from bflnet.learners.gfvl import GFVL
+Names are imported lazily, so that ``import bflnet.learners.base`` (the interfaces) costs
+nothing and only the learners a program uses load torch or scipy.
+"""
 
-__all__ = [
-    "BETA", "GAMMA", "GAUSSIAN", "GFVL", "Array", "BernoulliLikelihood", "ConjugateLikelihood",
-    "ConsensusAveraging", "ConsensusLearner", "ExpFam", "ExpFamily", "ExponentialLikelihood",
-    "GaussianLikelihood", "GlobalStateLearner", "Likelihood", "PoissonLikelihood", "Update",
-]
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_HOMES = {
+    "Array": "base", "ConsensusLearner": "base", "GlobalStateLearner": "base",
+    "NO_WORK": "base", "Payload": "base", "PerNeighbour": "base", "Update": "base",
+    "Work": "base",
+    "ConsensusAveraging": "averaging",
+    "BETA": "expfam", "GAMMA": "expfam", "GAUSSIAN": "expfam", "BernoulliLikelihood": "expfam",
+    "ConjugateLikelihood": "expfam", "ExpFam": "expfam", "ExpFamily": "expfam",
+    "ExponentialLikelihood": "expfam", "GaussianLikelihood": "expfam", "Likelihood": "expfam",
+    "PoissonLikelihood": "expfam",
+    "GFVL": "gfvl", "GFVLAgent": "gfvl",
+    "DSVGD": "dsvgd", "AgentFactor": "dsvgd",
+    "FedAvg": "fedavg",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'bflnet.learners' has no attribute {name!r}")
+    value = getattr(import_module(f"bflnet.learners.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -10,16 +11,26 @@ import numpy as np
 from bflnet.learners.base import ConsensusLearner
 
 
+@dataclass(frozen=True, slots=True)
+class AveragingState:
+    """A node's initial value ``x0`` and its current estimate ``x`` (shape ``(1,)``)."""
+
+    x0: float
+    x: np.ndarray
+
+
 class ConsensusAveraging(ConsensusLearner):
     """Average-consensus on initial values (``x_k ← Σ_j w_kj x_j``).
 
-    ``evaluate`` reports ``max_deviation = max_k |x_k − mean(x⁽⁰⁾)|`` against the true
-    mean of the initial values.
+    Each node's initial value is ``initial[node]``, or a draw from its own stream
+    (standard normal or uniform on [0, 1)). ``evaluate`` reports
+    ``max_deviation = max_k |x_k − mean(x⁽⁰⁾)|`` against the true mean of the initial
+    values, and ``mean_value``.
 
     >>> learner = ConsensusAveraging({0: 1.0, 1: 3.0})
-    >>> learner.init([0, 1], np.random.default_rng(0))
-    >>> learner.absorb(0, {1: learner.outgoing(1)}, {0: 0.5, 1: 0.5})
-    >>> float(learner.values[0])
+    >>> s0, s1 = (learner.init_node(k, np.random.default_rng(0)) for k in (0, 1))
+    >>> new = learner.absorb(0, s0, {1: learner.outgoing(1, s1)}, {0: 0.5, 1: 0.5})
+    >>> float(new.x[0])
     2.0
     """
 
@@ -29,34 +40,31 @@ class ConsensusAveraging(ConsensusLearner):
             raise ValueError(f"distribution: must be 'normal' or 'uniform', got {distribution!r}")
         self.initial = dict(initial) if initial is not None else None
         self.distribution = distribution
-        self.values: dict[Any, np.ndarray] = {}
-        self.true_mean = 0.0
 
-    def init(self, nodes: Sequence[Any], rng: np.random.Generator) -> None:
+    def init_node(self, node: Any, rng: np.random.Generator) -> AveragingState:
         if self.initial is None:
-            draw = rng.standard_normal if self.distribution == "normal" else rng.random
-            start = dict(zip(nodes, draw(len(nodes)), strict=True))
+            value = float(rng.standard_normal() if self.distribution == "normal"
+                          else rng.random())
+        elif node not in self.initial:
+            raise ValueError(f"initial: no value for node {node!r}")
         else:
-            missing = set(nodes) - set(self.initial)
-            if missing:
-                raise ValueError(f"initial: no value for nodes {sorted(missing, key=str)}")
-            start = {k: self.initial[k] for k in nodes}
-        self.values = {k: np.array([float(v)]) for k, v in start.items()}
-        self.true_mean = float(np.mean([v for v in start.values()]))
+            value = float(self.initial[node])
+        return AveragingState(value, np.array([value]))
 
-    def outgoing(self, node: Any) -> np.ndarray:
-        return self.values[node]
+    def outgoing(self, node: Any, state: AveragingState) -> np.ndarray:
+        return state.x
 
-    def absorb(self, node: Any, received: Mapping[Any, np.ndarray],
-               weights: Mapping[Any, float]) -> None:
-        mixed = weights[node] * self.values[node]
+    def absorb(self, node: Any, state: AveragingState, received: Mapping[Any, np.ndarray],
+               weights: Mapping[Any, float]) -> AveragingState:
+        mixed = weights[node] * state.x
         for peer, value in received.items():
             mixed = mixed + weights[peer] * np.asarray(value, dtype=float)
-        self.values[node] = mixed
+        return AveragingState(state.x0, mixed)
 
-    def evaluate(self) -> dict[str, float]:
-        stacked = np.concatenate(list(self.values.values()))
+    def evaluate(self, states: Mapping[Any, AveragingState]) -> dict[str, float]:
+        stacked = np.concatenate([s.x for s in states.values()])
+        true_mean = float(np.mean([s.x0 for s in states.values()]))
         return {
-            "max_deviation": float(np.max(np.abs(stacked - self.true_mean))),
+            "max_deviation": float(np.max(np.abs(stacked - true_mean))),
             "mean_value": float(stacked.mean()),
         }

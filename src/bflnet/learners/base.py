@@ -8,8 +8,17 @@ Two kinds, matching the two ways state moves through a network:
 * :class:`ConsensusLearner` (CD-BFL, DSGLD, CF-FL, consensus averaging): every node keeps
   its own state, sends a payload to its neighbours and mixes what it receives.
 
-Arrays that cross the network ("wire arrays") are numpy arrays or torch tensors; a learner
-treats arrays it receives as read-only.
+**Agent state lives at the node, not in the learner.** What an agent keeps between its
+turns (a local likelihood factor, optimiser state, public copies) is an explicit value
+that the protocol keeps at the agent's node and hands to the learner with the agent's own
+random stream; the learner returns the new value. A learner object holds only
+hyper-parameters and data handles, and its hooks are pure functions of their arguments
+(plus the draws from the stream they are given). So two updates of one agent can be in
+flight at once, a crashed node can lose its state, and a run can be checkpointed.
+
+Arrays that cross the network ("wire arrays") are numpy arrays or torch tensors, or a
+tuple or dict of them (a structured payload: the wire counts the bits of every part); a
+learner treats arrays it receives as read-only.
 """
 
 from __future__ import annotations
@@ -21,22 +30,45 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
-from bflnet.simulator.compute import NO_WORK, Work
-
 if TYPE_CHECKING:  # torch is imported only by the learners that use it
     import torch
 
 Array: TypeAlias = "np.ndarray | torch.Tensor"
+#: What one message carries: an array, or a tuple or dict of arrays.
+Payload: TypeAlias = "Array | tuple[Array, ...] | dict[str, Array]"
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """Work a learner reports for one call: local steps and/or floating-point operations.
+    The node's compute model turns it into simulated seconds."""
+
+    steps: int = 0
+    flops: float = 0.0
+
+    def __add__(self, other: Work) -> Work:
+        return Work(self.steps + other.steps, self.flops + other.flops)
+
+
+NO_WORK = Work()
 
 
 @dataclass(slots=True)
 class Update:
-    """What an agent's local computation produces: the payload to send and the work done."""
+    """What an agent's local computation produces.
 
-    payload: Array
+    ``payload`` is sent to the state's holder; ``agent_state`` is the agent's private
+    state after this update, which the protocol keeps at the agent's node once the update
+    has been merged (an update lost on the way changes nothing). ``event`` names what the
+    update completes, e.g. ``"forgotten"`` (recorded as a row when it is merged).
+    """
+
+    payload: Payload
     work: Work = NO_WORK
     agent: Any = None
+    agent_state: Any = None
     metrics: dict[str, float] | None = None
+    event: str | None = None
 
 
 class GlobalStateLearner(ABC):
@@ -45,63 +77,95 @@ class GlobalStateLearner(ABC):
     >>> class Mean(GlobalStateLearner):  # running mean of the agents' numbers
     ...     def __init__(self, values): self.values = values
     ...     def init(self, rng): return np.zeros(2)          # [sum, count]
-    ...     def local_update(self, agent, state):
+    ...     def local_update(self, agent, state, agent_state, rng):
     ...         return Update(np.array([self.values[agent], 1.0]), Work(steps=1), agent)
     ...     def merge(self, state, updates):
     ...         return state + sum(u.payload for u in updates)
     >>> learner = Mean({0: 1.0, 1: 3.0})
     >>> s = learner.init(None)
-    >>> for agent in (0, 1): s = learner.merge(s, [learner.local_update(agent, s)])
+    >>> for agent in (0, 1): s = learner.merge(s, [learner.local_update(agent, s, None, None)])
     >>> s[0] / s[1]
     np.float64(2.0)
     """
 
     @abstractmethod
-    def init(self, rng: np.random.Generator) -> Array:
-        """The initial global state; ``rng`` is this learner's own stream."""
+    def init(self, rng: np.random.Generator) -> Any:
+        """The initial global state; ``rng`` is the learner's own stream."""
+
+    def init_agent(self, agent: Any, rng: np.random.Generator) -> Any:
+        """Agent ``agent``'s initial private state (``None``: the agent keeps nothing);
+        ``rng`` is the agent's own stream."""
+        return None
 
     @abstractmethod
-    def local_update(self, agent: Any, state: Array) -> Update:
-        """Agent ``agent``'s local computation on the global ``state`` it received."""
+    def local_update(self, agent: Any, state: Any, agent_state: Any,
+                     rng: np.random.Generator) -> Update:
+        """Agent ``agent``'s computation on the global ``state`` it received, from its own
+        ``agent_state``, drawing from its own stream ``rng``. Returns the payload and the
+        agent's new state in an :class:`Update`; must not change ``agent_state``."""
 
     @abstractmethod
-    def merge(self, state: Array, updates: Sequence[Update]) -> Array:
+    def merge(self, state: Any, updates: Sequence[Update]) -> Any:
         """The new global state from the old one and the updates that arrived."""
 
-    def evaluate(self, state: Array) -> dict[str, float]:
+    def evaluate(self, state: Any) -> dict[str, float]:
         """Metrics of ``state`` (recorded as columns); none by default."""
         return {}
 
-    def forget(self, agents: Sequence[Any]) -> None:
-        """Start unlearning the data of ``agents`` (learners that support it override)."""
+    def forget(self, agent: Any, agent_state: Any) -> Any:
+        """A forget request reached ``agent``: its new private state, which makes its next
+        updates unlearn its data (learners that support unlearning override)."""
         raise NotImplementedError(f"{type(self).__name__} does not support unlearning")
+
+
+class PerNeighbour(dict):
+    """A consensus payload that differs per neighbour: ``{neighbour: payload}``."""
 
 
 class ConsensusLearner(ABC):
     """A learner in which every node keeps a state and mixes it with its neighbours'.
 
-    Per round the protocol calls ``local_steps`` and ``outgoing`` on every node, moves the
-    payloads over the links, then ``absorb`` with the payloads that arrived (or the last
-    ones received, when a message was lost) and mixing weights that sum to one.
+    Per round the protocol calls, on every node with its own state and stream,
+    ``local_steps`` and ``outgoing``; it moves the payloads over the links, tells the
+    sender what its neighbours will decode (``sent``), then calls ``absorb`` with the
+    payloads that arrived (or the last ones received, when a message was lost) and mixing
+    weights that sum to one. Each hook returns the node's new state.
+
+    >>> class Average(ConsensusLearner):
+    ...     def init_node(self, node, rng): return float(node)
+    ...     def outgoing(self, node, state): return np.array([state])
+    ...     def absorb(self, node, state, received, weights):
+    ...         return weights[node] * state + sum(weights[j] * float(v[0])
+    ...                                            for j, v in received.items())
+    >>> Average().absorb(0, 0.0, {1: np.array([2.0])}, {0: 0.5, 1: 0.5})
+    1.0
     """
 
     @abstractmethod
-    def init(self, nodes: Sequence[Any], rng: np.random.Generator) -> None:
-        """Set up the per-node states."""
+    def init_node(self, node: Any, rng: np.random.Generator) -> Any:
+        """Node ``node``'s initial state, drawn from its own stream ``rng``."""
 
-    def local_steps(self, node: Any) -> Work:
-        """Local computation before the exchange; none by default."""
-        return NO_WORK
-
-    @abstractmethod
-    def outgoing(self, node: Any) -> Array:
-        """The payload ``node`` sends to each neighbour this round."""
+    def local_steps(self, node: Any, state: Any, rng: np.random.Generator) -> tuple[Any, Work]:
+        """Local computation before the exchange: ``(new state, work)``; none by default."""
+        return state, NO_WORK
 
     @abstractmethod
-    def absorb(self, node: Any, received: Mapping[Any, Array],
-               weights: Mapping[Any, float]) -> None:
-        """Mix: ``weights[node]`` is the self weight, ``weights[j]`` that of neighbour ``j``."""
+    def outgoing(self, node: Any, state: Any) -> Payload | PerNeighbour:
+        """What ``node`` sends this round: one payload for every neighbour, or a
+        :class:`PerNeighbour` mapping."""
 
-    def evaluate(self) -> dict[str, float]:
-        """Metrics of the current states; none by default."""
+    def sent(self, node: Any, state: Any, decoded: Any) -> Any:
+        """``decoded`` is what the neighbours decode of ``node``'s payload (a mapping per
+        neighbour for a :class:`PerNeighbour` payload): the sender's new state. By default
+        the state is unchanged (compressed gossip keeps public copies here)."""
+        return state
+
+    @abstractmethod
+    def absorb(self, node: Any, state: Any, received: Mapping[Any, Any],
+               weights: Mapping[Any, float]) -> Any:
+        """Mix: ``weights[node]`` is the self weight, ``weights[j]`` that of neighbour ``j``;
+        returns the node's new state."""
+
+    def evaluate(self, states: Mapping[Any, Any]) -> dict[str, float]:
+        """Metrics of the nodes' current states; none by default."""
         return {}

@@ -30,19 +30,22 @@ the reference, which is proper for learning but not for unlearning.)
 
 **Bookkeeping under compression and loss.** The distillation uses the global particles
 the agent computed, Θ^[L], not the server's Θ^(i−1) + decode(encode(ΔΘ)), which the agent
-only sees at its next download. The new factor is committed when ``merge`` receives the
-agent's update: an update lost on the uplink leaves ``t_k`` unchanged, so ``q = p0 ∏ t_k``
-keeps holding between server and agents (``local_update`` computes, ``merge`` commits).
+only sees at its next download. The agent's factor is its private state (an
+:class:`AgentFactor`, kept at its node): ``local_update`` returns the new one with the
+update, and the protocol keeps it only when the update is merged, so an update lost on the
+uplink leaves ``t_k`` unchanged and ``q = p0 ∏ t_k`` keeps holding between server and
+agents. Each agent's minibatches come from its own stream.
 
 **Several agents per round** (e.g. ``AllAgents``): ``merge`` averages their ΔΘ. The letter
 schedules one agent per iteration; averaging is a damped PVI-style step and each agent's
 factor bookkeeping then assumes its own ΔΘ was applied in full.
 
-**Forget-SVGD.** ``forget(agents)`` switches those agents to unlearning (``s = −1``) with
-a fresh factor ``t_k ≡ 1`` (the letter initialises new local particles for the agents in
-U); their learning-phase factor is discarded. The learner does not restrict scheduling:
-schedule only the forgetting agents (as the letter does) with the protocol's selector;
-others keep running ordinary DSVGD updates. Calling ``forget`` again resets the factor.
+**Forget-SVGD.** A forget request (``forget(agent, factor)``, an event of the run) switches
+the agent to unlearning (``s = −1``) with a fresh factor ``t_k ≡ 1`` (the letter
+initialises new local particles for the agents in U); its learning-phase factor is
+discarded. The learner does not restrict scheduling: schedule only the forgetting agents
+(as the letter does) with the request's phase or the protocol's selector; others keep
+running ordinary DSVGD updates. A second request resets the factor again.
 
 **Behaviour worth knowing.** The prior enters only through q^(0) = KDE(Θ^(0)) (eq. 7 has
 no prior term), so it is smoothed by the KDE (variance + λ). Each KDE term pulls a particle
@@ -72,7 +75,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from bflnet.learners.base import GlobalStateLearner, Update
+from bflnet.learners.base import GlobalStateLearner, Update, Work
 from bflnet.learners.svgd import (
     DEFAULT_KDE_BANDWIDTH,
     AdaGrad,
@@ -83,7 +86,14 @@ from bflnet.learners.svgd import (
     run_svgd,
     svgd_iteration_flops,
 )
-from bflnet.simulator.compute import Work
+from bflnet.learners.torch_utils import (
+    MinibatchSampler,
+    apply_mean_delta,
+    as_agent_data,
+    check_particles,
+    predictive_evaluation,
+    torch_generator,
+)
 
 __all__ = ["DSVGD", "STEP_RULES", "AgentFactor", "ConstantStep"]
 
@@ -115,90 +125,6 @@ def _check_positive(name: str, value: Any) -> float:
     return float(value)
 
 
-def torch_generator(rng: np.random.Generator | None, device: torch.device) -> torch.Generator:
-    """A torch generator seeded from ``rng`` (a fixed seed 0 when ``rng`` is None)."""
-    seed = 0 if rng is None else int(rng.integers(0, 2**63 - 1))
-    gen = torch.Generator(device=device)
-    gen.manual_seed(seed)
-    return gen
-
-
-def as_agent_data(agent_data: Mapping[Any, tuple[Any, Any]], dtype: torch.dtype,
-                  device: torch.device) -> dict[Any, tuple[Tensor, Tensor]]:
-    """Agents' ``(x, y)`` as tensors on ``device`` (``x`` in ``dtype``), validated."""
-    if not agent_data:
-        raise ValueError("agent_data: must hold at least one agent")
-    out = {}
-    for agent, pair in agent_data.items():
-        if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
-            raise ValueError(f"agent_data: agent {agent!r} must map to (x, y), got {type(pair)}")
-        x = torch.as_tensor(pair[0], device=device)
-        x = x.to(dtype) if x.is_floating_point() else x
-        y = torch.as_tensor(pair[1], device=device)
-        if x.ndim < 1 or x.shape[0] < 1 or y.shape[:1] != x.shape[:1]:
-            raise ValueError(f"agent_data: agent {agent!r} needs x, y with the same number "
-                             f"(>= 1) of rows, got {tuple(x.shape)} and {tuple(y.shape)}")
-        out[agent] = (x, y)
-    return out
-
-
-class MinibatchSampler:
-    """Per-agent minibatches: ``M = min(batch_size, N_k)`` examples drawn without
-    replacement with the agent's own generator (the whole set, in order, when ``M = N_k``)."""
-
-    def __init__(self, data: dict[Any, tuple[Tensor, Tensor]], batch_size: int) -> None:
-        self.data = data
-        self.batch_size = batch_size
-        self.generators: dict[Any, torch.Generator] = {}
-
-    def seed(self, rng: np.random.Generator | None) -> None:
-        """One torch generator per agent, seeded from ``rng`` in the agents' order."""
-        self.generators = {a: torch_generator(rng, torch.device("cpu")) for a in self.data}
-
-    def size(self, agent: Any) -> int:
-        """``M`` for ``agent``."""
-        return min(self.batch_size, self.data[agent][0].shape[0])
-
-    def __call__(self, agent: Any) -> tuple[Tensor, Tensor]:
-        x, y = self.data[agent]
-        n = x.shape[0]
-        if self.batch_size >= n:
-            return x, y
-        idx = torch.randperm(n, generator=self.generators[agent])[:self.batch_size]
-        idx = idx.to(x.device)
-        return x[idx], y[idx]
-
-
-def apply_mean_delta(state: Tensor, updates: Sequence[Update], context: str,
-                     what: str) -> Tensor:
-    """``state`` plus the mean of the updates' payloads (deltas of ``state``'s shape);
-    one-line errors naming the agent for a wrong shape, or the agents for a non-finite
-    result."""
-    deltas = []
-    for u in updates:
-        delta = torch.as_tensor(u.payload, dtype=state.dtype, device=state.device)
-        if delta.shape != state.shape:
-            raise ValueError(f"{context}: update of agent {u.agent!r} has shape "
-                             f"{tuple(delta.shape)}, expected {tuple(state.shape)}")
-        deltas.append(delta)
-    new = state + (deltas[0] if len(deltas) == 1 else torch.stack(deltas).mean(0))
-    if not bool(torch.isfinite(new).all()):
-        raise ValueError(f"{context}: non-finite {what} after the updates of agents "
-                         f"{[u.agent for u in updates]!r}")
-    return new
-
-
-def check_particles(state: Any, shape: tuple[int, int], dtype: torch.dtype,
-                    device: torch.device, who: str) -> Tensor:
-    """``state`` as a finite ``shape`` tensor (``ValueError`` naming ``who`` otherwise)."""
-    theta = torch.as_tensor(state, dtype=dtype, device=device)
-    if tuple(theta.shape) != shape:
-        raise ValueError(f"{who}: expected particles of shape {shape}, got {tuple(theta.shape)}")
-    if not bool(torch.isfinite(theta).all()):
-        raise ValueError(f"{who}: particles contain NaN or inf")
-    return theta
-
-
 class DSVGD(GlobalStateLearner):
     """Distributed SVGD with Forget-SVGD unlearning (module docs give the maths).
 
@@ -207,8 +133,10 @@ class DSVGD(GlobalStateLearner):
     >>> data = {k: (torch.full((5, 1), 1.0), torch.zeros(5)) for k in range(2)}
     >>> learner = DSVGD(model, data, 20, local_iters=100, step_size=0.05)
     >>> theta = learner.init(np.random.default_rng(0))
+    >>> factors = {k: learner.init_agent(k, None) for k in (0, 1)}
     >>> for k in (0, 1, 0, 1):
-    ...     theta = learner.merge(theta, [learner.local_update(k, theta)])
+    ...     update = learner.local_update(k, theta, factors[k], np.random.default_rng(k))
+    ...     theta, factors[k] = learner.merge(theta, [update]), update.agent_state
     >>> round(float(theta.mean()), 1)     # posterior mean 10/(1/4 + 10) ≈ 0.98
     1.0
     """
@@ -220,6 +148,7 @@ class DSVGD(GlobalStateLearner):
                  adagrad_decay: float = 0.9, adagrad_fudge: float = 1e-6,
                  svgd_bandwidth: float | None = None, step_rule: str = "adagrad",
                  eval_data: tuple[Any, Any] | None = None, eval_per_class: bool = False,
+                 forget_check_agents: Sequence[Any] = (),
                  initial_particles: Tensor | None = None,
                  dtype: torch.dtype = torch.float32,
                  device: str | torch.device | None = None) -> None:
@@ -249,10 +178,12 @@ class DSVGD(GlobalStateLearner):
         self.sampler = MinibatchSampler(self.data, self.batch_size)
         self.eval_data = eval_data
         self.eval_per_class = bool(eval_per_class)
+        self.forget_check_agents = list(forget_check_agents)
+        unknown = [a for a in self.forget_check_agents if a not in self.data]
+        if unknown:
+            raise ValueError(f"forget_check_agents: no data for agents {unknown!r}")
         self.initial_particles = None if initial_particles is None else check_particles(
             initial_particles, self.shape, dtype, self.device, "initial_particles").clone()
-        self.factors: dict[Any, AgentFactor] = {}
-        self._pending: dict[Any, AgentFactor] = {}
 
     # -- interface ----------------------------------------------------------------------
     @property
@@ -260,32 +191,29 @@ class DSVGD(GlobalStateLearner):
         """Agents with data, in ``agent_data`` order."""
         return list(self.data)
 
-    @property
-    def forgotten(self) -> set[Any]:
-        """Agents currently in unlearning mode."""
-        return {a for a, f in self.factors.items() if f.unlearning}
-
     def init(self, rng: np.random.Generator | None) -> Tensor:
-        """Θ^(0): ``model.init_particles`` (or ``initial_particles``); every ``t_k ≡ 1``.
-        The particle draw and each agent's minibatch generator are seeded from ``rng``."""
-        gen = torch_generator(rng, torch.device("cpu"))
-        self.sampler.seed(rng)
-        self.factors = {a: AgentFactor() for a in self.data}
-        self._pending = {}
+        """Θ^(0): ``model.init_particles`` (or ``initial_particles``), drawn from ``rng``."""
         if self.initial_particles is not None:
             return self.initial_particles.clone()
+        gen = torch_generator(rng, torch.device("cpu"))
         theta = self.model.init_particles(self.n_particles, gen)
         return check_particles(theta, self.shape, self.dtype, self.device,
                                "model.init_particles")
 
-    def local_update(self, agent: Any, state: Any) -> Update:
-        """Steps 2-3 for ``agent`` on the downloaded Θ^(i−1): payload ``ΔΘ``; the new local
-        factor is committed by :meth:`merge`."""
+    def init_agent(self, agent: Any, rng: np.random.Generator | None) -> AgentFactor:
+        """``t_k ≡ 1``, learning."""
         if agent not in self.data:
             raise ValueError(f"agent: no data for agent {agent!r}")
-        if not self.factors:
-            raise RuntimeError("DSVGD: call init(rng) before local_update")
-        factor = self.factors[agent]
+        return AgentFactor()
+
+    def local_update(self, agent: Any, state: Any, agent_state: AgentFactor | None,
+                     rng: np.random.Generator | None) -> Update:
+        """Steps 2-3 for ``agent`` on the downloaded Θ^(i−1), from its factor
+        ``agent_state``, minibatches drawn from its stream ``rng``: payload ``ΔΘ`` and the
+        new factor (kept by the protocol once the update is merged)."""
+        if agent not in self.data:
+            raise ValueError(f"agent: no data for agent {agent!r}")
+        factor = AgentFactor() if agent_state is None else agent_state
         mode = "unlearning" if factor.unlearning else "learning"
         where = f"agent {agent!r}, {mode} update {factor.visits + 1}"
         theta = check_particles(state, self.shape, self.dtype, self.device,
@@ -293,7 +221,7 @@ class DSVGD(GlobalStateLearner):
         terms = [KDETerm(theta, 1.0)]
         if factor.local is not None:
             terms += [KDETerm(factor.local, -1.0), KDETerm(factor.reference, 1.0)]
-        score, scale = self._data_score(agent, factor)
+        score, scale = self._data_score(agent, factor, torch_generator(rng, torch.device("cpu")))
         new = run_svgd(theta, self.local_iters, score=score, score_scale=scale,
                        kde_terms=terms, context=f" ({where}, tilted target)",
                        **self._svgd_kwargs())
@@ -311,52 +239,51 @@ class DSVGD(GlobalStateLearner):
             reference = factor.reference
             flops += self.local_particle_iters * svgd_iteration_flops(
                 self.n_particles, self.d, 3 * self.n_particles, with_score=False)
-        self._pending[agent] = AgentFactor(local, reference, factor.unlearning,
-                                           factor.visits + 1)
-        return Update(new - theta, Work(steps=self.local_iters, flops=flops), agent)
+        new_factor = AgentFactor(local, reference, factor.unlearning, factor.visits + 1)
+        return Update(new - theta, Work(steps=self.local_iters, flops=flops), agent,
+                      agent_state=new_factor)
 
     def merge(self, state: Any, updates: Sequence[Update]) -> Tensor:
-        """``Θ + ΔΘ`` (the mean ΔΘ when several updates arrive); commits the factors of
-        the agents whose updates arrived."""
+        """``Θ + ΔΘ`` (the mean ΔΘ when several updates arrive)."""
         theta = check_particles(state, self.shape, self.dtype, self.device,
                                 "DSVGD merge: global state")
         if not updates:
             return theta
-        new = apply_mean_delta(theta, updates, "DSVGD merge", "global particles")
-        for u in updates:
-            pending = self._pending.pop(u.agent, None)
-            if pending is not None:
-                self.factors[u.agent] = pending
-        return new
+        return apply_mean_delta(theta, updates, "DSVGD merge", "global particles")
 
-    def forget(self, agents: Sequence[Any]) -> None:
-        """Forget-SVGD: ``agents`` switch to unlearning with a fresh factor ``t_k ≡ 1``."""
-        if not self.factors:
-            raise RuntimeError("DSVGD: call init(rng) before forget")
-        agents = list(agents)
-        unknown = [a for a in agents if a not in self.data]
-        if unknown:
-            raise ValueError(f"agents: no data for {unknown!r}")
-        for a in agents:
-            self.factors[a] = AgentFactor(unlearning=True)
-            self._pending.pop(a, None)
+    def forget(self, agent: Any, agent_state: AgentFactor | None) -> AgentFactor:
+        """Forget-SVGD: ``agent`` switches to unlearning with a fresh factor ``t_k ≡ 1``."""
+        if agent not in self.data:
+            raise ValueError(f"agents: no data for {agent!r}")
+        return AgentFactor(unlearning=True)
 
     def evaluate(self, state: Any) -> dict[str, float]:
         """Posterior-predictive metrics of Θ on ``eval_data`` (accuracy, ece, nll, brier,
-        and ``acc_class_<c>`` with ``eval_per_class``); ``{}`` without ``eval_data``."""
-        if self.eval_data is None:
-            return {}
+        and ``acc_class_<c>`` with ``eval_per_class``), and with ``forget_check_agents``
+        ``forget_train_acc``: the largest, over those agents, posterior-predictive accuracy
+        on the agent's own training data (what the forgetting agents can check
+        themselves)."""
         theta = check_particles(state, self.shape, self.dtype, self.device,
                                 "DSVGD evaluate: global state")
-        return predictive_evaluation(self.model, theta, self.eval_data, self.eval_per_class)
+        out = ({} if self.eval_data is None else
+               predictive_evaluation(self.model, theta, self.eval_data, self.eval_per_class))
+        if self.forget_check_agents:
+            from bflnet.learners.evaluation import posterior_predictive
 
-    def cavity_log_density(self, agent: Any, state: Any, theta: Tensor) -> Tensor:
-        """``(M,)``: ``log q(θ) − log t_k(θ)`` at ``theta`` ``(M, d)``, the KDE part of
-        ``agent``'s tilted target given the global particles ``state`` and its committed
-        factor (``log KDE(Θ) − log KDE(t̃_k) + log KDE(r_k)``)."""
+            accs = []
+            for agent in self.forget_check_agents:
+                x, y = self.data[agent]
+                probs = posterior_predictive(self.model, theta, x)
+                accs.append(float((probs.argmax(-1) == y).float().mean()))
+            out["forget_train_acc"] = max(accs)
+        return out
+
+    def cavity_log_density(self, factor: AgentFactor, state: Any, theta: Tensor) -> Tensor:
+        """``(M,)``: ``log q(θ) − log t_k(θ)`` at ``theta`` ``(M, d)``, the KDE part of an
+        agent's tilted target given the global particles ``state`` and its ``factor``
+        (``log KDE(Θ) − log KDE(t̃_k) + log KDE(r_k)``)."""
         particles = check_particles(state, self.shape, self.dtype, self.device, "state")
         out = kde_log_density(theta, particles, self.kde_bandwidth)
-        factor = self.factors[agent]
         if factor.local is not None:
             assert factor.reference is not None
             out = out - kde_log_density(theta, factor.local, self.kde_bandwidth) \
@@ -374,7 +301,8 @@ class DSVGD(GlobalStateLearner):
         fn = getattr(self.model, "flops_per_example", None)
         return float(fn()) if callable(fn) else 0.0
 
-    def _data_score(self, agent: Any, factor: AgentFactor) -> tuple[Score, float]:
+    def _data_score(self, agent: Any, factor: AgentFactor,
+                    gen: torch.Generator) -> tuple[Score, float]:
         """``(θ ↦ ∇ Σ_batch log p(y|x, θ), s · N_k/(M·α))``: a fresh minibatch per call;
         the score of the data term is their product.
 
@@ -394,7 +322,7 @@ class DSVGD(GlobalStateLearner):
             buffer: list[Tensor] = []
 
             def analytic_score(theta: Tensor) -> Tensor:
-                x, y = sampler(agent)
+                x, y = sampler(agent, gen)
                 if not buffer or (buffer[0].shape, buffer[0].dtype, buffer[0].device) != (
                         theta.shape, theta.dtype, theta.device):
                     buffer[:] = [torch.empty(theta.shape, dtype=theta.dtype,
@@ -404,28 +332,10 @@ class DSVGD(GlobalStateLearner):
             return analytic_score, scale
 
         def score(theta: Tensor) -> Tensor:
-            x, y = sampler(agent)
+            x, y = sampler(agent, gen)
             with torch.enable_grad():
                 t = theta.detach().requires_grad_(True)
                 (grad,) = torch.autograd.grad(model.log_likelihood(t, x, y).sum(), t)
             return grad
 
         return score, scale
-
-
-def predictive_evaluation(model: Any, theta: Tensor, eval_data: tuple[Any, Any],
-                          per_class: bool) -> dict[str, float]:
-    """:func:`bflnet.learners.evaluation.predictive_metrics` (plus per-class accuracy)."""
-    from bflnet.learners.evaluation import (
-        per_class_accuracy,
-        posterior_predictive,
-        predictive_metrics,
-    )
-
-    x, y = eval_data
-    metrics = predictive_metrics(model, theta, x, y)
-    if per_class:
-        probs = posterior_predictive(model, theta, x)
-        acc = per_class_accuracy(probs, y, model.n_classes)
-        metrics.update({f"acc_class_{c}": float(a) for c, a in enumerate(acc)})
-    return metrics

@@ -23,8 +23,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from bflnet.learners.base import GlobalStateLearner, Update
-from bflnet.learners.dsvgd import (
+from bflnet.learners.base import GlobalStateLearner, Update, Work
+from bflnet.learners.torch_utils import (
     MinibatchSampler,
     apply_mean_delta,
     as_agent_data,
@@ -32,7 +32,6 @@ from bflnet.learners.dsvgd import (
     predictive_evaluation,
     torch_generator,
 )
-from bflnet.simulator.compute import Work
 
 __all__ = ["OPTIMIZERS", "FedAvg"]
 
@@ -47,8 +46,9 @@ class FedAvg(GlobalStateLearner):
     ...         1: (torch.full((4, 1), 3.0), torch.zeros(4))}
     >>> learner = FedAvg(GaussianMeanModel(d=1), data, local_steps=5, lr=0.1)
     >>> w = learner.init(np.random.default_rng(0))
+    >>> rngs = {k: np.random.default_rng(k) for k in (0, 1)}
     >>> for _ in range(50):
-    ...     w = learner.merge(w, [learner.local_update(k, w) for k in (0, 1)])
+    ...     w = learner.merge(w, [learner.local_update(k, w, None, rngs[k]) for k in (0, 1)])
     >>> round(float(w), 3)                 # the MLE: the mean of all observations
     2.0
     """
@@ -90,7 +90,6 @@ class FedAvg(GlobalStateLearner):
         self.initial_params = None if initial_params is None else check_particles(
             torch.as_tensor(initial_params).reshape(1, -1), self.shape, dtype, self.device,
             "initial_params").clone()
-        self._ready = False
 
     @property
     def agents(self) -> list[Any]:
@@ -98,22 +97,21 @@ class FedAvg(GlobalStateLearner):
         return list(self.data)
 
     def init(self, rng: np.random.Generator | None) -> Tensor:
-        """``w^(0)``: ``model.init_particles(1)`` (or ``initial_params``), ``(1, d)``; the
-        draw and each agent's minibatch generator are seeded from ``rng``."""
-        gen = torch_generator(rng, torch.device("cpu"))
-        self.sampler.seed(rng)
-        self._ready = True
+        """``w^(0)``: ``model.init_particles(1)`` (or ``initial_params``), ``(1, d)``, drawn
+        from ``rng``."""
         if self.initial_params is not None:
             return self.initial_params.clone()
+        gen = torch_generator(rng, torch.device("cpu"))
         return check_particles(self.model.init_particles(1, gen), self.shape, self.dtype,
                                self.device, "model.init_particles")
 
-    def local_update(self, agent: Any, state: Any) -> Update:
-        """``local_steps`` optimiser steps from ``w``; payload ``Δw`` ``(1, d)``."""
+    def local_update(self, agent: Any, state: Any, agent_state: Any,
+                     rng: np.random.Generator | None) -> Update:
+        """``local_steps`` optimiser steps from ``w`` on minibatches drawn from the agent's
+        stream ``rng``; payload ``Δw`` ``(1, d)``. The agent keeps no state (the optimiser
+        starts afresh)."""
         if agent not in self.data:
             raise ValueError(f"agent: no data for agent {agent!r}")
-        if not self._ready:
-            raise RuntimeError("FedAvg: call init(rng) before local_update")
         where = f"FedAvg (agent {agent!r})"
         w = check_particles(state, self.shape, self.dtype, self.device,
                             f"{where}: downloaded global state")
@@ -124,10 +122,11 @@ class FedAvg(GlobalStateLearner):
         else:
             opt = torch.optim.Adam([param], lr=self.lr)
         m = self.sampler.size(agent)
+        gen = torch_generator(rng, torch.device("cpu"))
         first_bad = torch.full((), -1, dtype=torch.long)
         with torch.enable_grad():
             for step in range(self.local_steps):
-                x, y = self.sampler(agent)
+                x, y = self.sampler(agent, gen)
                 loss = -self.model.log_likelihood(param, x, y).sum() / m
                 if self.weight_decay:
                     loss = loss + 0.5 * self.weight_decay * param.square().sum()

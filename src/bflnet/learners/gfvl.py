@@ -1,15 +1,17 @@
 """G-FVL: gossip-based federated variational learning and unlearning (Gong, Simeone, Kang).
 
 The global state is the natural parameter vector η of q(θ) = ExpFam(θ | η) (numpy float64;
-it is what travels, 64 bits × dim per message). Each agent k keeps a local parameter η_k
-(the approximate local likelihood t_k) inside the learner, so η = η₀ + Σ_k η_k.
+it is what travels, 64 bits × dim per message). Each agent k keeps, at its node, a
+:class:`GFVLAgent` state: its local parameter η_k (the approximate local likelihood t_k),
+so η = η₀ + Σ_k η_k, its unlearning factor and its status; its REINFORCE draws come from
+its own stream, so they do not depend on the order of visits.
 
 **Payload convention.** ``local_update(k, η)`` returns ``Update(payload=Δη)``, the *change*
 Δη = η_new − η it proposes, and ``merge(η, updates) = η + Σ Δη`` over the updates that
 arrived. The same rule serves the random walk (one update per iteration) and the
-parameter server (any number of agents in parallel, PVI-style). η_k is committed in
-``merge`` (η_k += Δη as it arrived), so an update lost on the uplink changes nothing and
-η = η₀ + Σ_k η_k keeps holding.
+parameter server (any number of agents in parallel, PVI-style). The update carries the
+agent's new state (η_k + Δη), which the protocol keeps only once the update is merged, so
+an update lost on the uplink changes nothing and η = η₀ + Σ_k η_k keeps holding.
 
 * ``method="exact"`` (conjugate likelihood; eqs. 13-14): Δη = Σ_{z∈D_k}[s_l(z); 1]/α − η_k.
   The first visit adds the agent's statistics, every revisit is an exact no-op.
@@ -18,8 +20,9 @@ parameter server (any number of agents in parallel, PVI-style). η_k is committe
   on the local free energy with the *sum* loss Σ_n −log p(z_n|θ) (note 1), the gradient
   ∇_μ E_q[L_k] estimated by REINFORCE with S samples and baseline c (eqs. 18-20).
 
-**Unlearning.** ``forget(agents)`` marks agents pending; they are processed the first time
-each is scheduled afterwards (Sec. IV). With ``unlearning="exact"`` the agent returns
+**Unlearning.** ``forget(agent, agent_state)`` (a forget request, an event of the run) marks
+the agent "forgetting"; it is processed the first time the agent is scheduled afterwards
+(Sec. IV). With ``unlearning="exact"`` the agent returns
 Δη = −η_k (so η becomes η₀ + Σ_{k'≠k} η_k', eq. 21), sets η_k = 0 and only forwards from
 then on. With ``unlearning="iterative"`` (natgrad only) it instead runs L natural-gradient
 steps on the removed-likelihood free energy −E_q[L_k] + α KL(q ‖ q^(i−1)/u_k), i.e. towards
@@ -27,9 +30,8 @@ q·exp(+L_k/α), with its own unlearning factor u_k = ExpFam(ν_k), for ``unlear
 visits; then it only forwards. Other agents are not affected by a pending forget: conjugate
 ones keep returning Δη = 0 once they have contributed, non-conjugate ones keep running
 their normal natural-gradient updates (which is what pulls q towards the retrained
-optimum). An agent's forget completes when its update is merged: see ``pending``,
-``unlearn_complete``, ``forget_requested_at`` / ``unlearn_completed_at`` (merge counts),
-and the ``unlearn_pending`` metric.
+optimum). The update that completes an agent's forget has ``event="forgotten"``: the
+protocol records it when it is merged (and counts ``forget_pending``).
 
 Retraining from scratch is ``learner.without(agents)``: the same learner with those
 agents' data excluded (the agents still forward the state).
@@ -37,8 +39,10 @@ agents' data excluded (the agents still forward the state).
 >>> data = {0: np.array([1, 0, 1]), 1: np.array([1, 1])}
 >>> learner = GFVL.beta_bernoulli(data, a=2.0, b=2.0)
 >>> eta = learner.init(None)
+>>> agents = {k: learner.init_agent(k, None) for k in data}
 >>> for k in (0, 1, 0):
-...     eta = learner.merge(eta, [learner.local_update(k, eta)])
+...     update = learner.local_update(k, eta, agents[k], None)
+...     eta, agents[k] = learner.merge(eta, [update]), update.agent_state
 >>> learner.family.to_params(eta), learner.evaluate(eta)["kl"] < 1e-12
 ({'a': 6.0, 'b': 3.0}, True)
 """
@@ -46,12 +50,13 @@ agents' data excluded (the agents still forward the state).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from numbers import Real
 from typing import Any
 
 import numpy as np
 
-from bflnet.learners.base import GlobalStateLearner, Update
+from bflnet.learners.base import NO_WORK, GlobalStateLearner, Update, Work
 from bflnet.learners.expfam import (
     BernoulliLikelihood,
     ConjugateLikelihood,
@@ -66,10 +71,12 @@ from bflnet.learners.expfam import (
     log_integral,
     normal,
 )
-from bflnet.simulator.compute import NO_WORK, Work
 
 METHODS = ("exact", "natgrad")
 UNLEARNING = ("exact", "iterative")
+METRICS = ("kl", "state")
+#: An agent's status: learning, asked to forget (not yet done), or forgotten.
+STATUSES = ("learning", "forgetting", "forgotten")
 #: Halvings of a natural-gradient step before giving up on staying in the natural domain.
 MAX_HALVINGS = 60
 
@@ -90,6 +97,18 @@ def _count(name: str, value: int, minimum: int = 1) -> int:
     return int(value)
 
 
+@dataclass(frozen=True)
+class GFVLAgent:
+    """Agent ``k``'s private state: its local natural parameter ``eta`` (η_k), its
+    iterative-unlearning factor ``nu`` (ν_k), its ``status`` (one of ``STATUSES``) and the
+    visits it has spent unlearning."""
+
+    eta: np.ndarray
+    nu: np.ndarray
+    status: str = "learning"
+    unlearn_visits: int = 0
+
+
 class GFVL(GlobalStateLearner):
     """G-FVL over an exponential-family q; global state η, payload Δη (module docstring).
 
@@ -100,31 +119,31 @@ class GFVL(GlobalStateLearner):
     visit (``c="loo"``: each draw's baseline is the mean loss of the other S − 1 draws,
     unbiased and far less noisy than the paper's c = 0 when the sum loss is large);
     ``unlearning`` ("exact" | "iterative") and ``unlearn_visits``; ``exclude``
-    (agents whose data is never used: retraining from scratch); ``forget_agents`` with
-    ``forget_after`` (request the forget automatically right after merge number
-    ``forget_after``, 0 = at ``init``; merges = iterations under the random walk and under a
-    parameter server whose rounds deliver at least one update), so a whole
-    learn-then-unlearn run is one ``sim.run``.
+    (agents whose data is never used: retraining from scratch); ``forget_agents``, the
+    agents whose forgetting ``evaluate`` measures (``kl_retrained``; the forget request
+    itself is an event of the run, a :class:`bflnet.protocols.ForgetRequest`);
+    ``metrics``: "kl" (the KL divergences below) or "state" (the state η itself as
+    ``eta_0``, ``eta_1``, ...: cheap, for runs whose KL is computed afterwards).
 
     A natgrad step that would leave the natural domain is halved (up to 60 times, counted
-    in ``step_halvings``) until it stays inside; a non-finite gradient or state raises
-    ``ValueError``. REINFORCE with an unbounded loss (the exponential likelihood's z/θ) is
-    heavy-tailed: keep ρ small (paper: 5e-3) or raise S / tune c when ρ is large. The
-    iterative unlearning tilt exp(+L_k/α) rewards mass where the loss is large, so its
-    noise feeds back on itself: it needs more samples than learning (S ≈ 100 in tests).
+    in the update's ``step_halvings`` metric) until it stays inside; a non-finite gradient
+    or state raises ``ValueError``. REINFORCE with an unbounded loss (the exponential
+    likelihood's z/θ) is heavy-tailed: keep ρ small (paper: 5e-3) or raise S / tune c when
+    ρ is large. The iterative unlearning tilt exp(+L_k/α) rewards mass where the loss is
+    large, so its noise feeds back on itself: it needs more samples than learning (S ≈ 100
+    in tests).
 
     ``evaluate(η)`` gives ``kl`` = KL(q ‖ exact global posterior of the data not excluded)
     (closed form when conjugate, else by quadrature against the normalised posterior),
-    ``theta_mean`` = E_q[θ], and once a forget is scheduled or requested
-    ``kl_retrained`` = KL(q ‖ posterior without the forgotten agents' data) and
-    ``unlearn_pending`` = how many of them still have data in q.
+    ``theta_mean`` = E_q[θ], and with ``forget_agents`` ``kl_retrained`` = KL(q ‖ posterior
+    without those agents' data).
     """
 
     def __init__(self, prior: ExpFam, likelihood: Likelihood, data: Mapping[Any, Any], *,
                  method: str | None = None, alpha: float = 1.0, rho: float = 5e-3,
                  S: int = 30, L: int = 1, c: float | str = 0.0, unlearning: str = "exact",
                  unlearn_visits: int = 1, exclude: Iterable[Any] = (),
-                 forget_agents: Iterable[Any] = (), forget_after: int | None = None) -> None:
+                 forget_agents: Iterable[Any] = (), metrics: str = "kl") -> None:
         if not isinstance(prior, ExpFam):
             raise ValueError(f"prior: must be an ExpFam (e.g. beta(2, 2)), got {prior!r}")
         if not isinstance(likelihood, Likelihood):
@@ -161,18 +180,16 @@ class GFVL(GlobalStateLearner):
                          for k, v in data.items()}
         self.exclude = self._known("exclude", exclude)
         self.forget_agents = self._known("forget_agents", forget_agents)
-        if self.forget_agents and forget_after is None:
-            raise ValueError("forget_after: must be set when forget_agents is given")
-        self.forget_after = (None if forget_after is None
-                             else _count("forget_after", forget_after, minimum=0))
+        if metrics not in METRICS:
+            raise ValueError(f"metrics: must be one of {METRICS}, got {metrics!r}")
+        self.metrics = metrics
         self._data = {k: np.array(v, dtype=np.float64) for k, v in data.items()}
         self._config = dict(method=method, alpha=alpha, rho=rho, S=S, L=L, c=c,
                             unlearning=unlearning, unlearn_visits=unlearn_visits)
         self._increment = ({k: likelihood.increment(s) / self.alpha  # type: ignore[attr-defined]
                             for k, s in self._summary.items()} if conjugate else {})
         self._targets: dict[frozenset[Any], Any] = {}
-        self.rng: np.random.Generator | None = None
-        self._reset()
+        self._zero = np.zeros(self.family.dim)
 
     # ------------------------------------------------------------------ model factories
     @classmethod
@@ -199,52 +216,64 @@ class GFVL(GlobalStateLearner):
         """Beta(a, b) prior, exponential data with mean θ (non-conjugate; Sec. V-B)."""
         return cls(beta(a, b), ExponentialLikelihood(), data, **kwargs)
 
-    def without(self, agents: Iterable[Any]) -> GFVL:
-        """Retraining from scratch: a fresh learner with ``agents``' data also excluded."""
+    def without(self, agents: Iterable[Any], *, metrics: str | None = None) -> GFVL:
+        """Retraining from scratch: a fresh learner with ``agents``' data also excluded
+        (``metrics``: as this learner's unless given)."""
         exclude = set(self.exclude) | set(self._known("agents", agents))
-        return GFVL(self.prior, self.likelihood, self._data, exclude=exclude, **self._config)
+        return GFVL(self.prior, self.likelihood, self._data, exclude=exclude,
+                    forget_agents=self.forget_agents,
+                    metrics=self.metrics if metrics is None else metrics, **self._config)
 
     # ------------------------------------------------------------------ learner hooks
     def init(self, rng: np.random.Generator | None) -> np.ndarray:
-        """Reset all learning/unlearning state; the initial global state is η₀ (the prior)."""
-        if self.method == "natgrad" and not isinstance(rng, np.random.Generator):
-            raise ValueError("rng: method 'natgrad' needs a numpy Generator")
-        self.rng = rng
-        self._reset()
-        if self.forget_after == 0:
-            self.forget(self.forget_agents)
+        """The initial global state: η₀ (the prior)."""
         return self.prior.eta.copy()
 
-    def local_update(self, agent: Any, state: np.ndarray) -> Update:
+    def init_agent(self, agent: Any, rng: np.random.Generator | None) -> GFVLAgent:
+        """η_k = 0 (t_k ≡ 1), no unlearning factor, learning."""
+        if agent not in self._summary:
+            raise ValueError(f"agent: {agent!r} has no data in this learner")
+        return GFVLAgent(self._zero.copy(), self._zero.copy())
+
+    def local_update(self, agent: Any, state: np.ndarray, agent_state: GFVLAgent | None,
+                     rng: np.random.Generator | None) -> Update:
         """Agent ``agent``'s update Δη of the received global ``state`` (see module doc)."""
         if agent not in self._summary:
             raise ValueError(f"agent: {agent!r} has no data in this learner")
+        me = self.init_agent(agent, rng) if agent_state is None else agent_state
         eta = self.family.check(state, "state")
-        eta_k = self.eta_local[agent]
-        if agent in self._pending:
-            if self.unlearning == "exact" or not np.any(eta_k):
-                if not self.family.in_domain(eta - eta_k):
+        counter = [0]
+        event = None
+        if me.status == "forgetting":
+            if self.unlearning == "exact" or not np.any(me.eta):
+                if not self.family.in_domain(eta - me.eta):
                     raise ValueError(
                         f"unlearning: exact subtraction of agent {agent!r}'s η_k leaves the "
-                        f"{self.family.name} natural domain (η − η_k = {(eta - eta_k).tolist()});"
+                        f"{self.family.name} natural domain (η − η_k = {(eta - me.eta).tolist()});"
                         f" a noisy natgrad η_k? lower rho, raise S, c='loo' or 'iterative'")
-                kind, delta, work = "forget", -eta_k, Work(steps=1)
+                delta, work = -me.eta, Work(steps=1)
+                new = replace(me, eta=self._zero.copy(), status="forgotten")
             else:
-                kind, work = "unlearn", Work(steps=self.L)
-                delta = self._natgrad(agent, eta, self._nu[agent], sign=-1.0) - eta
-        elif agent in self.exclude or agent in self._forgotten:
-            kind, delta, work = "idle", np.zeros_like(eta), NO_WORK
+                delta = self._natgrad(agent, eta, me.nu, -1.0, rng, counter) - eta
+                visits = me.unlearn_visits + 1
+                done = visits >= self.unlearn_visits
+                new = replace(me, nu=me.nu + delta, unlearn_visits=visits,
+                              status="forgotten" if done else "forgetting")
+                work = Work(steps=self.L)
+            event = "forgotten" if new.status == "forgotten" else None
+        elif agent in self.exclude or me.status == "forgotten":
+            delta, work, new = np.zeros_like(eta), NO_WORK, me
         elif self.method == "exact":
-            kind, delta, work = "learn", self._increment[agent] - eta_k, Work(steps=1)
+            delta, work = self._increment[agent] - me.eta, Work(steps=1)
+            new = replace(me, eta=me.eta + delta)
         else:
-            kind, work = "learn", Work(steps=self.L)
-            delta = self._natgrad(agent, eta, eta_k, sign=1.0) - eta
-        self._proposals[agent] = kind
-        return Update(delta, work, agent)
+            delta = self._natgrad(agent, eta, me.eta, 1.0, rng, counter) - eta
+            work, new = Work(steps=self.L), replace(me, eta=me.eta + delta)
+        metrics = {"step_halvings": float(counter[0])} if counter[0] else None
+        return Update(delta, work, agent, agent_state=new, metrics=metrics, event=event)
 
     def merge(self, state: np.ndarray, updates: Sequence[Update]) -> np.ndarray:
-        """η + Σ Δη; commits each arrived Δη to its agent's η_k (or unlearning factor)."""
-        self.merges += 1
+        """η + Σ Δη over the updates that arrived."""
         new = np.array(state, dtype=np.float64, copy=True)
         for update in updates:
             delta = np.asarray(update.payload, dtype=np.float64)
@@ -252,63 +281,38 @@ class GFVL(GlobalStateLearner):
                 raise ValueError(f"updates: payload shape {delta.shape} does not match the "
                                  f"state {new.shape}")
             new = new + delta
-            self._commit(update.agent, delta)
-        new = self.family.check(new, "state")
-        if self.forget_after is not None and self.merges == self.forget_after:
-            self.forget(self.forget_agents)
-        return new
+        return self.family.check(new, "state")
 
-    def forget(self, agents: Iterable[Any]) -> None:
-        """Request unlearning of ``agents``' data (an agent id or several).
-
-        Each stays in ``pending`` until its own next ``local_update`` is merged, even if it
-        never contributed (its subtraction is then zero). Repeated requests are no-ops.
-        """
-        for agent in self._known("agents", agents):
-            if agent in self._forgotten or agent in self._pending:
-                continue
-            self._pending.add(agent)
-            self.forget_requested_at[agent] = self.merges
+    def forget(self, agent: Any, agent_state: GFVLAgent | None) -> GFVLAgent:
+        """A forget request reached ``agent``: its next update removes its data (even if it
+        never contributed: its subtraction is then zero). Repeated requests are no-ops."""
+        if agent not in self._summary:
+            raise ValueError(f"agents: unknown agent {agent!r}")
+        me = self.init_agent(agent, None) if agent_state is None else agent_state
+        if me.status != "learning":
+            return me
+        return replace(me, status="forgetting", unlearn_visits=0)
 
     def evaluate(self, state: np.ndarray) -> dict[str, float]:
-        """``kl``, ``theta_mean`` and, with unlearning, ``kl_retrained``, ``unlearn_pending``.
+        """``kl``, ``theta_mean`` and, with ``forget_agents``, ``kl_retrained``; or, with
+        ``metrics="state"``, η itself (``eta_0``, ``eta_1``, ...).
 
         For a non-conjugate model the KLs are bounded below by the gap between the best
         member of the family and the (non-conjugate) posterior: they do not go to zero.
         """
+        eta = self.family.check(state, "state")
+        if self.metrics == "state":
+            return {f"eta_{j}": float(v) for j, v in enumerate(eta)}
+        return self.divergences(eta)
+
+    def divergences(self, state: np.ndarray) -> dict[str, float]:
+        """``kl``, ``theta_mean`` and, with ``forget_agents``, ``kl_retrained`` of ``state``
+        (what ``evaluate`` gives with ``metrics="kl"``)."""
         q = ExpFam(self.family, self.family.check(state, "state"))
         out = {"kl": self._kl(q, self.exclude), "theta_mean": q.mean}
-        targets = set(self.forget_agents) | set(self.forget_requested_at)
-        if targets:
-            out["kl_retrained"] = self._kl(q, self.exclude | targets)
-            out["unlearn_pending"] = float(len(targets - self._forgotten))
+        if self.forget_agents:
+            out["kl_retrained"] = self._kl(q, self.exclude | self.forget_agents)
         return out
-
-    # ------------------------------------------------------------------ unlearning status
-    @property
-    def pending(self) -> frozenset[Any]:
-        """Agents whose forget was requested and not yet merged."""
-        return frozenset(self._pending)
-
-    @property
-    def forgotten(self) -> frozenset[Any]:
-        """Agents whose forget has been merged (their data is gone from η)."""
-        return frozenset(self._forgotten)
-
-    @property
-    def unlearn_complete(self) -> bool:
-        """A forget was requested and every requested agent has been processed."""
-        return bool(self.forget_requested_at) and not self._pending
-
-    def unlearn_latency(self, agent: Any) -> int | None:
-        """Merges (iterations) from the request to the merge of ``agent``'s forget."""
-        if agent not in self.unlearn_completed_at:
-            return None
-        return self.unlearn_completed_at[agent] - self.forget_requested_at[agent]
-
-    def local_params(self, agent: Any) -> np.ndarray:
-        """A copy of agent ``agent``'s local natural parameter η_k."""
-        return self.eta_local[agent].copy()
 
     def exact_posterior(self, without: Iterable[Any] = ()) -> ExpFam:
         """The exact (generalised) posterior of the data not excluded (conjugate only)."""
@@ -327,39 +331,13 @@ class GFVL(GlobalStateLearner):
             raise ValueError(f"{name}: unknown agents {sorted(unknown, key=repr)}")
         return agents
 
-    def _reset(self) -> None:
-        zero = np.zeros(self.family.dim)
-        self.eta_local: dict[Any, np.ndarray] = {k: zero.copy() for k in self.agents}
-        self._nu: dict[Any, np.ndarray] = {k: zero.copy() for k in self.agents}
-        self._visits_unlearning: dict[Any, int] = {}
-        self._proposals: dict[Any, str] = {}
-        self._pending: set[Any] = set()
-        self._forgotten: set[Any] = set()
-        self.merges = 0
-        self.step_halvings = 0
-        self.forget_requested_at: dict[Any, int] = {}
-        self.unlearn_completed_at: dict[Any, int] = {}
-
-    def _commit(self, agent: Any, delta: np.ndarray) -> None:
-        kind = self._proposals.pop(agent, None)
-        if agent not in self.eta_local:
-            return
-        if kind == "unlearn":
-            self._nu[agent] = self._nu[agent] + delta
-            self._visits_unlearning[agent] = self._visits_unlearning.get(agent, 0) + 1
-            done = self._visits_unlearning[agent] >= self.unlearn_visits
-        else:
-            self.eta_local[agent] = self.eta_local[agent] + delta
-            done = kind == "forget"
-        if done and agent in self._pending:
-            self._pending.discard(agent)
-            self._forgotten.add(agent)
-            self.unlearn_completed_at[agent] = self.merges
-
-    def _natgrad(self, agent: Any, eta: np.ndarray, local: np.ndarray, sign: float) -> np.ndarray:
-        """L steps of eq. 17 from η^(i−1) = ``eta``; ``sign`` −1 removes the likelihood."""
-        fam, rng, summary = self.family, self.rng, self._summary[agent]
-        assert rng is not None, "init(rng) must be called first"
+    def _natgrad(self, agent: Any, eta: np.ndarray, local: np.ndarray, sign: float,
+                 rng: np.random.Generator | None, halvings: list[int]) -> np.ndarray:
+        """L steps of eq. 17 from η^(i−1) = ``eta``; ``sign`` −1 removes the likelihood;
+        draws from ``rng`` (the agent's stream); counts step halvings in ``halvings[0]``."""
+        fam, summary = self.family, self._summary[agent]
+        if not isinstance(rng, np.random.Generator):
+            raise ValueError("rng: method 'natgrad' needs the agent's numpy Generator")
         x = eta
         for _ in range(self.L):
             theta = fam.clip_open(fam.sample(x, rng, self.S))
@@ -378,17 +356,18 @@ class GFVL(GlobalStateLearner):
             if not np.all(np.isfinite(step)):
                 raise ValueError(f"agent: non-finite natural gradient at agent {agent!r} "
                                  f"(η = {x.tolist()})")
-            x = x - self._guard(x, step, agent)
+            x = x - self._guard(x, step, agent, halvings)
         return x
 
-    def _guard(self, x: np.ndarray, step: np.ndarray, agent: Any) -> np.ndarray:
+    def _guard(self, x: np.ndarray, step: np.ndarray, agent: Any,
+               halvings: list[int]) -> np.ndarray:
         """``step`` halved until x − step is in the natural domain (counted in
-        ``step_halvings``)."""
+        ``halvings[0]``)."""
         for _ in range(MAX_HALVINGS):
             if self.family.in_domain(x - step):
                 return step
             step = step / 2
-            self.step_halvings += 1
+            halvings[0] += 1
         raise ValueError(f"rho: step of agent {agent!r} cannot stay in the "
                          f"{self.family.name} natural domain")
 

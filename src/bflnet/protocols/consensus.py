@@ -8,26 +8,28 @@ from typing import Any
 import numpy as np
 import simpy
 
-from bflnet.learners.base import ConsensusLearner
+from bflnet.learners.base import ConsensusLearner, PerNeighbour
 from bflnet.protocols import wire
-from bflnet.protocols.base import IterationLoop, check_eval_every
-from bflnet.protocols.codec_base import Codec
+from bflnet.protocols.base import AgentSlots, call, check_eval_every, start_run
 from bflnet.protocols.stopping import StopRule
+from bflnet.protocols.wire import CodecSpec
 from bflnet.simulator.message import Message
-from bflnet.simulator.simulation import Simulation
+from bflnet.simulator.simulation import Outcome, Simulation
 
 
 class ConsensusProtocol:
     """Rounds of gossip with a mixing matrix ``weights`` (K×K, rows/columns in graph-node
-    order). In each round every node computes (``local_steps``), sends ``outgoing`` to each
-    neighbour over its own link (in parallel), and when every message of the round has been
-    delivered or dropped, every node ``absorb``s. A neighbour whose message was lost is
-    mixed in with the last value received from it; a neighbour never heard from has its
-    weight moved to the node itself, so the weights used always sum to one.
+    order). In each round every node computes (``local_steps``) on its own state and
+    stream, sends ``outgoing`` to each neighbour over its own link (in parallel; one
+    payload for all, or a :class:`PerNeighbour` mapping), learns what its neighbours will
+    decode (``sent``), and when every message of the round has been delivered or dropped,
+    every node ``absorb``s. A neighbour whose message was lost is mixed in with the last
+    value received from it; a neighbour never heard from has its weight moved to the node
+    itself, so the weights used always sum to one.
     """
 
     def __init__(self, learner: ConsensusLearner, weights: np.ndarray, stop: StopRule, *,
-                 codec: Codec | None = None, eval_every: int = 1, progress: bool = False) -> None:
+                 codec: CodecSpec = None, eval_every: int = 1, progress: bool = False) -> None:
         weights = np.asarray(weights, dtype=float)
         if weights.ndim != 2 or weights.shape[0] != weights.shape[1]:
             raise ValueError(f"weights: must be a square matrix, got shape {weights.shape}")
@@ -38,7 +40,7 @@ class ConsensusProtocol:
         self.eval_every = check_eval_every(eval_every)
         self.progress = progress
 
-    def process(self, sim: Simulation) -> Generator[simpy.Event, Any, None]:
+    def process(self, sim: Simulation) -> Generator[simpy.Event, Any, Outcome]:
         net = sim.network
         assert net is not None
         env, rec, learner = sim.env, sim.recorder, self.learner
@@ -52,28 +54,31 @@ class ConsensusProtocol:
             for j in nodes:
                 if j != k and self.weights[index[k], index[j]] != 0 and j not in neighbours[k]:
                     raise ValueError(f"weights: non-zero weight between non-neighbours {k} and {j}")
+        setup = start_run(sim, self.stop, eval_every=self.eval_every, progress=self.progress,
+                          interventions=(), init_agent=learner.init_node, agents=nodes)
+        loop, slots = setup.loop, setup.agents
         codec_rngs = {k: sim.streams.numpy(f"codec.{k}") for k in nodes}
-        loop = IterationLoop(sim, self.stop, eval_every=self.eval_every,
-                             progress=self.progress, desc=sim.name)
-        try:
-            learner.init(nodes, sim.streams.numpy("learner"))
-        except Exception as exc:
-            raise sim.error(exc, node=None, iteration=0, what="learner.init") from exc
-        rec.record("init", **loop.evaluate(0, learner.evaluate, node=None))
+        for k in nodes:
+            call(sim, slots.state, k, node=k, iteration=0, what="learner.init_node")
+        rec.record("init", **loop.evaluate(0, lambda: learner.evaluate(slots.snapshot()),
+                                           node=None))
         last: dict[Any, dict[Any, Any]] = {k: {} for k in nodes}
         iteration = 0
         while True:
             iteration += 1
             rec.iteration = iteration
-            sent: dict[Any, Any] = {}
-            yield env.all_of([env.process(self._node_round(sim, k, neighbours[k], codec_rngs[k],
-                                                           iteration, sent)) for k in nodes])
+            decoded: dict[Any, Any] = {}
+            yield env.all_of([env.process(self._node_round(sim, slots, k, neighbours[k],
+                                                           codec_rngs[k], iteration, decoded))
+                              for k in nodes])
             dropped = 0
             for k in nodes:
                 inbox = net.nodes[k].inbox
                 for message in inbox.items:
-                    last[k][message.sender] = wire.decode(self.codec, message.payload,
-                                                          sent[message.sender])
+                    value = decoded[message.sender]
+                    if isinstance(value, _PerReceiver):
+                        value = value[k]
+                    last[k][message.sender] = value
                 dropped += len(neighbours[k]) - len(inbox.items)
                 inbox.items.clear()
             for k in nodes:
@@ -81,29 +86,49 @@ class ConsensusProtocol:
                 known = last[k]
                 mix = {j: float(row[index[j]]) for j in known}
                 mix[k] = 1.0 - sum(mix.values())
-                try:
-                    learner.absorb(k, known, mix)
-                except Exception as exc:
-                    raise sim.error(exc, node=k, iteration=iteration,
-                                    what="learner.absorb") from exc
-            metrics = loop.evaluate(iteration, learner.evaluate, node=None)
+                slots.commit(k, call(sim, learner.absorb, k, slots.state(k), known, mix,
+                                     node=k, iteration=iteration, what="learner.absorb"))
+            metrics = loop.evaluate(iteration, lambda: learner.evaluate(slots.snapshot()),
+                                    node=None)
             if loop.end_iteration(iteration, "round", metrics, dropped=dropped):
-                return
+                return loop.outcome(None, slots)
 
-    def _node_round(self, sim: Simulation, node: Any, neighbours: list[Any], rng: Any,
-                    iteration: int, sent: dict[Any, Any]) -> Generator[simpy.Event, Any, None]:
+    def _node_round(self, sim: Simulation, slots: AgentSlots, node: Any, neighbours: list[Any],
+                    rng: Any, iteration: int,
+                    decoded: dict[Any, Any]) -> Generator[simpy.Event, Any, None]:
         net = sim.network
         assert net is not None
-        try:
-            work = self.learner.local_steps(node)
-            duration = net.nodes[node].compute_time(work)
-            if duration:
-                yield sim.env.timeout(duration)
-            value = self.learner.outgoing(node)
-        except Exception as exc:
-            raise sim.error(exc, node=node, iteration=iteration, what="learner") from exc
-        sent[node] = value
-        payload, bits = wire.encode(self.codec, value, rng)
-        sends = [sim.env.process(net.links[(node, j)].send(
-            Message(node, j, "gossip", payload, bits, iteration))) for j in neighbours]
-        yield sim.env.all_of(sends)
+        learner = self.learner
+        state, work = call(sim, learner.local_steps, node, slots.state(node), slots.rng(node),
+                           node=node, iteration=iteration, what="learner.local_steps")
+        duration = net.nodes[node].compute_time(work)
+        if duration:
+            yield sim.env.timeout(duration)
+        value = call(sim, learner.outgoing, node, state, node=node, iteration=iteration,
+                     what="learner.outgoing")
+        if isinstance(value, PerNeighbour):
+            missing = [j for j in neighbours if j not in value]
+            if missing:
+                raise sim.error(ValueError(f"PerNeighbour payload has no entry for "
+                                           f"neighbours {missing}"), node=node,
+                                iteration=iteration, what="learner.outgoing")
+            encoded = {j: wire.encode(self.codec, value[j], rng) for j in neighbours}
+            seen = _PerReceiver({j: wire.decode(self.codec, encoded[j][0], value[j])
+                                 for j in neighbours})
+            sends = [(j, *encoded[j]) for j in neighbours]
+        else:
+            payload, bits = wire.encode(self.codec, value, rng)
+            seen = wire.decode(self.codec, payload, value)
+            sends = [(j, payload, bits) for j in neighbours]
+        decoded[node] = seen
+        state = call(sim, learner.sent, node, state, dict(seen) if isinstance(
+            seen, _PerReceiver) else seen, node=node, iteration=iteration, what="learner.sent")
+        slots.commit(node, state)
+        procs = [sim.env.process(net.links[(node, j)].send(
+            Message(node, j, "gossip", payload, bits, iteration)))
+            for j, payload, bits in sends]
+        yield sim.env.all_of(procs)
+
+
+class _PerReceiver(dict):
+    """What each neighbour decodes of a :class:`PerNeighbour` payload."""

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from typing import Any
 
 import networkx as nx
-import numpy as np
 import simpy
 
 from bflnet.learners.base import GlobalStateLearner
 from bflnet.protocols import wire
-from bflnet.protocols.base import NO_METRICS, IterationLoop, check_eval_every
-from bflnet.protocols.codec_base import Codec
+from bflnet.protocols.base import NO_METRICS, call, check_eval_every, check_interventions, start_run
+from bflnet.protocols.interventions import ForgetRequest
 from bflnet.protocols.stopping import StopRule
+from bflnet.protocols.wire import CodecSpec
 from bflnet.simulator.message import Message
-from bflnet.simulator.simulation import Simulation
+from bflnet.simulator.simulation import Outcome, Simulation
 
 #: Consecutive drops of the token on one hop after which the run is ended as broken.
 MAX_TOKEN_RETRIES = 1000
@@ -23,7 +23,8 @@ MAX_TOKEN_RETRIES = 1000
 
 class RandomWalkProtocol:
     """Token-passing: at each iteration the node holding the token updates the global state
-    (``local_update`` then ``merge``), then passes the token to the node the walk rule picks.
+    (``local_update`` from its own private state and stream, then ``merge``; the agent
+    keeps its new private state), then passes the token to the node the walk rule picks.
 
     If the walk stays put no message is sent. A token lost on a hop (all ARQ attempts
     failed) is re-sent by the sender, which kept a copy; the retries cost air time and bits.
@@ -32,8 +33,8 @@ class RandomWalkProtocol:
     """
 
     def __init__(self, learner: GlobalStateLearner, walk: Any, stop: StopRule, *,
-                 codec: Codec | None = None, eval_every: int = 1, start: Any = None,
-                 progress: bool = False) -> None:
+                 codec: CodecSpec = None, eval_every: int = 1, start: Any = None,
+                 progress: bool = False, interventions: Sequence[ForgetRequest] = ()) -> None:
         self.learner = learner
         self.walk = walk
         self.stop = stop
@@ -41,20 +42,21 @@ class RandomWalkProtocol:
         self.eval_every = check_eval_every(eval_every)
         self.start = start
         self.progress = progress
+        self.interventions = check_interventions(interventions)
         self.visits: list[Any] = []
 
-    def process(self, sim: Simulation) -> Generator[simpy.Event, Any, None]:
+    def process(self, sim: Simulation) -> Generator[simpy.Event, Any, Outcome]:
         net = sim.network
         assert net is not None
         env, rec, learner = sim.env, sim.recorder, self.learner
+        setup = start_run(sim, self.stop, eval_every=self.eval_every, progress=self.progress,
+                          interventions=self.interventions, init_agent=learner.init_agent,
+                          agents=net.agents)
+        loop, slots = setup.loop, setup.agents
         walk_rng = sim.streams.numpy("protocol.walk")
         codec_rng = sim.streams.numpy("codec.token")
-        loop = IterationLoop(sim, self.stop, eval_every=self.eval_every,
-                             progress=self.progress, desc=sim.name)
-        try:
-            state = learner.init(sim.streams.numpy("learner"))
-        except Exception as exc:
-            raise sim.error(exc, node=None, iteration=0, what="learner.init") from exc
+        state = call(sim, learner.init, sim.streams.numpy("learner"), node=None, iteration=0,
+                     what="learner.init")
         current = self.walk.first_node(walk_rng) if self.start is None else self.start
         if current not in net.nodes:
             raise ValueError(f"start: node {current!r} is not in the graph")
@@ -64,34 +66,47 @@ class RandomWalkProtocol:
         compute = {k: node.compute for k, node in net.nodes.items()}
         links, codec, visits = net.links, self.codec, self.visits
         local_update, merge, evaluate = learner.local_update, learner.merge, learner.evaluate
+        agent_state, agent_rng, commit = slots.state, slots.rng, slots.commit
         next_node, timeout = self.walk.next_node, env.timeout
+        n_agents = len(net.agents)
+        seen: set[Any] = set()
+        requests = bool(self.interventions)
         iteration = 0
         while True:
+            if requests:
+                for request in loop.due_requests(iteration):
+                    loop.apply_forget(request, lambda k: commit(k, learner.forget(
+                        k, agent_state(k))), iteration)
             iteration += 1
             rec.iteration = iteration
             visits.append(current)
+            if not loop.covered:
+                seen.add(current)
+                loop.covered = len(seen) == n_agents
             try:
-                update = local_update(current, state)
+                update = local_update(current, state, agent_state(current), agent_rng(current))
                 state = merge(state, (update,))
             except Exception as exc:
                 raise sim.error(exc, node=current, iteration=iteration,
                                 what="learner.local_update") from exc
+            commit(current, update.agent_state)
+            if update.event is not None:
+                if update.agent is None:
+                    update.agent = current
+                loop.merged(update)
             duration = compute[current].duration(update.work)
             if duration:
                 yield timeout(duration)
             metrics = (loop.evaluate(iteration, lambda s=state: evaluate(s), node=current)
                        if loop.due(iteration) else NO_METRICS)
             if loop.end_iteration(iteration, "iteration", metrics, node=current):
-                return
+                return loop.outcome(state, slots)
             nxt = next_node(current, walk_rng)
             if nxt == current:
                 continue
             hops = (nxt,) if nxt in adjacency[current] else nx.shortest_path(
                 net.graph, current, nxt)[1:]
-            if codec is None and type(state) is np.ndarray:  # fast path: raw float64
-                payload, bits = state, 64 * state.size
-            else:
-                payload, bits = wire.encode(codec, state, codec_rng)
+            payload, bits = wire.encode(codec, state, codec_rng)
             sender = current
             for hop in hops:
                 link = links[(sender, hop)]

@@ -1,12 +1,23 @@
-"""Putting learner arrays on the wire: encode with a codec, count bits, decode on receipt."""
+"""Putting learner payloads on the wire: encode with a codec, count bits, decode on receipt.
+
+A payload is an array (numpy or torch) or a tuple or dict of arrays (a structured payload,
+e.g. means and variances per layer). A codec spec is ``None`` (every array travels as is,
+counted as float64), one :class:`Codec` applied to every array, or a tuple / dict of
+codecs (or ``None``) with the payload's own structure. The bits of a structured payload
+are the sum over its arrays; the sender can decode its own payload to know exactly what
+its receivers will use (:func:`decode`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from bflnet.protocols.codec_base import Codec, Encoded
+
+CodecSpec = Codec | None | tuple[Any, ...] | Mapping[str, Any]
 
 
 def _is_tensor(x: Any) -> bool:
@@ -15,13 +26,43 @@ def _is_tensor(x: Any) -> bool:
 
 
 def payload_bits_float64(x: Any) -> int:
-    """Bits of ``x`` sent uncompressed as float64."""
+    """Bits of ``x`` (an array or a tuple / dict of arrays) sent uncompressed as float64."""
+    if isinstance(x, Mapping):
+        return sum(payload_bits_float64(v) for v in x.values())
+    if isinstance(x, tuple):
+        return sum(payload_bits_float64(v) for v in x)
     size = x.numel() if _is_tensor(x) else np.size(x)
     return 64 * int(size)
 
 
-def encode(codec: Codec | None, x: Any, rng: np.random.Generator) -> tuple[Any, int]:
+def _part_codec(codec: CodecSpec, key: Any, structure: str) -> CodecSpec:
+    """The codec of part ``key`` of a structured payload."""
+    if isinstance(codec, Mapping):
+        if key not in codec:
+            raise ValueError(f"codec: no codec for part {key!r} of the {structure} payload; "
+                             f"codecs given for {sorted(map(str, codec))}")
+        return codec[key]
+    if isinstance(codec, tuple):
+        if not isinstance(key, int) or key >= len(codec):
+            raise ValueError(f"codec: {len(codec)} codecs for a {structure} payload with "
+                             f"part {key!r}")
+        return codec[key]
+    return codec
+
+
+def encode(codec: CodecSpec, x: Any, rng: np.random.Generator) -> tuple[Any, int]:
     """``(payload, bits)`` for ``x``; without a codec ``x`` travels as is, as float64."""
+    if isinstance(x, Mapping):
+        parts = {k: encode(_part_codec(codec, k, "dict"), v, rng) for k, v in x.items()}
+        return {k: p for k, (p, _) in parts.items()}, sum(b for _, b in parts.values())
+    if isinstance(x, tuple):
+        if isinstance(codec, tuple) and len(codec) != len(x):
+            raise ValueError(f"codec: {len(codec)} codecs for a tuple payload of {len(x)} parts")
+        tparts = [encode(_part_codec(codec, i, "tuple"), v, rng) for i, v in enumerate(x)]
+        return tuple(p for p, _ in tparts), sum(b for _, b in tparts)
+    if isinstance(codec, Mapping | tuple):
+        raise ValueError(f"codec: a {type(codec).__name__} of codecs needs a structured "
+                         f"payload, got a single array")
     if codec is None:
         return x, payload_bits_float64(x)
     if _is_tensor(x):
@@ -30,8 +71,14 @@ def encode(codec: Codec | None, x: Any, rng: np.random.Generator) -> tuple[Any, 
     return encoded, encoded.bits
 
 
-def decode(codec: Codec | None, payload: Any, like: Any) -> Any:
-    """What the receiver uses; restored as a torch tensor when ``like`` was one."""
+def decode(codec: CodecSpec, payload: Any, like: Any) -> Any:
+    """What the receiver uses (the structure of ``like``); each part is restored as a torch
+    tensor where ``like``'s part was one."""
+    if isinstance(like, Mapping):
+        return {k: decode(_part_codec(codec, k, "dict"), payload[k], v) for k, v in like.items()}
+    if isinstance(like, tuple):
+        return tuple(decode(_part_codec(codec, i, "tuple"), payload[i], v)
+                     for i, v in enumerate(like))
     if codec is None:
         return payload
     assert isinstance(payload, Encoded)

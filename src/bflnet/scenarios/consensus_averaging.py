@@ -57,6 +57,6 @@ def run(config: ConsensusAveragingConfig, *, seed: int = 0,
                     if config.tolerance > 0 else None)
     protocol = ConsensusProtocol(ConsensusAveraging(distribution=config.init), weights, stop,
                                  codec=make_codec(config.codec), progress=progress)
-    frame = sim.run(protocol)
+    frame = sim.run(protocol).frame
     frame["spectral_gap"] = spectral_gap(weights)
     return frame

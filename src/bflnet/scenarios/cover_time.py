@@ -71,27 +71,21 @@ class CoverTimeConfig(NetworkSettings):
         validate(self)
 
 
-class CoverageLearner(GlobalStateLearner):
-    """A learner that does nothing but carry ``size`` float64 zeros and count the distinct
-    agents scheduled so far (metric ``visited``); one local step per visit."""
+class Carrier(GlobalStateLearner):
+    """A learner that only carries ``size`` float64 zeros: one local step per visit."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.visited: set[Any] = set()
 
     def init(self, rng: np.random.Generator) -> np.ndarray:
-        self.visited = set()
         return np.zeros(self.size)
 
-    def local_update(self, agent: Any, state: np.ndarray) -> Update:
-        self.visited.add(agent)
+    def local_update(self, agent: Any, state: np.ndarray, agent_state: Any,
+                     rng: np.random.Generator) -> Update:
         return Update(state, _ONE_STEP, agent)
 
     def merge(self, state: np.ndarray, updates: Sequence[Update]) -> np.ndarray:
         return state
-
-    def evaluate(self, state: np.ndarray) -> dict[str, float]:
-        return {"visited": float(len(self.visited))}
 
 
 def run_seeds(seed: int, runs: int) -> list[int]:
@@ -124,10 +118,7 @@ def run(config: CoverTimeConfig, *, seed: int = 0, progress: bool = False) -> pd
     theory = _theory(walk.transition_matrix(), graph)
     net_kwargs = config.network_kwargs(graph)  # channel templates: each network copies them
 
-    def covered(metrics: Any) -> bool:
-        return metrics["visited"] >= K
-
-    stop = StopRule(until=covered)
+    stop = StopRule(cover=True)
     rows: list[dict[str, Any]] = []
     seeds = run_seeds(seed, config.runs)
     bar = tqdm(seeds, disable=not progress, delay=2.0, desc=NAME, unit="run", leave=False,
@@ -135,8 +126,8 @@ def run(config: CoverTimeConfig, *, seed: int = 0, progress: bool = False) -> pd
     for r, run_seed in enumerate(bar):
         sim = Simulation(run_seed, name=f"{NAME} run {r}")
         sim.build_network(graph, **net_kwargs)
-        protocol = RandomWalkProtocol(CoverageLearner(config.payload_params), walk, stop)
-        sim.run(protocol)
+        protocol = RandomWalkProtocol(Carrier(config.payload_params), walk, stop)
+        sim.run_outcome(protocol)
         last = sim.recorder.rows[-1]  # the protocol stops right after the cover slot's row
         visits = protocol.visits
         assert last["event"] == "iteration" and last["iteration"] == len(visits)

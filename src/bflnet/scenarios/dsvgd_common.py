@@ -46,6 +46,7 @@ from bflnet.channels import IdealChannel
 from bflnet.data import iid, load_fashion_mnist
 from bflnet.learners.base import GlobalStateLearner
 from bflnet.protocols.codecs import ComposedCodec, largest_k_within_budget, topk_quantized
+from bflnet.protocols.interventions import ForgetRequest
 from bflnet.protocols.parameter_server import ParameterServerProtocol
 from bflnet.protocols.scheduling import RoundRobinSelector
 from bflnet.protocols.stopping import StopRule
@@ -57,7 +58,6 @@ from bflnet.simulator.simulation import Simulation
 # that importing the scenarios (``bflnet list``, ``bflnet describe``, the scenarios
 # without torch) stays fast.
 if TYPE_CHECKING:
-    import torch
 
     from bflnet.learners.dsvgd import DSVGD
     from bflnet.learners.fedavg import FedAvg
@@ -238,34 +238,6 @@ def fedavg_learner(config: DSVGDSettings, model: Any, data: VisionData, *, local
 # --------------------------------------------------------------------------- running
 
 
-class Resumed(GlobalStateLearner):
-    """Runs ``learner`` from a given global state instead of ``learner.init``: on
-    ``init(rng)`` it restores the agents' factors saved in ``factors`` (DSVGD's
-    ``learner.factors`` at the end of an earlier phase), reseeds the minibatch samplers
-    from ``rng``, calls ``learner.forget(forget)`` if given and returns ``state``."""
-
-    def __init__(self, learner: DSVGD, state: torch.Tensor, factors: dict[Any, Any],
-                 forget: Sequence[Any] = ()) -> None:
-        self.learner, self.state = learner, state.clone()
-        self.factors, self.forget_agents = dict(factors), list(forget)
-
-    def init(self, rng: np.random.Generator) -> torch.Tensor:
-        self.learner.factors = dict(self.factors)
-        self.learner.sampler.seed(rng)
-        if self.forget_agents:
-            self.learner.forget(self.forget_agents)
-        return self.state.clone()
-
-    def local_update(self, agent: Any, state: Any) -> Any:
-        return self.learner.local_update(agent, state)
-
-    def merge(self, state: Any, updates: Sequence[Any]) -> Any:
-        return self.learner.merge(state, updates)
-
-    def evaluate(self, state: Any) -> dict[str, float]:
-        return self.learner.evaluate(state)
-
-
 @dataclass
 class PhaseResult:
     """One parameter-server run: its rows and the final global state."""
@@ -274,38 +246,18 @@ class PhaseResult:
     state: Any
 
 
-class _FinalState(GlobalStateLearner):
-    """Passes everything to ``inner`` and remembers the last merged state."""
-
-    def __init__(self, inner: GlobalStateLearner) -> None:
-        self.inner = inner
-        self.state: Any = None
-
-    def init(self, rng: np.random.Generator) -> Any:
-        self.state = self.inner.init(rng)
-        return self.state
-
-    def local_update(self, agent: Any, state: Any) -> Any:
-        return self.inner.local_update(agent, state)
-
-    def merge(self, state: Any, updates: Sequence[Any]) -> Any:
-        self.state = self.inner.merge(state, updates)
-        return self.state
-
-    def evaluate(self, state: Any) -> dict[str, float]:
-        return self.inner.evaluate(state)
-
-
 def run_parameter_server(name: str, config: DSVGDSettings, seed: int,
                          learner: GlobalStateLearner, agents: Sequence[int],
                          codec: Any, iterations: int, *, eval_every: int | None = None,
                          until: Callable[[Mapping[str, Any]], bool] | None = None,
+                         interventions: Sequence[ForgetRequest] = (),
                          progress: bool = False) -> PhaseResult:
     """``iterations`` round-robin iterations of ``learner`` over ``agents`` (one per
     iteration) under the parameter server with the config's uplink channel and an ideal
-    downlink, or fewer if ``until`` (given an evaluation's metrics) returns True; ``init``
-    and ``iteration`` rows, with ``uplink_bits`` (this iteration's on-air uplink bits)
-    added."""
+    downlink, or fewer if ``until`` (given an evaluation's metrics) returns True;
+    ``interventions`` (forget requests) happen on the same timeline. ``init`` and
+    ``iteration`` rows (plus ``forget_request`` rows), with ``uplink_bits`` (this
+    iteration's on-air uplink bits) added."""
     import torch  # lazily, so that `bflnet list` stays fast
 
     torch.set_num_threads(config.threads)
@@ -314,15 +266,16 @@ def run_parameter_server(name: str, config: DSVGDSettings, seed: int,
     graph.add_nodes_from(agents)
     kwargs = config.network_kwargs(graph)
     sim.build_network(graph, server=True, downlink_channel=IdealChannel(), **kwargs)
-    tracker = _FinalState(learner)
     protocol = ParameterServerProtocol(
-        tracker, StopRule(max_iterations=iterations, until=until), selector=RoundRobinSelector(1),
-        uplink_codec=codec, downlink_codec=None,
-        eval_every=config.eval_every if eval_every is None else eval_every, progress=progress)
-    frame = sim.run(protocol)
-    frame = frame[frame["event"].isin(ROW_EVENTS)].reset_index(drop=True)
+        learner, StopRule(max_iterations=iterations, until=until),
+        selector=RoundRobinSelector(1), uplink_codec=codec, downlink_codec=None,
+        eval_every=config.eval_every if eval_every is None else eval_every, progress=progress,
+        interventions=interventions)
+    result = sim.run(protocol)
+    frame = result.frame
+    frame = frame[frame["event"].isin((*ROW_EVENTS, "forget_request"))].reset_index(drop=True)
     frame["uplink_bits"] = frame["cum_bits_up"].diff().fillna(0).astype("int64")
-    return PhaseResult(frame, tracker.state)
+    return PhaseResult(frame, result.state)
 
 
 def tidy(frames: Sequence[pd.DataFrame], first: Sequence[str]) -> pd.DataFrame:
@@ -334,7 +287,7 @@ def tidy(frames: Sequence[pd.DataFrame], first: Sequence[str]) -> pd.DataFrame:
 
 __all__ = [
     "FASHION_TEST", "FASHION_TRAIN", "ROW_EVENTS", "SPARSIFIERS", "Budget", "DSVGDSettings",
-    "PhaseResult", "Resumed", "VisionData", "budget_codec", "dsvgd_learner",
+    "PhaseResult", "VisionData", "budget_codec", "dsvgd_learner",
     "eval_subset", "fedavg_learner", "iid_fashion_mnist", "mlp", "mlp_dim",
     "run_parameter_server", "sparsity_groups", "tidy",
 ]

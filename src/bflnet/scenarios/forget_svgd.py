@@ -18,6 +18,10 @@ unlearning could take their accuracy to zero.)
    over all agents, ``pretrain_rounds`` rounds with every agent doing
    ``pretrain_local_steps`` SGD steps (lr ``pretrain_lr``). The hidden layer is then
    frozen; every example becomes its 100 ReLU features.
+2.-3. **One timeline per (``rate_multiple``, ``sharing_fraction``)**: learning, the forget
+   request and unlearning are one simulation, so ``time_s`` and the bits run on through
+   the request (a ``forget_request`` row marks it, at ``since_request = 0``).
+
 2. ``method="learning"``: DSVGD with ``particles = 40`` particles of the last layer
    (``LogisticRegression(100, 10)``, d = 1010) on the features, starting (``head_init``
    "pretrained") from the pre-trained network's last layer plus N(0, ``head_init_std``²)
@@ -26,8 +30,10 @@ unlearning could take their accuracy to zero.)
    round-robin iterations over all agents, the forgetting agents first in each round (so
    a round, and the phase, ends with a visit of an agent that stays), uncompressed float32
    uplink (the letter does not compress this phase).
-3. ``method="forget-svgd"``, per (``rate_multiple``, ``sharing_fraction``): from the
-   learned particles and factors, the forgetting agents run Forget-SVGD (eq. 8) in turn,
+3. ``method="forget-svgd"``: after iteration ``learn_iterations`` the forgetting agents ask
+   to be forgotten (a :class:`~bflnet.protocols.ForgetRequest`: their factors restart at
+   t_k ≡ 1 in unlearning mode), and from then on the server schedules only them; they run
+   Forget-SVGD (eq. 8) in turn,
    uplink top-k + quantised within ``R_u = rate_multiple · d`` (alpha-shared with
    ``1/sharing_fraction`` patterns; 1 is shared, 1/40 per-particle), until the
    posterior-predictive accuracy on each forgetting agent's own training data is at most
@@ -40,8 +46,8 @@ unlearning could take their accuracy to zero.)
 Defaults are reduced where the letter is silent or for speed: 100 pre-training rounds,
 20 + at most 100 + 200 iterations, L = ``local_iters`` = 10 SVGD steps per visit with
 the *constant* step 0.001 (``--set`` any of them; ``step_rule=adagrad`` is the letter's
-AdaGrad). With ``learn_iterations=0`` phase 2 is skipped (one row: the initial particles'
-metrics) and the agents unlearn from the initial particles.
+AdaGrad). With ``learn_iterations=0`` phase 2 is skipped (the request comes before the
+first iteration) and the agents unlearn from the initial particles.
 
 **Known behaviour** (docs/reproductions.md has numbers and the reasons):
 
@@ -56,19 +62,21 @@ metrics) and the agents unlearn from the initial particles.
 - Which remaining labels suffer depends on which classes the forgotten ones are confused
   with (ascent on their loss raises those classes' logits), so results vary by seed.
 
-One row per (method, rate_multiple, sharing_fraction, iteration): ``run_id``, ``method``,
-``rate_multiple`` and ``sharing_fraction`` (NaN for learning), ``groups``, ``budget_bits``,
-``k``, ``message_bits``, ``iteration`` (of that phase), ``since_request`` (negative while
-learning), ``time_s``, ``cum_bits``, ``cum_bits_up``, ``cum_bits_down``, ``uplink_bits``,
+One row per (run_id, iteration), plus the ``forget_request`` rows: ``run_id`` (one timeline,
+or one scratch run), ``method``, ``rate_multiple``, ``sharing_fraction``, ``groups``,
+``budget_bits``, ``k``, ``message_bits`` (of the compressed uplink), ``iteration`` (of the
+timeline), ``since_request`` (negative while learning), ``forget_pending`` (from the
+request on), ``time_s``, ``cum_bits``, ``cum_bits_up``, ``cum_bits_down``, ``uplink_bits``,
 ``accuracy``, ``ece``, ``nll``, ``brier``, ``acc_class_0`` … ``acc_class_9``,
 ``acc_unlearned`` (mean accuracy over ``forget_classes``), ``acc_remaining`` (mean over the
 other classes), ``pretrain_accuracy`` (the MLP's test accuracy after phase 1),
-``forget_train_acc`` (Forget-SVGD rows: the largest accuracy of the posterior predictive on
+``forget_train_acc`` (timeline rows: the largest accuracy of the posterior predictive on
 a forgetting agent's own training data).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -77,11 +85,10 @@ import pandas as pd
 
 from bflnet.data import by_label, load_fashion_mnist
 from bflnet.protocols.codecs import RawCodec
+from bflnet.protocols.interventions import KEEP, ForgetRequest, Phase
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.dsvgd_common import (
     DSVGDSettings,
-    PhaseResult,
-    Resumed,
     VisionData,
     budget_codec,
     eval_subset,
@@ -217,30 +224,6 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     return fig
 
 
-class ForgettingCheck(Resumed):
-    """Forget-SVGD from an earlier phase's particles and factors, whose evaluations add
-    ``forget_train_acc``: the largest, over the forgetting agents, posterior-predictive
-    accuracy on the agent's own training data (what the agents can check themselves)."""
-
-    def __init__(self, learner: DSVGD, state: torch.Tensor, factors: dict[Any, Any],
-                 forget: list[int]) -> None:
-        super().__init__(learner, state, factors, forget=forget)
-
-    def evaluate(self, state: Any) -> dict[str, float]:
-        import torch  # lazily, so that `bflnet list` stays fast
-
-        from bflnet.learners.evaluation import posterior_predictive
-
-        metrics = super().evaluate(state)
-        model = self.learner.model
-        accs = []
-        for agent in self.forget_agents:
-            x, y = self.learner.data[agent]
-            probs = posterior_predictive(model, torch.as_tensor(state), x)
-            accs.append(float((probs.argmax(-1) == y).float().mean()))
-        return {**metrics, "forget_train_acc": max(accs)}
-
-
 def _features(model: Any, w: torch.Tensor, x: np.ndarray) -> np.ndarray:
     import torch  # lazily, so that `bflnet list` stays fast
 
@@ -289,14 +272,16 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
     pre = FedAvg(net, raw.agents, local_steps=config.pretrain_local_steps,
                  lr=config.pretrain_lr, batch_size=config.batch_size)
     w = pre.init(streams.numpy("pretrain"))
+    pre_rngs = {k: streams.numpy(f"pretrain.agent.{k}") for k in range(K)}
     for _ in range(config.pretrain_rounds):
-        w = pre.merge(w, [pre.local_update(k, w) for k in range(K)])
+        w = pre.merge(w, [pre.local_update(k, w, None, pre_rngs[k]) for k in range(K)])
     pretrain_accuracy = predictive_metrics(net, w, *raw.eval)["accuracy"]
     feats = VisionData({k: (_features(net, w, xk), yk) for k, (xk, yk) in raw.agents.items()},
                        (_features(net, w, raw.eval[0]), raw.eval[1]))
     head = LogisticRegression(config.hidden, N_CLASSES)
 
-    def learner(agents: list[int], start: torch.Tensor | None = None) -> DSVGD:
+    def learner(agents: list[int], start: torch.Tensor | None = None,
+                check: Sequence[int] = ()) -> DSVGD:
         return DSVGD(head, {k: feats.agents[k] for k in agents}, config.particles,
                      initial_particles=start,
                      local_iters=config.local_iters,
@@ -304,9 +289,10 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
                      step_size=config.step_size, step_rule=config.step_rule,
                      kde_bandwidth=config.kde_bandwidth,
                      temperature=config.temperature, batch_size=config.batch_size,
-                     eval_data=feats.eval, eval_per_class=True)
+                     eval_data=feats.eval, eval_per_class=True, forget_check_agents=check)
 
-    # 2. DSVGD learning of the last layer, uncompressed
+    # 2. DSVGD learning of the last layer, uncompressed, then 3. the forget request and
+    # compressed Forget-SVGD by the forgetting agents: one timeline per uplink budget
     order = forgetting + staying  # each round ends with a staying agent's visit
     start = None
     if config.head_init == "pretrained":
@@ -315,23 +301,10 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
         gen = torch_generator(streams.numpy("head-init"), torch.device("cpu"))
         start = trained + config.head_init_std * torch.randn(
             config.particles, head.d, generator=gen, dtype=trained.dtype)
-    full = learner(order, start)
-    if config.learn_iterations:
-        learned = run_parameter_server(NAME, config, seed, full, order, RawCodec(32),
-                                       config.learn_iterations, progress=progress)
-    else:  # the initial particles are the posterior to unlearn from: one row
-        state = full.init(streams.numpy("learner"))
-        row = {"time_s": 0.0, "iteration": 0, "event": "init", "cum_bits": 0,
-               "cum_bits_delivered": 0, "cum_bits_up": 0, "cum_bits_down": 0,
-               "uplink_bits": 0, **full.evaluate(state)}
-        learned = PhaseResult(pd.DataFrame([row]), state)
-    factors = dict(full.factors)
-    frames = [learned.frame.assign(
-        run_id=f"learning-s{seed}", method="learning", rate_multiple=np.nan,
-        sharing_fraction=np.nan, groups=np.nan, budget_bits=np.nan, k=np.nan,
-        message_bits=RawCodec(32).bits_for((config.particles, head.d)),
-        since_request=learned.frame["iteration"] - config.learn_iterations)]
-
+    full = learner(order, start, check=forgetting)
+    request = config.learn_iterations
+    stop = config.forget_stop_accuracy
+    frames = []
     for fraction in float_list("sharing_fractions", config.sharing_fractions):
         groups = sparsity_groups("alpha-shared", config.particles, fraction)
         for rate in float_list("rate_multiples", config.rate_multiples):
@@ -339,18 +312,21 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
             tags = dict(rate_multiple=rate, sharing_fraction=fraction, groups=groups,
                         budget_bits=budget.budget_bits, k=budget.k,
                         message_bits=budget.message_bits)
-            # 3. Forget-SVGD by the forgetting agents
-            stop = config.forget_stop_accuracy
-            unlearned = run_parameter_server(
-                NAME, config, seed, ForgettingCheck(full, learned.state, factors, forgetting),
-                forgetting, budget.codec, config.unlearn_iterations,
-                eval_every=None if stop is None else 1,
+            phase = Phase(agents=forgetting, uplink_codec=budget.codec,
+                          eval_every=KEEP if stop is None else 1)
+            timeline = run_parameter_server(
+                NAME, config, seed, full, order, RawCodec(32),
+                request + config.unlearn_iterations,
                 until=None if stop is None else (
-                    lambda m, limit=stop: m["forget_train_acc"] <= limit),
-                progress=progress)
-            frames.append(unlearned.frame.assign(
-                run_id=f"forget-R{rate:g}-a{fraction:g}-s{seed}", method="forget-svgd",
-                since_request=unlearned.frame["iteration"], **tags))
+                    lambda m, limit=stop: "forget_pending" in m
+                    and m.get("forget_train_acc", 1.0) <= limit),
+                interventions=[ForgetRequest(forgetting, after_iteration=request, then=phase)],
+                progress=progress).frame
+            after = (timeline["iteration"] > request) | (timeline["event"] == "forget_request")
+            frames.append(timeline.assign(
+                run_id=f"forget-R{rate:g}-a{fraction:g}-s{seed}",
+                method=np.where(after, "forget-svgd", "learning"),
+                since_request=timeline["iteration"] - request, **tags))
             # 4. the last layer from scratch without the forgetting agents
             scratch = run_parameter_server(NAME, config, seed, learner(staying), staying,
                                            budget.codec, config.scratch_iterations,

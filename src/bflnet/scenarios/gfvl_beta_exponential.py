@@ -51,7 +51,6 @@ from bflnet.scenarios.cover_time import run_seeds
 from bflnet.scenarios.gfvl_common import (
     ROW_EVENTS,
     GFVLSettings,
-    StateProbe,
     base_fields,
     crossings,
     parse_baseline,
@@ -126,16 +125,16 @@ def run(config: GFVLBetaExponentialConfig, *, seed: int = 0,
                                   config.theta_true, RngStreams(run_seed).numpy("data"))
         learner = GFVL.beta_exponential(data, a=config.prior_a, b=config.prior_b,
                                         alpha=config.alpha, rho=config.rho, S=config.samples,
-                                        L=L, c=c)
+                                        L=L, c=c, metrics="state")
         iterations = math.ceil(config.iterations / L)
         keep = {0, *crossings(iterations, L, config.eval_every)}
         sim = Simulation(run_seed, name=f"{NAME} L={L} run {r}")
         sim.build_network(graph, **net_kwargs)
-        protocol = RandomWalkProtocol(StateProbe(learner), walk,
+        protocol = RandomWalkProtocol(learner, walk,
                                       StopRule(max_iterations=iterations))
         for row in run_rows(sim, protocol):
             if row["event"] in ROW_EVENTS and row["iteration"] in keep:
-                metrics = learner.evaluate(state_of(row))
+                metrics = learner.divergences(state_of(row))
                 rows.append({"L": L, "run": r, "run_seed": run_seed, **base_fields(row),
                              "total_local_iterations": L * row["iteration"],
                              "kl": metrics["kl"], "theta_mean": metrics["theta_mean"]})

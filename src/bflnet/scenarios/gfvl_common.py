@@ -14,6 +14,8 @@ Conventions of the four G-FVL scenarios (``gfvl-beta-bernoulli``, ``gfvl-beta-ex
   clash would make the scenario unsweepable. :func:`with_run_id` makes the ``run_id``
   that :func:`bflnet.analysis.plots.plot_metric` groups by.
 - ``time_s`` and ``cum_bits`` are each run's own simulated clock and on-air bits.
+- The runs record the state η itself (``GFVL(metrics="state")``, cheap); the KL divergences
+  are computed afterwards, on the rows that are kept (``learner.divergences``).
 """
 
 from __future__ import annotations
@@ -25,8 +27,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bflnet.learners.base import GlobalStateLearner, Update
-from bflnet.learners.gfvl import GFVL
 from bflnet.protocols.walks import WALK_NAMES
 from bflnet.scenarios.config import param
 from bflnet.scenarios.lists import int_list
@@ -95,43 +95,12 @@ def child_seed(seed: int, name: str) -> int:
 def run_rows(sim: Simulation, protocol: Any) -> list[dict[str, Any]]:
     """Run ``protocol`` to its stopping rule and return the recorder's rows (no DataFrame:
     thousands of short runs would spend most of their time building frames)."""
-    if sim.network is None:
-        raise ValueError("sim: build_network() must be called before running")
-    done = sim.env.process(protocol.process(sim))
-    sim.env.run(until=done)
+    sim.run_outcome(protocol)
     return sim.recorder.rows
 
 
-class StateProbe(GlobalStateLearner):
-    """Runs a :class:`GFVL` learner unchanged; its metrics are cheap: the state itself
-    (``eta_0``, ``eta_1``, ...) and ``forget_left``, the forget targets whose data are not
-    yet gone. The KL divergences are computed afterwards, on the rows that are kept, with
-    ``learner.evaluate`` (it depends on the state only)."""
-
-    def __init__(self, learner: GFVL) -> None:
-        self.learner = learner
-        self._targets = frozenset(learner.forget_agents)
-
-    def init(self, rng: np.random.Generator) -> np.ndarray:
-        return self.learner.init(rng)
-
-    def local_update(self, agent: Any, state: np.ndarray) -> Update:
-        return self.learner.local_update(agent, state)
-
-    def merge(self, state: np.ndarray, updates: Sequence[Update]) -> np.ndarray:
-        return self.learner.merge(state, updates)
-
-    def forget(self, agents: Sequence[Any]) -> None:
-        self.learner.forget(agents)
-
-    def evaluate(self, state: np.ndarray) -> dict[str, float]:
-        out = {f"eta_{j}": float(v) for j, v in enumerate(state)}
-        out["forget_left"] = float(len(self._targets - self.learner.forgotten))
-        return out
-
-
 def state_of(row: dict[str, Any], dim: int = 2) -> np.ndarray:
-    """The state η recorded by :class:`StateProbe` in ``row``."""
+    """The state η recorded in ``row`` by a :class:`GFVL` with ``metrics="state"``."""
     return np.array([row[f"eta_{j}"] for j in range(dim)])
 
 

@@ -44,6 +44,7 @@ import pandas as pd
 
 from bflnet.data.synthetic import exponential_agents
 from bflnet.learners.gfvl import GFVL
+from bflnet.protocols.interventions import ForgetRequest
 from bflnet.protocols.random_walk import RandomWalkProtocol
 from bflnet.protocols.stopping import StopRule
 from bflnet.protocols.topologies import require_connected
@@ -53,7 +54,6 @@ from bflnet.scenarios.cover_time import run_seeds
 from bflnet.scenarios.gfvl_common import (
     ROW_EVENTS,
     GFVLSettings,
-    StateProbe,
     base_fields,
     child_seed,
     forget_agents,
@@ -151,26 +151,30 @@ def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False) 
     for r, run_seed in enumerate(progress_runs(run_seeds(seed, config.runs), progress, NAME)):
         data = _data(config, K, forget, RngStreams(run_seed).numpy("data"))
         learner = GFVL.beta_exponential(data, **common, unlearning="exact",
-                                        forget_agents=forget, forget_after=request)
-        plans = (("unlearning", learner, run_seed, request, request + after),
+                                        forget_agents=forget, metrics="state")
+        plans = (("unlearning", learner, run_seed, request, request + after,
+                  [ForgetRequest(forget, after_iteration=request)]),
                  ("retraining", learner.without(forget), child_seed(run_seed, "retrain"),
-                  0, after))
-        for method, gfvl, sim_seed, start, last in plans:
+                  0, after, []))
+        for method, gfvl, sim_seed, start, last, requests in plans:
             sim = Simulation(sim_seed, name=f"{NAME} {method} run {r}")
             sim.build_network(graph, **net_kwargs)
-            protocol = RandomWalkProtocol(StateProbe(gfvl), walk,
-                                          StopRule(max_iterations=last))
-            recorded = [row for row in run_rows(sim, protocol) if row["event"] in ROW_EVENTS]
+            protocol = RandomWalkProtocol(gfvl, walk, StopRule(max_iterations=last),
+                                          interventions=requests)
+            every_row = run_rows(sim, protocol)
+            recorded = [row for row in every_row if row["event"] in ROW_EVENTS]
             origin = recorded[start]
             keep = _evaluated(last, start, config.eval_every)
-            done = [gfvl.unlearn_completed_at.get(k) for k in forget]
+            forgotten_at = {row["node"]: row["iteration"] for row in every_row
+                            if row["event"] == "forgotten"}
+            done = [forgotten_at.get(k) for k in forget]
             unlearned = (max(done) - start if method == "unlearning" and None not in done
                          else np.nan)
             for row in recorded:
                 if row["iteration"] not in keep:
                     continue
                 # The unlearning learner evaluates both methods: kl and kl_retrained.
-                metrics = learner.evaluate(state_of(row))
+                metrics = learner.divergences(state_of(row))
                 pending = (float(sum(d is None or d > row["iteration"] for d in done))
                            if method == "unlearning" else np.nan)
                 rows.append({

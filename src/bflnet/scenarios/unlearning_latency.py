@@ -66,6 +66,7 @@ from bflnet.analysis.cover_time import (
 )
 from bflnet.data.synthetic import bernoulli_agents
 from bflnet.learners.gfvl import GFVL
+from bflnet.protocols.interventions import ForgetRequest
 from bflnet.protocols.random_walk import RandomWalkProtocol
 from bflnet.protocols.stopping import StopRule
 from bflnet.protocols.topologies import require_connected
@@ -75,7 +76,6 @@ from bflnet.scenarios.cover_time import run_seeds
 from bflnet.scenarios.gfvl_common import (
     ROW_EVENTS,
     GFVLSettings,
-    StateProbe,
     child_seed,
     forget_agents,
     progress_runs,
@@ -267,13 +267,11 @@ def run(config: UnlearningLatencyConfig, *, seed: int = 0,
     data = bernoulli_agents(K, config.points_per_agent, config.theta_true,
                             RngStreams(seed).numpy("data"))
     learner = GFVL.beta_bernoulli(data, a=config.prior_a, b=config.prior_b,
-                                  alpha=config.alpha, forget_agents=forget,
-                                  forget_after=config.learn_iterations)
-    probe = StateProbe(learner)
-    retrained = learner.without(forget)
+                                  alpha=config.alpha, forget_agents=forget, metrics="state")
+    retrained = learner.without(forget, metrics="kl")
     request = config.learn_iterations
-    unlearn_stop = StopRule(max_iterations=request + config.max_iterations,
-                            until=lambda m: m["forget_left"] == 0)
+    requests = [ForgetRequest(forget, after_iteration=request)]
+    unlearn_stop = StopRule(max_iterations=request + config.max_iterations, forgotten=True)
     retrain_stop = StopRule(max_iterations=config.max_iterations,
                             until=lambda m: m["kl"] < config.threshold)
     nan = math.nan
@@ -281,15 +279,16 @@ def run(config: UnlearningLatencyConfig, *, seed: int = 0,
     for r, run_seed in enumerate(progress_runs(run_seeds(seed, config.runs), progress, NAME)):
         sim = Simulation(run_seed, name=f"{NAME} unlearning run {r}")
         sim.build_network(graph, **net_kwargs)
-        rows = [row for row in run_rows(sim, RandomWalkProtocol(probe, walk, unlearn_stop))
-                if row["event"] in ROW_EVENTS]
+        protocol = RandomWalkProtocol(learner, walk, unlearn_stop, interventions=requests)
+        outcome = sim.run_outcome(protocol)
+        rows = [row for row in sim.recorder.rows if row["event"] in ROW_EVENTS]
         row: dict[str, Any] = {"run": r, "run_seed": run_seed}
-        if learner.unlearn_complete:
+        if outcome.reason == "forgotten":
             done, origin = rows[-1], rows[request]
             row.update(unlearn_iterations=done["iteration"] - request,
                        unlearn_time_s=done["time_s"] - origin["time_s"],
                        unlearn_bits=done["cum_bits"] - origin["cum_bits"],
-                       unlearn_kl_retrained=learner.evaluate(state_of(done))["kl_retrained"])
+                       unlearn_kl_retrained=learner.divergences(state_of(done))["kl_retrained"])
         else:
             row.update(unlearn_iterations=nan, unlearn_time_s=nan, unlearn_bits=nan,
                        unlearn_kl_retrained=nan)

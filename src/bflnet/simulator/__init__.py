@@ -7,10 +7,10 @@ from bflnet.simulator.network import Network
 from bflnet.simulator.node import SERVER, Node
 from bflnet.simulator.recorder import Recorder
 from bflnet.simulator.rng import RngStreams
-from bflnet.simulator.simulation import Simulation, SimulationError
+from bflnet.simulator.simulation import Outcome, RunResult, Simulation, SimulationError
 
 __all__ = [
     "NO_WORK", "SERVER", "ComputeModel", "Delivery", "FixedStepTime", "FlopsTime", "Link",
-    "Medium", "Message", "Network", "Node", "Recorder", "RngStreams", "Simulation",
-    "SimulationError", "Work",
+    "Medium", "Message", "Network", "Node", "Outcome", "Recorder", "RngStreams", "RunResult",
+    "Simulation", "SimulationError", "Work",
 ]

@@ -5,19 +5,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
+from bflnet.learners.base import NO_WORK, Work
 
-@dataclass(frozen=True, slots=True)
-class Work:
-    """Work a learner reports for one call: local steps and/or floating-point operations."""
-
-    steps: int = 0
-    flops: float = 0.0
-
-    def __add__(self, other: Work) -> Work:
-        return Work(self.steps + other.steps, self.flops + other.flops)
-
-
-NO_WORK = Work()
+__all__ = ["NO_WORK", "ComputeModel", "FixedStepTime", "FlopsTime", "Work"]
 
 
 class ComputeModel(ABC):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import simpy
 
 from bflnet.simulator.compute import ComputeModel, FixedStepTime, Work
@@ -14,11 +15,18 @@ SERVER = "server"
 
 @dataclass(eq=False)
 class Node:
-    """A device in the network. ``inbox`` is a SimPy ``Store`` that links deliver into."""
+    """A device in the network. ``inbox`` is a SimPy ``Store`` that links deliver into;
+    ``state`` and ``rng`` are the agent's private learner state and random stream."""
 
     id: Any
     inbox: simpy.Store
     compute: ComputeModel = field(default_factory=FixedStepTime)
+    #: The agent's private learner state, kept here by the protocol (see ``has_state``).
+    state: Any = None
+    #: Whether ``state`` has been initialised (by ``learner.init_agent``).
+    has_state: bool = False
+    #: The agent's own random stream (created on first use).
+    rng: np.random.Generator | None = None
 
     @property
     def is_server(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import networkx as nx
@@ -15,6 +16,27 @@ from bflnet.simulator.rng import RngStreams
 
 class SimulationError(RuntimeError):
     """A run ended by an error; the message names the scenario, node and iteration."""
+
+
+@dataclass
+class Outcome:
+    """What a protocol's process gives back: the final global state (``None`` for
+    consensus), every agent's private state, and why the run stopped."""
+
+    state: Any = None
+    agent_states: dict[Any, Any] = field(default_factory=dict)
+    reason: str | None = None
+
+
+@dataclass
+class RunResult:
+    """One finished run: the record as a DataFrame, the final global state, the agents'
+    final private states and the stop rule that ended it."""
+
+    frame: pd.DataFrame
+    state: Any = None
+    agent_states: dict[Any, Any] = field(default_factory=dict)
+    reason: str | None = None
 
 
 class Runnable(Protocol):
@@ -48,13 +70,22 @@ class Simulation:
         self.recorder.has_server = self.network.has_server
         return self.network
 
-    def run(self, protocol: Runnable) -> pd.DataFrame:
-        """Run ``protocol`` to its stopping rule and return the record as a DataFrame."""
+    def run(self, protocol: Runnable) -> RunResult:
+        """Run ``protocol`` to its stopping rule: the record as a DataFrame (``.frame``),
+        the final global state and the agents' states."""
+        outcome = self.run_outcome(protocol)
+        return RunResult(self.recorder.to_frame(), outcome.state, outcome.agent_states,
+                         outcome.reason)
+
+    def run_outcome(self, protocol: Runnable) -> Outcome:
+        """Run ``protocol`` without building a DataFrame (the rows stay in
+        ``recorder.rows``): for many short runs."""
         if self.network is None:
             raise SimulationError(f"{self.name}: build_network() must be called before run()")
         done = self.env.process(protocol.process(self))
         self.env.run(until=done)
-        return self.recorder.to_frame()
+        value = done.value
+        return value if isinstance(value, Outcome) else Outcome()
 
     def error(self, exc: BaseException, *, node: Any, iteration: int, what: str) -> SimulationError:
         """A :class:`SimulationError` that says where a learner failed."""

@@ -1,0 +1,112 @@
+"""Torch helpers the particle and FedAvg learners share: generators seeded from an agent's
+stream, agents' data as tensors, minibatches, merging mean deltas, particle checks and the
+posterior-predictive evaluation."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from bflnet.learners.base import Update
+
+
+def torch_generator(rng: np.random.Generator | None, device: torch.device) -> torch.Generator:
+    """A torch generator seeded from ``rng`` (a fixed seed 0 when ``rng`` is None)."""
+    seed = 0 if rng is None else int(rng.integers(0, 2**63 - 1))
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed)
+    return gen
+
+
+def as_agent_data(agent_data: Mapping[Any, tuple[Any, Any]], dtype: torch.dtype,
+                  device: torch.device) -> dict[Any, tuple[Tensor, Tensor]]:
+    """Agents' ``(x, y)`` as tensors on ``device`` (``x`` in ``dtype``), validated."""
+    if not agent_data:
+        raise ValueError("agent_data: must hold at least one agent")
+    out = {}
+    for agent, pair in agent_data.items():
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+            raise ValueError(f"agent_data: agent {agent!r} must map to (x, y), got {type(pair)}")
+        x = torch.as_tensor(pair[0], device=device)
+        x = x.to(dtype) if x.is_floating_point() else x
+        y = torch.as_tensor(pair[1], device=device)
+        if x.ndim < 1 or x.shape[0] < 1 or y.shape[:1] != x.shape[:1]:
+            raise ValueError(f"agent_data: agent {agent!r} needs x, y with the same number "
+                             f"(>= 1) of rows, got {tuple(x.shape)} and {tuple(y.shape)}")
+        out[agent] = (x, y)
+    return out
+
+
+class MinibatchSampler:
+    """Per-agent minibatches: ``M = min(batch_size, N_k)`` examples drawn without
+    replacement with the torch generator the caller passes (the agent's own; the whole
+    set, in order, when ``M = N_k``)."""
+
+    def __init__(self, data: dict[Any, tuple[Tensor, Tensor]], batch_size: int) -> None:
+        self.data = data
+        self.batch_size = batch_size
+
+    def size(self, agent: Any) -> int:
+        """``M`` for ``agent``."""
+        return min(self.batch_size, self.data[agent][0].shape[0])
+
+    def __call__(self, agent: Any, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        x, y = self.data[agent]
+        n = x.shape[0]
+        if self.batch_size >= n:
+            return x, y
+        idx = torch.randperm(n, generator=generator)[:self.batch_size]
+        idx = idx.to(x.device)
+        return x[idx], y[idx]
+
+
+def apply_mean_delta(state: Tensor, updates: Sequence[Update], context: str,
+                     what: str) -> Tensor:
+    """``state`` plus the mean of the updates' payloads (deltas of ``state``'s shape);
+    one-line errors naming the agent for a wrong shape, or the agents for a non-finite
+    result."""
+    deltas = []
+    for u in updates:
+        delta = torch.as_tensor(u.payload, dtype=state.dtype, device=state.device)
+        if delta.shape != state.shape:
+            raise ValueError(f"{context}: update of agent {u.agent!r} has shape "
+                             f"{tuple(delta.shape)}, expected {tuple(state.shape)}")
+        deltas.append(delta)
+    new = state + (deltas[0] if len(deltas) == 1 else torch.stack(deltas).mean(0))
+    if not bool(torch.isfinite(new).all()):
+        raise ValueError(f"{context}: non-finite {what} after the updates of agents "
+                         f"{[u.agent for u in updates]!r}")
+    return new
+
+
+def check_particles(state: Any, shape: tuple[int, int], dtype: torch.dtype,
+                    device: torch.device, who: str) -> Tensor:
+    """``state`` as a finite ``shape`` tensor (``ValueError`` naming ``who`` otherwise)."""
+    theta = torch.as_tensor(state, dtype=dtype, device=device)
+    if tuple(theta.shape) != shape:
+        raise ValueError(f"{who}: expected particles of shape {shape}, got {tuple(theta.shape)}")
+    if not bool(torch.isfinite(theta).all()):
+        raise ValueError(f"{who}: particles contain NaN or inf")
+    return theta
+
+
+def predictive_evaluation(model: Any, theta: Tensor, eval_data: tuple[Any, Any],
+                          per_class: bool) -> dict[str, float]:
+    """:func:`bflnet.learners.evaluation.predictive_metrics` (plus per-class accuracy)."""
+    from bflnet.learners.evaluation import (
+        per_class_accuracy,
+        posterior_predictive,
+        predictive_metrics,
+    )
+
+    x, y = eval_data
+    metrics = predictive_metrics(model, theta, x, y)
+    if per_class:
+        probs = posterior_predictive(model, theta, x)
+        acc = per_class_accuracy(probs, y, model.n_classes)
+        metrics.update({f"acc_class_{c}": float(a) for c, a in enumerate(acc)})
+    return metrics

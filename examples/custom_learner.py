@@ -3,7 +3,10 @@
 Every agent holds noisy measurements of an unknown θ (known noise variance). The learner
 keeps a Gaussian posterior N(mean, 1/precision) as its global state, in natural
 parameters [precision·mean, precision]; an agent adds the sufficient statistics of its
-data once, the first time it is scheduled (exactly the conjugate G-FVL update). The same
+data once, the first time it is scheduled (exactly the conjugate G-FVL update). Whether it
+has contributed is the agent's private state: the protocol keeps it at the agent's node
+and hands it to the learner, which returns the new one (so the learner object holds only
+hyper-parameters and data, and an update lost on the way changes nothing). The same
 learner then runs under a random walk over Rayleigh-fading D2D links and under a
 parameter server, and each run returns a tidy DataFrame.
 
@@ -28,18 +31,20 @@ class GaussianMean(GlobalStateLearner):
 
     def __init__(self, data: dict[int, np.ndarray], noise_var: float, theta: float) -> None:
         self.data, self.noise_var, self.theta = data, noise_var, theta
-        self.added: set[int] = set()
 
     def init(self, rng: np.random.Generator) -> np.ndarray:
         return np.array([0.0, 1.0])  # prior: precision·mean = 0, precision = 1
 
-    def local_update(self, agent: int, state: np.ndarray) -> Update:
-        if agent in self.added:
-            return Update(np.zeros(2), Work(steps=1), agent)
-        self.added.add(agent)
+    def init_agent(self, agent: int, rng: np.random.Generator) -> bool:
+        return False  # the agent has not contributed yet
+
+    def local_update(self, agent: int, state: np.ndarray, added: bool,
+                     rng: np.random.Generator) -> Update:
+        if added:
+            return Update(np.zeros(2), Work(steps=1), agent, agent_state=True)
         x = self.data[agent]
         stats = np.array([x.sum() / self.noise_var, len(x) / self.noise_var])
-        return Update(stats, Work(steps=len(x)), agent)
+        return Update(stats, Work(steps=len(x)), agent, agent_state=True)
 
     def merge(self, state: np.ndarray, updates: list[Update]) -> np.ndarray:
         return state + sum(u.payload for u in updates)
@@ -67,7 +72,7 @@ def run_random_walk(K: int = 12, iterations: int = 200, seed: int = 0) -> pd.Dat
     sim.build_network(graph, channel=channel, compute=FixedStepTime(1e-4), max_attempts=4)
     learner = GaussianMean(make_data(K, seed), noise_var=1.0, theta=0.7)
     return sim.run(RandomWalkProtocol(learner, MetropolisHastingsWalk(graph),
-                                      StopRule(max_iterations=iterations)))
+                                      StopRule(max_iterations=iterations))).frame
 
 
 def run_parameter_server(K: int = 12, iterations: int = 24, seed: int = 0) -> pd.DataFrame:
@@ -77,7 +82,7 @@ def run_parameter_server(K: int = 12, iterations: int = 24, seed: int = 0) -> pd
     sim.build_network(nx.empty_graph(K), server=True, shared_uplink=True,
                       channel=FixedRateChannel(rate_bps=250e3, latency_s=0.01, loss_prob=0.05))
     learner = GaussianMean(make_data(K, seed), noise_var=1.0, theta=0.7)
-    return sim.run(ParameterServerProtocol(learner, StopRule(max_iterations=iterations)))
+    return sim.run(ParameterServerProtocol(learner, StopRule(max_iterations=iterations))).frame
 
 
 if __name__ == "__main__":

@@ -16,16 +16,16 @@ def run(graph, x0, rounds, channel, **kwargs):
     sim.build_network(graph, channel=channel, **kwargs)
     learner = ConsensusAveraging(dict(enumerate(x0)))
     W = metropolis_hastings_weights(graph)
-    frame = sim.run(ConsensusProtocol(learner, W, StopRule(max_iterations=rounds)))
-    return frame, learner, W
+    result = sim.run(ConsensusProtocol(learner, W, StopRule(max_iterations=rounds)))
+    return result.frame, result.agent_states, W
 
 
 def test_lossless_rounds_equal_powers_of_the_mixing_matrix():
     graph = nx.cycle_graph(7)
     x0 = np.arange(7.0)
-    frame, learner, W = run(graph, x0, 25, FixedRateChannel(1e6, 0.001))
+    frame, states, W = run(graph, x0, 25, FixedRateChannel(1e6, 0.001))
     expected = np.linalg.matrix_power(W, 25) @ x0
-    got = np.array([learner.values[k][0] for k in range(7)])
+    got = np.array([states[k].x[0] for k in range(7)])
     assert np.allclose(got, expected, rtol=0, atol=1e-12)
     rounds = frame[frame.event == "round"]
     assert np.allclose(rounds.time_s, np.arange(1, 26) * (0.001 + 64 / 1e6))
@@ -43,12 +43,12 @@ def test_deviation_decays_at_the_rate_of_the_spectral_gap():
 
 def test_a_lost_message_leaves_the_last_value_received_in_use():
     graph = nx.path_graph(2)
-    frame, learner, _ = run(graph, [0.0, 1.0], 30, FixedRateChannel(1e6, loss_prob=0.4),
-                            max_attempts=1)
+    frame, states, _ = run(graph, [0.0, 1.0], 30, FixedRateChannel(1e6, loss_prob=0.4),
+                           max_attempts=1)
     msgs = frame[frame.event == "message"]
     assert msgs.dropped.astype(bool).any()
     rounds = frame[frame.event == "round"]
     assert rounds.dropped.sum() == msgs.dropped.astype(bool).sum()
     # With stale values the pair still agrees in the end, somewhere between 0 and 1.
-    a, b = learner.values[0][0], learner.values[1][0]
+    a, b = states[0].x[0], states[1].x[0]
     assert abs(a - b) < 1e-3 and 0 < a < 1

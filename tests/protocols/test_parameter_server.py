@@ -23,7 +23,7 @@ class SumOfAgents(GlobalStateLearner):
     def init(self, rng):
         return np.zeros(self.K)
 
-    def local_update(self, agent, state):
+    def local_update(self, agent, state, agent_state=None, rng=None):
         self.seen.append(agent)
         return Update(np.eye(self.K)[agent] * (agent + 1), Work(steps=2))
 
@@ -46,7 +46,7 @@ def test_round_robin_iteration_timing_is_down_plus_compute_plus_up():
     learner = SumOfAgents(3)
     frame = sim.run(ParameterServerProtocol(learner, StopRule(max_iterations=4),
                                             selector=RoundRobinSelector(1),
-                                            uplink_codec=RawCodec(32)))
+                                            uplink_codec=RawCodec(32))).frame
     it = frame[frame.event == "iteration"]
     down = 0.001 + 3 * 64 / 2e6
     up = 0.002 + 3 * 32 / 1e6
@@ -63,7 +63,7 @@ def test_shared_uplink_serialises_the_agents_uploads():
     for shared in (False, True):
         sim = build(4, shared_uplink=shared, **kwargs)
         frame = sim.run(ParameterServerProtocol(SumOfAgents(4), StopRule(max_iterations=1),
-                                                selector=AllAgents()))
+                                                selector=AllAgents())).frame
         times[shared] = frame[frame.event == "iteration"].time_s.iloc[0]
     per_upload = 4 * 64 / 1000
     assert times[False] == pytest.approx(per_upload)
@@ -73,7 +73,7 @@ def test_shared_uplink_serialises_the_agents_uploads():
 def test_dropped_uploads_contribute_nothing():
     sim = build(5, channel=FixedRateChannel(1e6, loss_prob=0.5), max_attempts=1)
     frame = sim.run(ParameterServerProtocol(SumOfAgents(5), StopRule(max_iterations=50),
-                                            selector=UniformSelector(2)))
+                                            selector=UniformSelector(2))).frame
     it = frame[frame.event == "iteration"]
     msgs = frame[(frame.event == "message") & (frame.kind == "update")]
     assert it.updates.sum() == (~msgs.dropped.astype(bool)).sum() < 100
@@ -84,4 +84,4 @@ def test_parameter_server_needs_a_server():
     sim = Simulation(0)
     sim.build_network(nx.empty_graph(2))
     with pytest.raises(ValueError, match="needs server=True"):
-        sim.run(ParameterServerProtocol(SumOfAgents(2), StopRule(max_iterations=1)))
+        sim.run(ParameterServerProtocol(SumOfAgents(2), StopRule(max_iterations=1))).frame

@@ -21,7 +21,7 @@ class VisitCounter(GlobalStateLearner):
     def init(self, rng):
         return np.zeros(self.K)
 
-    def local_update(self, agent, state):
+    def local_update(self, agent, state, agent_state=None, rng=None):
         if agent == self.fail_at:
             raise RuntimeError("boom")
         return Update(np.eye(self.K)[agent], Work(steps=1), agent)
@@ -38,7 +38,7 @@ def run_walk(graph, walk, iterations, *, channel, compute_s=0.0, seed=0, start=0
     sim.build_network(graph, channel=channel, compute=FixedStepTime(compute_s), **kwargs)
     protocol = RandomWalkProtocol(VisitCounter(graph.number_of_nodes()), walk,
                                   StopRule(max_iterations=iterations), start=start)
-    return sim.run(protocol), protocol
+    return sim.run(protocol).frame, protocol
 
 
 def test_each_hop_takes_compute_plus_latency_plus_bits_over_rate():
@@ -87,7 +87,7 @@ def test_stop_on_simulated_time_and_on_bits():
                                 (StopRule(max_bits=5000), "cum_bits", 5000)):
         sim = Simulation(1)
         sim.build_network(graph, channel=FixedRateChannel(1e6, 0.005))
-        frame = sim.run(RandomWalkProtocol(VisitCounter(4), MetropolisHastingsWalk(graph), stop))
+        frame = sim.run(RandomWalkProtocol(VisitCounter(4), MetropolisHastingsWalk(graph), stop)).frame
         values = frame[frame.event == "iteration"][column].to_numpy()
         assert values[-1] >= limit > values[-2]
 
@@ -100,7 +100,7 @@ def test_a_failing_learner_names_the_node_and_iteration():
                                   StopRule(max_iterations=10), start=0)
     with pytest.raises(SimulationError, match="^demo: learner.local_update failed at node 2, "
                                               "iteration 3: RuntimeError: boom"):
-        sim.run(protocol)
+        sim.run(protocol).frame
 
 
 def test_same_seed_same_frame():

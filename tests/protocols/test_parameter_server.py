@@ -84,4 +84,4 @@ def test_parameter_server_needs_a_server():
     sim = Simulation(0)
     sim.build_network(nx.empty_graph(2))
     with pytest.raises(ValueError, match="needs server=True"):
-        sim.run(ParameterServerProtocol(SumOfAgents(2), StopRule(max_iterations=1))).frame
+        sim.run(ParameterServerProtocol(SumOfAgents(2), StopRule(max_iterations=1)))

@@ -87,7 +87,8 @@ def test_stop_on_simulated_time_and_on_bits():
                                 (StopRule(max_bits=5000), "cum_bits", 5000)):
         sim = Simulation(1)
         sim.build_network(graph, channel=FixedRateChannel(1e6, 0.005))
-        frame = sim.run(RandomWalkProtocol(VisitCounter(4), MetropolisHastingsWalk(graph), stop)).frame
+        protocol = RandomWalkProtocol(VisitCounter(4), MetropolisHastingsWalk(graph), stop)
+        frame = sim.run(protocol).frame
         values = frame[frame.event == "iteration"][column].to_numpy()
         assert values[-1] >= limit > values[-2]
 
@@ -100,7 +101,7 @@ def test_a_failing_learner_names_the_node_and_iteration():
                                   StopRule(max_iterations=10), start=0)
     with pytest.raises(SimulationError, match="^demo: learner.local_update failed at node 2, "
                                               "iteration 3: RuntimeError: boom"):
-        sim.run(protocol).frame
+        sim.run(protocol)
 
 
 def test_same_seed_same_frame():

@@ -32,7 +32,7 @@ class Trivial(GlobalStateLearner):
     def init(self, rng):
         return np.zeros(1)
 
-    def local_update(self, agent, state):
+    def local_update(self, agent, state, agent_state, rng):
         return Update(state, ONE_STEP, agent)
 
     def merge(self, state, updates):

@@ -9,11 +9,11 @@ from typing import Annotated
 
 import typer
 
-from bflnet.analysis.sweep import SweepError, load_sweep, parse_grid
-from bflnet.analysis.sweep import sweep as run_sweep
 from bflnet.scenarios.config import describe_fields, parse_overrides
 from bflnet.scenarios.output import check_output_path, read_frame, summary, write_frame
 from bflnet.scenarios.registry import DEFAULT_SCENARIO, get_scenario, scenario_names
+from bflnet.scenarios.sweep import SweepError, load_sweep, parse_grid
+from bflnet.scenarios.sweep import sweep as run_sweep
 from bflnet.simulator.simulation import SimulationError
 
 app = typer.Typer(help="bflnet: wireless network simulator with Bayesian federated learning.",

@@ -24,9 +24,10 @@ optional field left unset. Options given on the command line override the file.
 
 from __future__ import annotations
 
+import contextlib
 import tomllib
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,15 @@ def toml_value(cls: type, name: str, value: Any) -> Any:
     raise ValueError(f"{name}: must be {allowed}, got {value!r}")
 
 
+@contextlib.contextmanager
+def _errors_name(path: Path) -> Iterator[None]:
+    """Prefix a one-line ``ValueError`` raised inside with the file it comes from."""
+    try:
+        yield
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
 def toml_params(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
     """A ``[params]`` table, typed field by field with :func:`toml_value`."""
     return {name: toml_value(cls, name, value) for name, value in params.items()}
@@ -137,6 +147,13 @@ def toml_grid(cls: type, grid: Mapping[str, Any]) -> dict[str, list[Any]]:
     return out
 
 
+def _file_params(cls: type, file: ConfigFile | None) -> dict[str, Any]:
+    if file is None:
+        return {}
+    with _errors_name(file.path):
+        return toml_params(cls, file.params)
+
+
 def scenario_name(given: str | None, file: ConfigFile | None, default: str | None) -> str:
     """The scenario named on the command line, in the file, or ``default``; a one-line error
     if the command line and the file disagree or neither names one."""
@@ -144,11 +161,14 @@ def scenario_name(given: str | None, file: ConfigFile | None, default: str | Non
     if given is not None and in_file is not None and given != in_file:
         raise ValueError(f"scenario: {given!r} on the command line but {in_file!r} in "
                          f"{file.path}")  # type: ignore[union-attr]
+    if given is None and in_file is not None:
+        with _errors_name(file.path):  # type: ignore[union-attr]
+            get_scenario(in_file)  # a one-line error for an unknown name
     name = given or in_file or default
     if name is None:
         raise ValueError("scenario: name one on the command line or with scenario = \"...\" "
                          "in the --config file")
-    get_scenario(name)  # a one-line error for an unknown name
+    get_scenario(name)
     return name
 
 
@@ -168,8 +188,7 @@ def run_request(name: str | None, config: str | Path | None, sets: Sequence[str]
     file = read_config_file(config, RUN_KEYS) if config is not None else None
     scenario = scenario_name(name, file, DEFAULT_SCENARIO)
     cls = get_scenario(scenario).config_cls
-    overrides = {**(toml_params(cls, file.params) if file else {}),
-                 **parse_overrides(cls, sets)}
+    overrides = {**_file_params(cls, file), **parse_overrides(cls, sets)}
     seed = seed if seed is not None else (file.seed if file and file.seed is not None else 0)
     out = out if out is not None else (file.out if file else None)
     return RunRequest(scenario, overrides, seed, out)
@@ -197,8 +216,11 @@ def sweep_request(name: str | None, config: str | Path | None, grid: Sequence[st
     cls = get_scenario(scenario).config_cls
     cli_fixed = parse_overrides(cls, sets)
     cli_grid = parse_grid(cls, grid)
-    file_fixed = toml_params(cls, file.params) if file else {}
-    file_grid = toml_grid(cls, file.grid or {}) if file else {}
+    file_fixed = _file_params(cls, file)
+    file_grid: dict[str, list[Any]] = {}
+    if file is not None:
+        with _errors_name(file.path):
+            file_grid = toml_grid(cls, file.grid or {})
     fixed = {k: v for k, v in file_fixed.items() if k not in cli_grid} | cli_fixed
     swept = {k: v for k, v in file_grid.items() if k not in cli_fixed} | cli_grid
     seeds = seeds if seeds is not None else (

@@ -75,7 +75,9 @@ def write_frame(frame: pd.DataFrame, path: str | Path,
 
 
 def _existing(path: str | Path) -> Path:
-    path = check_output_path(path)
+    path = Path(path)
+    if path.suffix.lower() not in FORMATS:
+        raise ValueError(f"file: must end in .csv or .parquet, got {str(path)!r}")
     if not path.exists():
         raise ValueError(f"file: {str(path)!r} does not exist")
     return path

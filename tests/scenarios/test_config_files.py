@@ -71,6 +71,11 @@ def test_the_command_line_overrides_the_file(tmp_path):
     assert main(["run", NAME, *flags, "--out", str(expected)]) == 0
     assert file_bytes(overridden) == file_bytes(expected)
     assert file_bytes(overridden) != file_bytes(out_in_file)
+    # a file without a scenario takes the one named on the command line
+    nameless = write(tmp_path, RUN_TOML.replace(f'scenario = "{NAME}"', ""), "nameless.toml")
+    assert main(["run", NAME, "--config", nameless, "--out", str(tmp_path / "n.csv")]) == 0
+    assert main(["run", NAME, *RUN_FLAGS, "--out", str(tmp_path / "f.csv")]) == 0
+    assert file_bytes(tmp_path / "n.csv") == file_bytes(tmp_path / "f.csv")
 
 
 @pytest.mark.parametrize(("value", "text"), [

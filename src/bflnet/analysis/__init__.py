@@ -1,1 +1,5 @@
-"""Analysis: metrics, theory (cover time, unlearning latency), sweeps and plots."""
+"""Analysis: metrics and theory (calibration, KL, cover time, unlearning latency) and plots.
+
+The sweep runner is not here: it runs scenarios, so it lives beside them in
+:mod:`bflnet.scenarios.sweep` (layers import one way: scenarios use analysis, not back).
+"""

@@ -1,4 +1,5 @@
-"""The ``bflnet`` command line: list, describe, run and sweep scenarios; plot results."""
+"""The ``bflnet`` command line: list, describe, run and sweep scenarios; rerun a result
+file; plot results."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from typing import Annotated
 
 import typer
 
-from bflnet.analysis.sweep import SweepError, load_sweep, parse_grid
-from bflnet.analysis.sweep import sweep as run_sweep
-from bflnet.scenarios.config import describe_fields, parse_overrides
+from bflnet.scenarios.config import describe_fields
+from bflnet.scenarios.config_file import run_request, sweep_request
 from bflnet.scenarios.output import check_output_path, read_frame, summary, write_frame
+from bflnet.scenarios.provenance import run_record
 from bflnet.scenarios.registry import DEFAULT_SCENARIO, get_scenario, scenario_names
+from bflnet.scenarios.sweep import SweepError, load_sweep
+from bflnet.scenarios.sweep import sweep as run_sweep
 from bflnet.simulator.simulation import SimulationError
 
 app = typer.Typer(help="bflnet: wireless network simulator with Bayesian federated learning.",
@@ -40,10 +43,15 @@ def describe(name: Annotated[str, typer.Argument(help="scenario name")]) -> None
                    f"{r['help']}")
 
 
+CONFIG_HELP = "a TOML file: scenario, [params], seed, out (the command line overrides it)"
+
+
 @app.command()
 def run(
-    name: Annotated[str, typer.Argument(help="scenario name")] = DEFAULT_SCENARIO,
-    seed: Annotated[int, typer.Option(help="root random seed")] = 0,
+    name: Annotated[str | None, typer.Argument(
+        help=f"scenario name (default: the --config file's, else {DEFAULT_SCENARIO})")] = None,
+    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    seed: Annotated[int | None, typer.Option(help="root random seed (default 0)")] = None,
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="override a parameter: key=value (repeatable)")] = None,
     out: Annotated[str | None, typer.Option(help="write the results to FILE.csv or "
@@ -51,13 +59,15 @@ def run(
     progress: Annotated[bool, typer.Option(help="progress bar on long runs")] = True,
 ) -> None:
     """Run a scenario and print a summary (or write the full table with --out)."""
-    scenario = get_scenario(name)
-    if out is not None:
-        check_output_path(out)
-    config = scenario.config(parse_overrides(scenario.config_cls, set_ or []))
-    frame = scenario.run(config, seed=seed, progress=progress)
-    if out is not None:
-        path = write_frame(frame, out)
+    request = run_request(name, config, set_ or [], seed, out)
+    if request.out is not None:
+        check_output_path(request.out)
+    scenario = get_scenario(request.scenario)
+    settings = scenario.config(request.overrides)
+    frame = scenario.run(settings, seed=request.seed, progress=progress)
+    if request.out is not None:
+        path = write_frame(frame, request.out,
+                           run_record(scenario.name, settings, request.seed))
         typer.echo(f"wrote {len(frame)} rows to {path}", err=True)
     else:
         typer.echo(summary(frame))
@@ -66,14 +76,20 @@ def run(
 
 @app.command()
 def sweep(
-    name: Annotated[str, typer.Argument(help="scenario name")],
-    out: Annotated[str, typer.Option(help="a directory (parts, manifest, table.parquet) or "
-                                     "FILE.parquet (parts in FILE.parts/)")],
+    name: Annotated[str | None, typer.Argument(
+        help="scenario name (default: the --config file's)")] = None,
+    config: Annotated[Path | None, typer.Option(
+        help="a TOML file: scenario, [params], [grid], seeds, out (the command line "
+             "overrides it)")] = None,
+    out: Annotated[str | None, typer.Option(help="a directory (parts, manifest, "
+                                            "table.parquet) or FILE.parquet (parts in "
+                                            "FILE.parts/)")] = None,
     grid: Annotated[list[str] | None, typer.Option(
         help="sweep a parameter: key=v1,v2,... (repeatable; the grid is their product)")] = None,
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="fix a parameter: key=value (repeatable)")] = None,
-    seeds: Annotated[int, typer.Option(help="seeds 0..N-1 for every grid point")] = 1,
+    seeds: Annotated[int | None, typer.Option(
+        help="seeds 0..N-1 for every grid point (default 1)")] = None,
     workers: Annotated[int | None, typer.Option(
         help="local Dask worker processes, one thread each (default: min(2, CPUs))")] = None,
     scheduler: Annotated[str | None, typer.Option(
@@ -82,10 +98,10 @@ def sweep(
     progress: Annotated[bool, typer.Option(help="progress bar")] = True,
 ) -> None:
     """Run a grid of parameters x seeds on Dask into one table; re-running resumes."""
-    cls = get_scenario(name).config_cls
-    table = run_sweep(name, parse_grid(cls, grid or []), seeds, out,
-                      fixed=parse_overrides(cls, set_ or []), workers=workers,
-                      scheduler=scheduler, progress=progress)
+    request = sweep_request(name, config, grid or [], set_ or [], seeds, out)
+    table = run_sweep(request.scenario, request.grid, request.seeds, request.out,
+                      fixed=request.fixed, workers=workers, scheduler=scheduler,
+                      progress=progress)
     info = table.attrs["sweep"]
     for failure in info["failed"]:
         typer.echo(f"failed: {failure['params']} seed {failure['seed']}: {failure['error']}",
@@ -93,6 +109,39 @@ def sweep(
     typer.echo(f"{info['runs']} runs: {info['computed']} computed, {info['skipped']} "
                f"already done, {len(info['failed'])} failed; wrote {len(table)} rows to "
                f"{info['table']}", err=True)
+
+
+@app.command()
+def rerun(
+    file: Annotated[str, typer.Argument(help="a result file written by bflnet (.csv with its "
+                                        ".csv.json, .parquet, or a sweep's table)")],
+    out: Annotated[str | None, typer.Option(
+        help="write the new file here (default: print a summary)")] = None,
+    strict_version: Annotated[bool, typer.Option(
+        help="error, not warn, if the file was made by another bflnet version")] = False,
+    workers: Annotated[int | None, typer.Option(
+        help="for a sweep table: local Dask worker processes")] = None,
+    progress: Annotated[bool, typer.Option(help="progress bar on long runs")] = True,
+) -> None:
+    """Make a result file again from the config, seed and version stored in it."""
+    from bflnet.scenarios.rerun import DIFFERENT, IDENTICAL, SAME_ROWS
+    from bflnet.scenarios.rerun import rerun as rerun_file
+
+    result = rerun_file(file, out, strict_version=strict_version, workers=workers,
+                        progress=progress)
+    if result.warning is not None:
+        typer.echo(f"bflnet: warning: {result.warning}", err=True)
+    if result.written is None:
+        typer.echo(summary(result.frame))
+    else:
+        typer.echo(f"wrote {len(result.frame)} rows to {result.written}", err=True)
+    verdict = {IDENTICAL: f"reproduces {file} byte for byte",
+               SAME_ROWS: f"same rows as {file}; the bytes differ",
+               DIFFERENT: f"differs from {file}",
+               None: f"same run as {file}, in another format"}[result.comparison]
+    typer.echo(f"bflnet: {verdict}", err=True)
+    if result.comparison == DIFFERENT:
+        raise typer.Exit(1)
 
 
 @app.command()

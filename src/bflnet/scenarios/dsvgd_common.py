@@ -26,7 +26,7 @@ per local SVGD/SGD step. ``graph`` and its parameters are not used (agents talk 
 server only). One agent is scheduled per iteration, round robin (the letter's protocol).
 
 Every row carries ``run_id`` (one run = one simulation of one method/setting with one
-seed). Note that :func:`bflnet.analysis.sweep.sweep` adds its own ``run_id`` column and
+seed). Note that :func:`bflnet.scenarios.sweep.sweep` adds its own ``run_id`` column and
 refuses frames that already have one: run these scenarios per seed (as
 ``scripts/reproduce_dsvgd.py`` does) rather than through ``bflnet sweep``.
 """

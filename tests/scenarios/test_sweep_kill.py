@@ -9,7 +9,7 @@ import time
 
 import pandas as pd
 
-from bflnet.analysis.sweep import load_manifest, sweep_paths
+from bflnet.scenarios.sweep import load_manifest, sweep_paths
 
 # 2 sizes x 3 seeds; each run takes about a second (ring, 2000 gossip rounds)
 ARGS = ["sweep", "consensus-averaging", "--grid", "K=16,20", "--set", "rounds=2000",

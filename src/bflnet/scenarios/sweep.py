@@ -28,6 +28,10 @@ the next invocation; the others go on. The final table is the parts in grid orde
 last grid key varies fastest), then seed, then the run's own row order, with the swept
 parameters, ``seed``, ``run_id`` and ``config_hash`` as the first columns; so it is the
 same whatever the number of workers. Run one sweep process per ``out`` at a time.
+
+Every part stores its run's record (scenario, full config, seed, bflnet version) and the
+table stores the sweep's (scenario, grid, fixed parameters, seeds, version) as Parquet
+metadata (:mod:`bflnet.scenarios.provenance`), so ``bflnet rerun`` can make either again.
 """
 
 from __future__ import annotations
@@ -41,7 +45,6 @@ import os
 import sys
 import time
 import traceback
-import typing
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -53,7 +56,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from bflnet.scenarios import get_scenario, run_scenario
-from bflnet.scenarios.config import field_types, make_config, parse_value
+from bflnet.scenarios.config import make_config, parse_value
+from bflnet.scenarios.output import write_parquet
+from bflnet.scenarios.provenance import canonical_config, run_record, sweep_record
 
 META_COLUMNS = ("seed", "run_id", "config_hash")
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -94,21 +99,6 @@ class SweepPlan:
     seeds: tuple[int, ...]
     runs: tuple[Run, ...]
     configs: Mapping[str, Mapping[str, Any]]  # config_hash -> canonical config dict
-
-
-def _is_float_field(tp: Any) -> bool:
-    return tp is float or float in typing.get_args(tp)
-
-
-def canonical_config(config: Any) -> dict[str, Any]:
-    """The config's fields as a dict, integers in float fields written as floats."""
-    out = {}
-    for name, tp in field_types(type(config)).items():
-        value = getattr(config, name)
-        if _is_float_field(tp) and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        out[name] = value
-    return out
 
 
 def config_hash(scenario: str, config: Mapping[str, Any]) -> str:
@@ -237,8 +227,8 @@ def _write_text(path: Path, text: str) -> None:
     _atomic_write(path, lambda tmp: tmp.write_text(text))
 
 
-def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
-    _atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
+def _write_parquet(frame: pd.DataFrame, path: Path, metadata: Mapping[str, Any]) -> None:
+    _atomic_write(path, lambda tmp: write_parquet(frame, tmp, metadata))
 
 
 def _read_manifest(path: Path) -> dict[str, dict[str, Any]]:
@@ -395,7 +385,8 @@ def _run_pending(plan: SweepPlan, pending: Sequence[Run], paths: SweepPaths, cli
             future.release()
             frame = outcome.pop("frame", None)
             if frame is not None:
-                _write_parquet(frame, paths.part(run.run_id))
+                _write_parquet(frame, paths.part(run.run_id), run_record(
+                    plan.scenario, plan.configs[run.config_hash], run.seed))
             record = _record(plan, run, **outcome)
             _append(manifest, record)
             if record["status"] != "ok":
@@ -506,7 +497,8 @@ def _finish(plan: SweepPlan, paths: SweepPaths, skipped: int, pending: int,
         raise SweepError(f"all {len(plan.runs)} runs failed (see {paths.manifest}); first: "
                          f"{first['params']} seed {first['seed']}: {first['error']}")
     table = assemble(plan.runs, list(plan.grid), paths)
-    _write_parquet(table, paths.table)
+    _write_parquet(table, paths.table, sweep_record(plan.scenario, plan.grid, plan.fixed,
+                                                    plan.seeds))
     table.attrs["sweep"] = {
         "scenario": plan.scenario, "runs": len(plan.runs), "skipped": skipped,
         "computed": pending - len(failures), "failed": [

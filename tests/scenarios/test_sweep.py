@@ -13,7 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bflnet.analysis.sweep import (
+from bflnet.scenarios import get_scenario, run_scenario
+from bflnet.scenarios.cli import main
+from bflnet.scenarios.sweep import (
     SweepError,
     assemble,
     config_hash,
@@ -24,8 +26,6 @@ from bflnet.analysis.sweep import (
     sweep,
     sweep_paths,
 )
-from bflnet.scenarios import get_scenario, run_scenario
-from bflnet.scenarios.cli import main
 
 NAME = "consensus-averaging"
 GRID = {"graph": ["ring", "complete"], "K": [4, 6]}

@@ -1,0 +1,60 @@
+"""How a result was made: the record stored with every result file.
+
+A run's record names the scenario, its full validated config, the seed and the bflnet
+version; a sweep table's record names the scenario, the grid, the fixed parameters and the
+seeds. Both are plain JSON values, so :mod:`bflnet.scenarios.output` can store them and
+``bflnet rerun`` can make the same file again from them.
+
+>>> from bflnet.scenarios import get_scenario
+>>> config = get_scenario("consensus-averaging").config({"K": 4})
+>>> record = run_record("consensus-averaging", config, seed=3)
+>>> record["kind"], record["seed"], record["config"]["K"], record["config"]["rate_bps"]
+('run', 3, 4, 1000000.0)
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import bflnet
+from bflnet.scenarios.config import field_types
+
+RUN = "run"
+SWEEP = "sweep"
+
+
+def version() -> str:
+    """The running bflnet's version, as stored in result files."""
+    return bflnet.__version__
+
+
+def _is_float_field(tp: Any) -> bool:
+    return tp is float or float in typing.get_args(tp)
+
+
+def canonical_config(config: Any) -> dict[str, Any]:
+    """The config's fields as a dict, integers in float fields written as floats."""
+    out = {}
+    for name, tp in field_types(type(config)).items():
+        value = getattr(config, name)
+        if _is_float_field(tp) and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        out[name] = value
+    return out
+
+
+def run_record(scenario: str, config: Any, seed: int) -> dict[str, Any]:
+    """The record of one run: ``config`` is a config object or its canonical dict."""
+    fields = dict(config) if isinstance(config, Mapping) else canonical_config(config)
+    return {"bflnet": version(), "kind": RUN, "scenario": scenario, "seed": seed,
+            "config": fields}
+
+
+def sweep_record(scenario: str, grid: Mapping[str, Sequence[Any]], fixed: Mapping[str, Any],
+                 seeds: Sequence[int]) -> dict[str, Any]:
+    """The record of a sweep table: what ``sweep(scenario, grid, seeds, fixed=...)`` takes."""
+    return {"bflnet": version(), "kind": SWEEP, "scenario": scenario,
+            "grid": {k: list(v) for k, v in grid.items()}, "fixed": dict(fixed),
+            "seeds": list(seeds)}

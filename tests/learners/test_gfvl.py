@@ -15,7 +15,7 @@ from bflnet.data.synthetic import (
     gaussian_agents,
     poisson_agents,
 )
-from bflnet.learners import GFVL
+from bflnet.learners import GFVL, Update
 from bflnet.learners.expfam import BETA, ExpFam, beta
 from bflnet.protocols import ParameterServerProtocol, RandomWalkProtocol, StopRule
 from bflnet.protocols.interventions import ForgetRequest
@@ -450,6 +450,19 @@ def test_a_step_leaving_the_natural_domain_is_halved():
             assert BETA.in_domain(net.merge([update]))
             halvings += (update.metrics or {}).get("step_halvings", 0)
     assert halvings > 0
+
+
+def test_a_step_landing_within_rounding_of_the_edge_stays_inside_after_the_merge():
+    # x is inside the domain (b = eta_1 + 1 = 1e-16 > 0), but eta + (x - eta), what the
+    # holder computes, rounds to the edge b = 0: the delta is halved until it stays inside.
+    learner = GFVL.beta_exponential(DATA)
+    eta = np.array([4.0, 31.521349884662023])
+    x = np.array([4.4, np.nextafter(-1.0, 0.0)])
+    assert BETA.in_domain(x) and not BETA.in_domain(eta + (x - eta))
+    halvings = [0]
+    delta = learner._landing(eta, x, 0, halvings)
+    assert BETA.in_domain(learner.merge(eta, [Update(delta, agent=0)]))
+    assert halvings[0] == 1 and np.array_equal(delta, (x - eta) / 2)
 
 
 def non_conjugate_unlearning(unlearning, seed, **kwargs):

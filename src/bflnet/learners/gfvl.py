@@ -254,7 +254,8 @@ class GFVL(GlobalStateLearner):
                 delta, work = -me.eta, Work(steps=1)
                 new = replace(me, eta=self._zero.copy(), status="forgotten")
             else:
-                delta = self._natgrad(agent, eta, me.nu, -1.0, rng, counter) - eta
+                delta = self._landing(eta, self._natgrad(agent, eta, me.nu, -1.0, rng,
+                                                         counter), agent, counter)
                 visits = me.unlearn_visits + 1
                 done = visits >= self.unlearn_visits
                 new = replace(me, nu=me.nu + delta, unlearn_visits=visits,
@@ -267,7 +268,8 @@ class GFVL(GlobalStateLearner):
             delta, work = self._increment[agent] - me.eta, Work(steps=1)
             new = replace(me, eta=me.eta + delta)
         else:
-            delta = self._natgrad(agent, eta, me.eta, 1.0, rng, counter) - eta
+            delta = self._landing(eta, self._natgrad(agent, eta, me.eta, 1.0, rng, counter),
+                                  agent, counter)
             work, new = Work(steps=self.L), replace(me, eta=me.eta + delta)
         metrics = {"step_halvings": float(counter[0])} if counter[0] else None
         return Update(delta, work, agent, agent_state=new, metrics=metrics, event=event)
@@ -358,6 +360,13 @@ class GFVL(GlobalStateLearner):
                                  f"(η = {x.tolist()})")
             x = x - self._guard(x, step, agent, halvings)
         return x
+
+    def _landing(self, eta: np.ndarray, x: np.ndarray, agent: Any,
+                 halvings: list[int]) -> np.ndarray:
+        """Δη = x − η, halved while η + Δη (what the holder computes, with its own
+        rounding) leaves the natural domain: x itself can sit within rounding of the edge."""
+        delta = x - eta
+        return self._guard(eta, -delta, agent, halvings) * -1.0
 
     def _guard(self, x: np.ndarray, step: np.ndarray, agent: Any,
                halvings: list[int]) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 import networkx as nx
 import numpy as np
+import pandas as pd
 
 from bflnet.channels import FixedRateChannel
 from bflnet.learners.averaging import ConsensusAveraging
@@ -52,3 +53,14 @@ def test_a_lost_message_leaves_the_last_value_received_in_use():
     # With stale values the pair still agrees in the end, somewhere between 0 and 1.
     a, b = states[0].x[0], states[1].x[0]
     assert abs(a - b) < 1e-3 and 0 < a < 1
+
+
+def test_a_frame_with_message_rows_writes_to_parquet(tmp_path):
+    # message rows (dropped 0/1) and round rows (dropped: a count) share one int column
+    graph = nx.path_graph(3)
+    frame, _, _ = run(graph, [0.0, 1.0, 2.0], 5, FixedRateChannel(1e6, loss_prob=0.3),
+                      max_attempts=1)
+    frame.to_parquet(tmp_path / "r.parquet")
+    back = pd.read_parquet(tmp_path / "r.parquet")
+    assert back.dropped.dtype.kind in "if" and len(back) == len(frame)
+    assert back.dropped.max() >= 1

@@ -147,7 +147,7 @@ class Link:
         if recorder.record_messages:
             recorder.record(
                 "message", node=self.src, peer=self.dst, kind=message.kind, bits=message.bits,
-                bits_on_air=on_air, attempts=attempts, dropped=not delivered, start_s=start)
+                bits_on_air=on_air, attempts=attempts, dropped=int(not delivered), start_s=start)
         if delivered and deliver and self.inbox is not None:
             self.inbox.put(message)
         return delivered

@@ -10,7 +10,7 @@ import pytest
 MODULES = [
     "bflnet.channels",
     "bflnet.channels.base",
-    "bflnet.channels._validation",
+    "bflnet.checks",
     "bflnet.channels.ideal",
     "bflnet.channels.fixed",
     "bflnet.channels.gilbert_elliott",

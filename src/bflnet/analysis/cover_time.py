@@ -40,6 +40,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.sparse.csgraph import connected_components
 
+from bflnet.checks import check_int
+
 #: Largest chain :func:`exact_cover_time` accepts (the state space has ``2**K * K`` states).
 EXACT_COVER_MAX_K = 16
 
@@ -61,10 +63,6 @@ __all__ = [
 # ------------------------------------------------------------------ validation
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name}: must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def _check_matrix(P: Any) -> np.ndarray:
@@ -128,7 +126,7 @@ def _start_distribution(start: Any, P: np.ndarray) -> np.ndarray:
 
 def harmonic_number(n: int) -> float:
     """``H_n = 1 + 1/2 + ... + 1/n`` (``H_0 = 0``)."""
-    n = _check_int("n", n, 0)
+    n = check_int("n", n, ge=0)
     return math.fsum(1.0 / i for i in range(1, n + 1))
 
 
@@ -139,7 +137,7 @@ def complete_graph_cover_time(K: int) -> float:
     simple random walk coincide on the complete graph (uniform neighbour, no self-loops).
     ``K = 1`` gives 0.
     """
-    K = _check_int("K", K, 1)
+    K = check_int("K", K, ge=1)
     return math.fsum((K - 1) / (K - i) for i in range(1, K))
 
 
@@ -151,7 +149,7 @@ def complete_graph_unlearning_iterations(K: int) -> float:
     unlearned posterior ``η - η_k`` exists at the end of slot ``L``. Equals
     ``expected_first_hitting(P, target)`` for the complete graph's ``P``.
     """
-    K = _check_int("K", K, 2)
+    K = check_int("K", K, ge=2)
     return 1.0 / K + K - 1
 
 
@@ -164,7 +162,7 @@ def complete_graph_retrain_iterations(K: int) -> float:
     (the retrained posterior is ready at slot ``value + 1``), while
     :func:`complete_graph_unlearning_iterations` is a 1-based slot index.
     """
-    K = _check_int("K", K, 2)
+    K = check_int("K", K, ge=2)
     return math.fsum((K - 2) / (K - 1 - i) for i in range(1, K - 1))
 
 

@@ -15,8 +15,8 @@ from typing import Any, Self
 
 import numpy as np
 
-from bflnet.channels._validation import check_real
 from bflnet.channels.base import Channel
+from bflnet.checks import check_real
 
 
 class _BlockFadingChannel(Channel):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bflnet.channels._validation import check_real
 from bflnet.channels.base import Channel
+from bflnet.checks import check_real
 
 
 class FixedRateChannel(Channel):

@@ -6,8 +6,8 @@ import copy
 
 import numpy as np
 
-from bflnet.channels._validation import check_real
 from bflnet.channels.base import Channel
+from bflnet.checks import check_real
 
 START_STATES = ("stationary", "good", "bad")
 

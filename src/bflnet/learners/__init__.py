@@ -19,7 +19,7 @@ _HOMES = {
     "ExponentialLikelihood": "expfam", "GaussianLikelihood": "expfam", "Likelihood": "expfam",
     "PoissonLikelihood": "expfam",
     "GFVL": "gfvl", "GFVLAgent": "gfvl",
-    "DSVGD": "dsvgd", "AgentFactor": "dsvgd",
+    "DSVGD": "dsvgd", "AgentFactor": "dsvgd", "DSVGDParams": "hyper", "FedAvgParams": "hyper",
     "FedAvg": "fedavg",
 }
 

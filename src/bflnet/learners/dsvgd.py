@@ -75,10 +75,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from bflnet.checks import check_int
 from bflnet.learners.base import GlobalStateLearner, Update, Work
+from bflnet.learners.hyper import STEP_RULES, DSVGDParams
 from bflnet.learners.svgd import (
-    DEFAULT_KDE_BANDWIDTH,
-    AdaGrad,
     ConstantStep,
     KDETerm,
     Score,
@@ -94,11 +94,10 @@ from bflnet.learners.torch_utils import (
     predictive_evaluation,
     torch_generator,
 )
+from bflnet.params import with_overrides
 
-__all__ = ["DSVGD", "STEP_RULES", "AgentFactor", "ConstantStep"]
+__all__ = ["DSVGD", "STEP_RULES", "AgentFactor", "ConstantStep", "DSVGDParams"]
 
-STEP_RULES = ("adagrad", "constant")
-"""SVGD step rules: AdaGrad (fresh each local update) or a constant step size."""
 
 
 @dataclass(frozen=True)
@@ -112,26 +111,13 @@ class AgentFactor:
     visits: int = 0
 
 
-def _check_int(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name}: must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
-def _check_positive(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not (
-            np.isfinite(value) and value > 0):
-        raise ValueError(f"{name}: must be a finite number > 0, got {value!r}")
-    return float(value)
-
-
 class DSVGD(GlobalStateLearner):
     """Distributed SVGD with Forget-SVGD unlearning (module docs give the maths).
 
     >>> from bflnet.learners.toy_models import GaussianMeanModel
     >>> model = GaussianMeanModel(d=1, prior_var=4.0)
     >>> data = {k: (torch.full((5, 1), 1.0), torch.zeros(5)) for k in range(2)}
-    >>> learner = DSVGD(model, data, 20, local_iters=100, step_size=0.05)
+    >>> learner = DSVGD(model, data, 20, DSVGDParams(local_iters=100, step_size=0.05))
     >>> theta = learner.init(np.random.default_rng(0))
     >>> factors = {k: learner.init_agent(k, None) for k in (0, 1)}
     >>> for k in (0, 1, 0, 1):
@@ -142,37 +128,25 @@ class DSVGD(GlobalStateLearner):
     """
 
     def __init__(self, model: Any, agent_data: Mapping[Any, tuple[Any, Any]],
-                 n_particles: int = 10, *, local_iters: int = 200, step_size: float = 0.05,
-                 kde_bandwidth: float = DEFAULT_KDE_BANDWIDTH, temperature: float = 1.0,
-                 batch_size: int = 100, local_particle_iters: int | None = None,
-                 adagrad_decay: float = 0.9, adagrad_fudge: float = 1e-6,
-                 svgd_bandwidth: float | None = None, step_rule: str = "adagrad",
+                 n_particles: int = 10, params: DSVGDParams | None = None, *,
                  eval_data: tuple[Any, Any] | None = None, eval_per_class: bool = False,
                  forget_check_agents: Sequence[Any] = (),
                  initial_particles: Tensor | None = None,
                  dtype: torch.dtype = torch.float32,
-                 device: str | torch.device | None = None) -> None:
+                 device: str | torch.device | None = None, **hyper: Any) -> None:
         self.model = model
-        self.n_particles = _check_int("n_particles", n_particles, 1)
-        self.local_iters = _check_int("local_iters", local_iters, 1)
-        self.local_particle_iters = self.local_iters if local_particle_iters is None else \
-            _check_int("local_particle_iters", local_particle_iters, 0)
-        self.step_size = _check_positive("step_size", step_size)
-        self.kde_bandwidth = _check_positive("kde_bandwidth", kde_bandwidth)
-        self.temperature = _check_positive("temperature", temperature)
-        self.batch_size = _check_int("batch_size", batch_size, 1)
-        AdaGrad(self.step_size, adagrad_decay, adagrad_fudge)  # validates
-        if step_rule not in STEP_RULES:
-            raise ValueError(f"step_rule: must be one of {', '.join(STEP_RULES)}, "
-                             f"got {step_rule!r}")
-        self.step_rule = step_rule
-        self.adagrad_decay, self.adagrad_fudge = float(adagrad_decay), float(adagrad_fudge)
-        self.svgd_bandwidth = None if svgd_bandwidth is None else _check_positive(
-            "svgd_bandwidth", svgd_bandwidth)
+        self.n_particles = check_int("n_particles", n_particles, ge=1)
+        self.params = with_overrides(params if params is not None else DSVGDParams(), hyper)
+        p = self.params
+        self.local_iters, self.step_size, self.step_rule = p.local_iters, p.step_size, p.step_rule
+        self.local_particle_iters = p.local_iters if p.distill_iters is None else p.distill_iters
+        self.kde_bandwidth, self.temperature = p.kde_bandwidth, p.temperature
+        self.batch_size, self.svgd_bandwidth = p.batch_size, p.svgd_bandwidth
+        self.adagrad_decay, self.adagrad_fudge = p.adagrad_decay, p.adagrad_fudge
         self.dtype = dtype
         self.device = torch.device(device if device is not None
                                    else getattr(model, "device", "cpu"))
-        self.d = _check_int("model.d", model.d, 1)
+        self.d = check_int("model.d", model.d, ge=1)
         self.shape = (self.n_particles, self.d)
         self.data = as_agent_data(agent_data, dtype, self.device)
         self.sampler = MinibatchSampler(self.data, self.batch_size)

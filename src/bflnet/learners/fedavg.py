@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from bflnet.learners.base import GlobalStateLearner, Update, Work
+from bflnet.learners.hyper import OPTIMIZERS, FedAvgParams
 from bflnet.learners.torch_utils import (
     MinibatchSampler,
     apply_mean_delta,
@@ -32,10 +33,9 @@ from bflnet.learners.torch_utils import (
     predictive_evaluation,
     torch_generator,
 )
+from bflnet.params import with_overrides
 
-__all__ = ["OPTIMIZERS", "FedAvg"]
-
-OPTIMIZERS = ("sgd", "adam")
+__all__ = ["OPTIMIZERS", "FedAvg", "FedAvgParams"]
 
 
 class FedAvg(GlobalStateLearner):
@@ -53,38 +53,24 @@ class FedAvg(GlobalStateLearner):
     2.0
     """
 
-    def __init__(self, model: Any, agent_data: Mapping[Any, tuple[Any, Any]], *,
-                 local_steps: int = 1, lr: float = 0.01, batch_size: int = 100,
-                 optimizer: str = "sgd", momentum: float = 0.0, weight_decay: float = 0.0,
+    def __init__(self, model: Any, agent_data: Mapping[Any, tuple[Any, Any]],
+                 params: FedAvgParams | None = None, *,
                  eval_data: tuple[Any, Any] | None = None, eval_per_class: bool = False,
                  initial_params: Tensor | None = None, dtype: torch.dtype = torch.float32,
-                 device: str | torch.device | None = None) -> None:
-        if isinstance(local_steps, bool) or not isinstance(local_steps, int) or local_steps < 1:
-            raise ValueError(f"local_steps: must be an integer >= 1, got {local_steps!r}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size: must be an integer >= 1, got {batch_size!r}")
-        if not (np.isfinite(lr) and lr > 0):
-            raise ValueError(f"lr: must be finite and > 0, got {lr!r}")
-        if optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer: must be one of {', '.join(OPTIMIZERS)}, "
-                             f"got {optimizer!r}")
-        if not 0.0 <= momentum < 1.0:
-            raise ValueError(f"momentum: must be in [0, 1), got {momentum!r}")
-        if optimizer == "adam" and momentum:
-            raise ValueError("momentum: only used with optimizer='sgd'")
-        if not (np.isfinite(weight_decay) and weight_decay >= 0):
-            raise ValueError(f"weight_decay: must be finite and >= 0, got {weight_decay!r}")
+                 device: str | torch.device | None = None, **hyper: Any) -> None:
         self.model = model
-        self.local_steps, self.lr, self.batch_size = local_steps, float(lr), batch_size
-        self.optimizer, self.momentum = optimizer, float(momentum)
-        self.weight_decay = float(weight_decay)
+        self.params = with_overrides(params if params is not None else FedAvgParams(), hyper)
+        p = self.params
+        self.local_steps, self.lr, self.batch_size = p.local_steps, p.lr, p.batch_size
+        self.optimizer, self.momentum = p.optimizer, p.momentum
+        self.weight_decay = p.weight_decay
         self.dtype = dtype
         self.device = torch.device(device if device is not None
                                    else getattr(model, "device", "cpu"))
         self.d = int(model.d)
         self.shape = (1, self.d)
         self.data = as_agent_data(agent_data, dtype, self.device)
-        self.sampler = MinibatchSampler(self.data, batch_size)
+        self.sampler = MinibatchSampler(self.data, self.batch_size)
         self.eval_data = eval_data
         self.eval_per_class = bool(eval_per_class)
         self.initial_params = None if initial_params is None else check_particles(

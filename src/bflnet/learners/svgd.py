@@ -49,6 +49,8 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
+from bflnet.learners.hyper import DEFAULT_KDE_BANDWIDTH
+
 __all__ = [
     "DEFAULT_KDE_BANDWIDTH",
     "SVGD",
@@ -66,9 +68,6 @@ __all__ = [
     "svgd_iteration_flops",
     "svgd_update",
 ]
-
-DEFAULT_KDE_BANDWIDTH = 0.55
-"""The letter's KDE bandwidth λ (here the variance of each Gaussian kernel)."""
 
 Score = Callable[[Tensor], Tensor]
 """``score(theta) -> (N, d)`` gradient of a log density at each particle."""

@@ -24,6 +24,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from bflnet.checks import check_int, check_real
+
 GRAPH_NAMES: tuple[str, ...] = (
     "complete",
     "star",
@@ -43,21 +45,6 @@ GRAPHML_SUFFIXES: tuple[str, ...] = (".graphml",)
 # ------------------------------------------------------------------ validation helpers
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < minimum:
-        raise ValueError(f"{name}: must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _check_positive(name: str, value: Any) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise ValueError(f"{name}: must be a finite number > 0, got {value!r}")
-    return float(value)
 
 
 def _check_rng(rng: Any, graph_name: str) -> np.random.Generator:
@@ -123,22 +110,22 @@ def node_distance(graph: nx.Graph, u: int, v: int) -> float | None:
 
 def complete(K: int) -> nx.Graph:
     """Complete graph on ``K >= 2`` nodes (every pair of agents in range)."""
-    return nx.complete_graph(_check_int("K", K, 2))
+    return nx.complete_graph(check_int("K", K, ge=2))
 
 
 def star(K: int) -> nx.Graph:
     """Star on ``K >= 2`` nodes with hub ``0`` and leaves ``1..K-1``."""
-    return nx.star_graph(_check_int("K", K, 2) - 1)
+    return nx.star_graph(check_int("K", K, ge=2) - 1)
 
 
 def ring(K: int) -> nx.Graph:
     """Cycle ``0-1-...-(K-1)-0`` on ``K >= 3`` nodes."""
-    return nx.cycle_graph(_check_int("K", K, 3))
+    return nx.cycle_graph(check_int("K", K, ge=3))
 
 
 def path(K: int) -> nx.Graph:
     """Path ``0-1-...-(K-1)`` on ``K >= 2`` nodes."""
-    return nx.path_graph(_check_int("K", K, 2))
+    return nx.path_graph(check_int("K", K, ge=2))
 
 
 def grid(rows: int, cols: int, periodic: bool = False) -> nx.Graph:
@@ -147,8 +134,8 @@ def grid(rows: int, cols: int, periodic: bool = False) -> nx.Graph:
     Node ``r * cols + c`` is cell ``(r, c)`` (kept as node attribute ``"label"``). A dimension
     of length <= 2 does not wrap (wrapping would duplicate an existing edge).
     """
-    rows = _check_int("rows", rows, 1)
-    cols = _check_int("cols", cols, 1)
+    rows = check_int("rows", rows, ge=1)
+    cols = check_int("cols", cols, ge=1)
     if rows * cols < 2:
         raise ValueError(f"rows, cols: grid needs at least 2 cells, got {rows}x{cols}")
     g = nx.grid_2d_graph(rows, cols, periodic=bool(periodic))
@@ -157,7 +144,7 @@ def grid(rows: int, cols: int, periodic: bool = False) -> nx.Graph:
 
 def square_factors(K: int) -> tuple[int, int]:
     """The most square factorisation ``(rows, cols)`` of ``K`` with ``rows <= cols``."""
-    K = _check_int("K", K, 1)
+    K = check_int("K", K, ge=1)
     rows = math.isqrt(K)
     while K % rows:
         rows -= 1
@@ -173,10 +160,10 @@ def erdos_renyi(K: int, p: float, rng: np.random.Generator, max_tries: int = 100
     Raises ``ValueError`` when no connected sample appears in ``max_tries`` draws (the
     sharp threshold is ``p ≈ ln(K) / K``).
     """
-    K = _check_int("K", K, 2)
+    K = check_int("K", K, ge=2)
     if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 < p <= 1:
         raise ValueError(f"p: must be a number in (0, 1], got {p!r}")
-    max_tries = _check_int("max_tries", max_tries, 1)
+    max_tries = check_int("max_tries", max_tries, ge=1)
     rng = _check_rng(rng, "erdos-renyi")
     for _ in range(max_tries):
         g = nx.gnp_random_graph(K, float(p), seed=_nx_seed(rng))
@@ -200,10 +187,10 @@ def random_geometric(
 
     Positions are resampled until the graph is connected; each node keeps ``"pos"``.
     """
-    K = _check_int("K", K, 2)
-    radius_m = _check_positive("radius_m", radius_m)
-    area_m = _check_positive("area_m", area_m)
-    max_tries = _check_int("max_tries", max_tries, 1)
+    K = check_int("K", K, ge=2)
+    radius_m = check_real("radius_m", radius_m, gt=0)
+    area_m = check_real("area_m", area_m, gt=0)
+    max_tries = check_int("max_tries", max_tries, ge=1)
     rng = _check_rng(rng, "random-geometric")
     for _ in range(max_tries):
         xy = rng.uniform(0.0, area_m, size=(K, 2))
@@ -332,15 +319,15 @@ def _grid_shape(K: int | None, rows: int | None, cols: int | None) -> tuple[int,
     if rows is None and cols is None:
         if K is None:
             raise ValueError("K: grid needs K or rows/cols")
-        return square_factors(_check_int("K", K, 2))
+        return square_factors(check_int("K", K, ge=2))
     if rows is not None and cols is not None:
-        rows, cols = _check_int("rows", rows, 1), _check_int("cols", cols, 1)
+        rows, cols = check_int("rows", rows, ge=1), check_int("cols", cols, ge=1)
         if K is not None and rows * cols != K:
             raise ValueError(f"K: must equal rows*cols = {rows * cols}, got {K!r}")
         return rows, cols
-    K = _check_int("K", K, 2)
+    K = check_int("K", K, ge=2)
     given_name, given = ("rows", rows) if rows is not None else ("cols", cols)
-    given = _check_int(given_name, given, 1)
+    given = check_int(given_name, given, ge=1)
     if K % given:
         raise ValueError(f"{given_name}: must divide K={K}, got {given}")
     return (given, K // given) if given_name == "rows" else (K // given, given)

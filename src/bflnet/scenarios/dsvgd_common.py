@@ -45,6 +45,8 @@ import pandas as pd
 from bflnet.channels import IdealChannel
 from bflnet.data import iid, load_fashion_mnist
 from bflnet.learners.base import GlobalStateLearner
+from bflnet.learners.hyper import DSVGDParams, FedAvgParams
+from bflnet.params import subset
 from bflnet.protocols.codecs import ComposedCodec, largest_k_within_budget, topk_quantized
 from bflnet.protocols.interventions import ForgetRequest
 from bflnet.protocols.parameter_server import ParameterServerProtocol
@@ -70,9 +72,10 @@ FASHION_TRAIN, FASHION_TEST = 60_000, 10_000
 
 
 @dataclass(frozen=True)
-class DSVGDSettings(NetworkSettings):
+class DSVGDSettings(DSVGDParams, NetworkSettings):
     """Network settings (K = 10 agents, a server; 1 Mbit/s, 5 ms fixed uplinks) plus the
-    letter's Fashion-MNIST model and DSVGD hyper-parameters, at a reduced default scale."""
+    letter's Fashion-MNIST model and DSVGD's hyper-parameters (:class:`DSVGDParams`,
+    embedded), at a reduced default scale."""
 
     K: int = param(10, "number of agents (letter: 10)", ge=2)
     per_agent: int = param(600, "training examples per agent N_k (letter: 6000)", ge=1)
@@ -82,13 +85,8 @@ class DSVGDSettings(NetworkSettings):
     hidden: int = param(100, "hidden units of the MLP (letter: 100)", ge=1)
     local_iters: int = param(10, "SVGD steps L per visit (letter: not given; learner "
                              "default 200)", ge=1)
-    distill_iters: int | None = param(None, "distillation SVGD steps per visit (none: "
-                                      "= local_iters)", ge=0)
     step_size: float = param(1e-3, "SVGD step size (AdaGrad master step; letter: AdaGrad, "
                              "step not given)", gt=0)
-    step_rule: str = param("adagrad", "SVGD step rule: 'adagrad' (letter; fresh each visit) "
-                           "or 'constant' (theta += step_size * phi)",
-                           choices=("adagrad", "constant"))
     kde_bandwidth: float = param(0.55, "KDE bandwidth lambda (letter: 0.55)", gt=0)
     temperature: float = param(1.0, "temperature alpha of eq. 2 (letter: 1)", gt=0)
     batch_size: int = param(100, "minibatch size per SVGD / SGD step", ge=1)
@@ -219,10 +217,7 @@ def dsvgd_learner(config: DSVGDSettings, model: Any, data: VisionData, n_particl
     """DSVGD with the config's hyper-parameters."""
     from bflnet.learners.dsvgd import DSVGD  # lazily: torch
 
-    return DSVGD(model, data.agents, n_particles, local_iters=config.local_iters,
-                 local_particle_iters=config.distill_iters, step_size=config.step_size,
-                 step_rule=config.step_rule, kde_bandwidth=config.kde_bandwidth,
-                 temperature=config.temperature, batch_size=config.batch_size,
+    return DSVGD(model, data.agents, n_particles, subset(DSVGDParams, config),
                  eval_data=data.eval, **extra)
 
 
@@ -231,8 +226,9 @@ def fedavg_learner(config: DSVGDSettings, model: Any, data: VisionData, *, local
     """FedAvg (plain SGD, no weight decay) with the config's minibatch size."""
     from bflnet.learners.fedavg import FedAvg  # lazily: torch
 
-    return FedAvg(model, data.agents, local_steps=local_steps, lr=lr,
-                  batch_size=config.batch_size, eval_data=data.eval)
+    return FedAvg(model, data.agents, FedAvgParams(local_steps=local_steps, lr=lr,
+                                                   batch_size=config.batch_size),
+                  eval_data=data.eval)
 
 
 # --------------------------------------------------------------------------- running

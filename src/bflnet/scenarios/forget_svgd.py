@@ -84,6 +84,8 @@ import numpy as np
 import pandas as pd
 
 from bflnet.data import by_label, load_fashion_mnist
+from bflnet.learners.hyper import DSVGDParams, FedAvgParams
+from bflnet.params import subset
 from bflnet.protocols.codecs import RawCodec
 from bflnet.protocols.interventions import KEEP, ForgetRequest, Phase
 from bflnet.scenarios.config import param, validate
@@ -269,8 +271,9 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
 
     # 1. FedAvg pre-training of the MLP (computation only)
     net = mlp(config)
-    pre = FedAvg(net, raw.agents, local_steps=config.pretrain_local_steps,
-                 lr=config.pretrain_lr, batch_size=config.batch_size)
+    pre = FedAvg(net, raw.agents, FedAvgParams(local_steps=config.pretrain_local_steps,
+                                               lr=config.pretrain_lr,
+                                               batch_size=config.batch_size))
     w = pre.init(streams.numpy("pretrain"))
     pre_rngs = {k: streams.numpy(f"pretrain.agent.{k}") for k in range(K)}
     for _ in range(config.pretrain_rounds):
@@ -283,12 +286,7 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
     def learner(agents: list[int], start: torch.Tensor | None = None,
                 check: Sequence[int] = ()) -> DSVGD:
         return DSVGD(head, {k: feats.agents[k] for k in agents}, config.particles,
-                     initial_particles=start,
-                     local_iters=config.local_iters,
-                     local_particle_iters=config.distill_iters,
-                     step_size=config.step_size, step_rule=config.step_rule,
-                     kde_bandwidth=config.kde_bandwidth,
-                     temperature=config.temperature, batch_size=config.batch_size,
+                     subset(DSVGDParams, config), initial_particles=start,
                      eval_data=feats.eval, eval_per_class=True, forget_check_agents=check)
 
     # 2. DSVGD learning of the last layer, uncompressed, then 3. the forget request and

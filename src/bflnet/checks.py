@@ -1,4 +1,5 @@
-"""Eager parameter checks shared by the channel constructors (one-line ``ValueError``s)."""
+"""Eager argument checks shared by every layer: one-line ``ValueError``s that name the
+argument and what it allows."""
 
 from __future__ import annotations
 
@@ -47,3 +48,23 @@ def check_real(
     if not ok:
         raise ValueError(f"{name}: must be a finite number {allowed}".rstrip() + f", got {value!r}")
     return float(value)
+
+
+def check_int(name: str, value: object, *, ge: int | None = None,
+              le: int | None = None) -> int:
+    """``value`` as an int if it is an integer (not a bool) within the given bounds.
+
+    >>> check_int("K", 3, ge=1)
+    3
+    >>> check_int("K", 2.0, ge=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: K: must be an integer >= 1, got 2.0
+    """
+    ok = (isinstance(value, numbers.Integral) and not isinstance(value, bool)
+          and (ge is None or value >= ge) and (le is None or value <= le))
+    if not ok:
+        bounds = " and ".join(b for b in (f">= {ge}" if ge is not None else "",
+                                          f"<= {le}" if le is not None else "") if b)
+        raise ValueError(f"{name}: must be an integer {bounds}".rstrip() + f", got {value!r}")
+    return int(value)  # type: ignore[call-overload]

@@ -1,0 +1,58 @@
+"""Learners' hyper-parameters as frozen, validated dataclasses (no torch here): a learner
+takes one, and a scenario config embeds it by inheritance, so one declaration gives the
+learner's checks, ``bflnet describe``, ``--set`` and sweeps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bflnet.params import param, validate
+
+#: SVGD step rules: AdaGrad (fresh each local update) or a constant step size.
+STEP_RULES = ("adagrad", "constant")
+#: KDE bandwidth λ of the compressed-DSVGD letter.
+DEFAULT_KDE_BANDWIDTH = 0.55
+#: FedAvg's local optimisers.
+OPTIMIZERS = ("sgd", "adam")
+
+
+@dataclass(frozen=True)
+class DSVGDParams:
+    """DSVGD's hyper-parameters (scenario configs embed them, so their fields are also
+    ``--set`` parameters)."""
+
+    local_iters: int = param(200, "SVGD steps L per local update", ge=1, le=10**7)
+    distill_iters: int | None = param(None, "distillation SVGD steps per visit (none: = "
+                                      "local_iters)", ge=0, le=10**7)
+    step_size: float = param(0.05, "SVGD step size (constant step, or AdaGrad master step)",
+                             gt=0, le=1e6)
+    step_rule: str = param("adagrad", "SVGD step rule: 'adagrad' (fresh each visit) or "
+                           "'constant' (theta += step_size * phi)", choices=STEP_RULES)
+    kde_bandwidth: float = param(DEFAULT_KDE_BANDWIDTH, "KDE bandwidth lambda", gt=0, le=1e6)
+    temperature: float = param(1.0, "temperature alpha of eq. 2", gt=0, le=1e6)
+    batch_size: int = param(100, "minibatch size per SVGD step", ge=1, le=10**7)
+    adagrad_decay: float = param(0.9, "AdaGrad decay of the squared-gradient average",
+                                 ge=0, lt=1)
+    adagrad_fudge: float = param(1e-6, "AdaGrad fudge factor", gt=0, le=1)
+    svgd_bandwidth: float | None = param(None, "RBF bandwidth of the SVGD kernel (none: the "
+                                         "median heuristic)", gt=0, le=1e12)
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+
+@dataclass(frozen=True)
+class FedAvgParams:
+    """FedAvg's hyper-parameters."""
+
+    local_steps: int = param(1, "optimiser steps per local update", ge=1, le=10**7)
+    lr: float = param(0.01, "learning rate", gt=0, le=1e6)
+    batch_size: int = param(100, "minibatch size per step", ge=1, le=10**7)
+    optimizer: str = param("sgd", "local optimiser", choices=OPTIMIZERS)
+    momentum: float = param(0.0, "SGD momentum (sgd only)", ge=0, lt=1)
+    weight_decay: float = param(0.0, "L2 penalty weight (weight_decay/2)·‖w‖²", ge=0, le=1e6)
+
+    def __post_init__(self) -> None:
+        validate(self)
+        if self.optimizer == "adam" and self.momentum:
+            raise ValueError("momentum: only used with optimizer='sgd'")

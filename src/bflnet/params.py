@@ -1,0 +1,95 @@
+"""Declared, validated parameters: frozen dataclasses whose fields carry help, choices and
+bounds. Learners declare their hyper-parameters with them and scenario configs embed those
+(by inheritance), so one declaration drives validation, ``bflnet describe``, ``--set``
+parsing and sweeps.
+
+Declare fields with :func:`param`; call :func:`validate` in ``__post_init__``; every error
+is one line that names the field and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+import types
+import typing
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def param(default: Any, help: str, *, choices: Iterable[Any] | None = None,
+          ge: float | None = None, gt: float | None = None, le: float | None = None,
+          lt: float | None = None) -> Any:
+    """A config field with its documentation and the values it allows."""
+    meta = {"help": help, "choices": tuple(choices) if choices is not None else None,
+            "ge": ge, "gt": gt, "le": le, "lt": lt}
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def field_types(cls: type) -> dict[str, Any]:
+    """Resolved type hints of a config class's fields."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+def base_type(tp: Any) -> tuple[type, bool]:
+    """``(type, optional)`` for ``int``, ``float``, ``str``, ``bool`` or ``X | None``."""
+    if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return args[0], True
+    return tp, False
+
+
+def allowed_text(f: dataclasses.Field, tp: Any) -> str:
+    base, optional = base_type(tp)
+    m = f.metadata
+    if m.get("choices"):
+        text = "one of " + ", ".join(str(c) for c in m["choices"])
+    else:
+        kind = {int: "an integer", float: "a number", bool: "true or false",
+                str: "a string"}.get(base, base.__name__)
+        bounds = [f"{op} {m[key]:g}" for key, op in
+                  (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")) if m.get(key) is not None]
+        text = kind + (" " + " and ".join(bounds) if bounds else "")
+    return text + (" or none" if optional else "")
+
+
+def validate(config: Any) -> None:
+    """Check every field's type, choices and bounds; one-line ``ValueError`` otherwise."""
+    for name, tp in field_types(type(config)).items():
+        f = next(x for x in dataclasses.fields(config) if x.name == name)
+        value = getattr(config, name)
+        base, optional = base_type(tp)
+        if value is None and optional:
+            continue
+        ok = isinstance(value, base) and not (base in (int, float) and isinstance(value, bool))
+        if base is float and isinstance(value, int) and not isinstance(value, bool):
+            ok = True
+        m = f.metadata
+        if ok and m.get("choices") and value not in m["choices"]:
+            ok = False
+        if ok and base in (int, float):
+            checks = (("ge", operator.ge), ("gt", operator.gt), ("le", operator.le),
+                      ("lt", operator.lt))
+            ok = all(m.get(key) is None or test(value, m[key]) for key, test in checks)
+            ok = ok and value == value  # NaN
+        if not ok:
+            raise ValueError(f"{name}: must be {allowed_text(f, tp)}, got {value!r}")
+
+
+def subset(cls: type[T], obj: Any) -> T:
+    """An instance of the dataclass ``cls`` from the same-named fields of ``obj`` (e.g. a
+    learner's hyper-parameters from a scenario config that embeds them)."""
+    return cls(**{f.name: getattr(obj, f.name) for f in dataclasses.fields(cls)})
+
+
+def with_overrides(params: T, overrides: dict[str, Any]) -> T:
+    """``params`` with the fields in ``overrides`` replaced (validated again); a one-line
+    error for a name that is not a field."""
+    names = [f.name for f in dataclasses.fields(params)]  # type: ignore[arg-type]
+    unknown = [k for k in overrides if k not in names]
+    if unknown:
+        raise ValueError(f"unknown hyper-parameter {unknown[0]!r}; allowed: {', '.join(names)}")
+    return dataclasses.replace(params, **overrides) if overrides else params  # type: ignore

@@ -177,7 +177,7 @@ class Gossip(ConsensusLearner):
     def __init__(self, per_neighbour):
         self.per_neighbour = per_neighbour
 
-    def init_node(self, node, rng):
+    def init_node(self, node, rng, common):
         return {"x": np.array([float(node)]), "published": None, "seen": {}}
 
     def outgoing(self, node, state):

@@ -28,7 +28,7 @@ class ConsensusAveraging(ConsensusLearner):
     values, and ``mean_value``.
 
     >>> learner = ConsensusAveraging({0: 1.0, 1: 3.0})
-    >>> s0, s1 = (learner.init_node(k, np.random.default_rng(0)) for k in (0, 1))
+    >>> s0, s1 = (learner.init_node(k, np.random.default_rng(0), None) for k in (0, 1))
     >>> new = learner.absorb(0, s0, {1: learner.outgoing(1, s1)}, {0: 0.5, 1: 0.5})
     >>> float(new.x[0])
     2.0
@@ -41,7 +41,7 @@ class ConsensusAveraging(ConsensusLearner):
         self.initial = dict(initial) if initial is not None else None
         self.distribution = distribution
 
-    def init_node(self, node: Any, rng: np.random.Generator) -> AveragingState:
+    def init_node(self, node: Any, rng: np.random.Generator, common: Any) -> AveragingState:
         if self.initial is None:
             value = float(rng.standard_normal() if self.distribution == "normal"
                           else rng.random())

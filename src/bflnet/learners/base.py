@@ -125,14 +125,15 @@ class PerNeighbour(dict):
 class ConsensusLearner(ABC):
     """A learner in which every node keeps a state and mixes it with its neighbours'.
 
-    Per round the protocol calls, on every node with its own state and stream,
+    The protocol calls ``init`` once and ``init_node`` on every node. Per round it calls,
+    on every node with its own state and stream,
     ``local_steps`` and ``outgoing``; it moves the payloads over the links, tells the
     sender what its neighbours will decode (``sent``), then calls ``absorb`` with the
     payloads that arrived (or the last ones received, when a message was lost) and mixing
     weights that sum to one. Each hook returns the node's new state.
 
     >>> class Average(ConsensusLearner):
-    ...     def init_node(self, node, rng): return float(node)
+    ...     def init_node(self, node, rng, common): return float(node)
     ...     def outgoing(self, node, state): return np.array([state])
     ...     def absorb(self, node, state, received, weights):
     ...         return weights[node] * state + sum(weights[j] * float(v[0])
@@ -141,9 +142,15 @@ class ConsensusLearner(ABC):
     1.0
     """
 
+    def init(self, rng: np.random.Generator) -> Any:
+        """What every node starts from (e.g. one common initial model), drawn from the
+        learner's own stream; ``None`` by default."""
+        return None
+
     @abstractmethod
-    def init_node(self, node: Any, rng: np.random.Generator) -> Any:
-        """Node ``node``'s initial state, drawn from its own stream ``rng``."""
+    def init_node(self, node: Any, rng: np.random.Generator, common: Any) -> Any:
+        """Node ``node``'s initial state, from ``common`` (what :meth:`init` gave) and its
+        own stream ``rng``."""
 
     def local_steps(self, node: Any, state: Any, rng: np.random.Generator) -> tuple[Any, Work]:
         """Local computation before the exchange: ``(new state, work)``; none by default."""

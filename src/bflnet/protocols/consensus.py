@@ -16,6 +16,9 @@ from bflnet.protocols.wire import CodecSpec
 from bflnet.simulator.message import Message
 from bflnet.simulator.simulation import Outcome, Simulation
 
+#: What a lost gossip message does (see :class:`ConsensusProtocol`).
+LOST = ("reuse", "skip")
+
 
 class ConsensusProtocol:
     """Rounds of gossip with a mixing matrix ``weights`` (K×K, rows/columns in graph-node
@@ -23,13 +26,24 @@ class ConsensusProtocol:
     stream, sends ``outgoing`` to each neighbour over its own link (in parallel; one
     payload for all, or a :class:`PerNeighbour` mapping), learns what its neighbours will
     decode (``sent``), and when every message of the round has been delivered or dropped,
-    every node ``absorb``s. A neighbour whose message was lost is mixed in with the last
-    value received from it; a neighbour never heard from has its weight moved to the node
-    itself, so the weights used always sum to one.
+    every node ``absorb``s. What a lost message does depends on ``lost``:
+
+    * ``"reuse"`` (for payloads that are values, e.g. samples): the neighbour is mixed in
+      with the last value received from it; a neighbour never heard from has its weight
+      moved to the node itself, so the weights used always sum to one.
+    * ``"skip"`` (for payloads that are increments, e.g. CHOCO's compressed differences,
+      which must not be applied twice): ``received`` holds only this round's arrivals and
+      ``weights`` the node's whole row of the mixing matrix (self and every neighbour,
+      arrived or not), so the learner can see, and report, what it missed. With
+      ``max_attempts=None`` on the links (ARQ until delivered) nothing is ever missed.
     """
 
     def __init__(self, learner: ConsensusLearner, weights: np.ndarray, stop: StopRule, *,
-                 codec: CodecSpec = None, eval_every: int = 1, progress: bool = False) -> None:
+                 codec: CodecSpec = None, eval_every: int = 1, progress: bool = False,
+                 lost: str = "reuse") -> None:
+        if lost not in LOST:
+            raise ValueError(f"lost: must be one of {', '.join(LOST)}, got {lost!r}")
+        self.lost = lost
         weights = np.asarray(weights, dtype=float)
         if weights.ndim != 2 or weights.shape[0] != weights.shape[1]:
             raise ValueError(f"weights: must be a square matrix, got shape {weights.shape}")
@@ -54,8 +68,12 @@ class ConsensusProtocol:
             for j in nodes:
                 if j != k and self.weights[index[k], index[j]] != 0 and j not in neighbours[k]:
                     raise ValueError(f"weights: non-zero weight between non-neighbours {k} and {j}")
+        common = call(sim, learner.init, sim.streams.numpy("learner"), node=None,
+                      iteration=0, what="learner.init")
         setup = start_run(sim, self.stop, eval_every=self.eval_every, progress=self.progress,
-                          interventions=(), init_agent=learner.init_node, agents=nodes)
+                          interventions=(),
+                          init_agent=lambda k, rng: learner.init_node(k, rng, common),
+                          agents=nodes)
         loop, slots = setup.loop, setup.agents
         codec_rngs = {k: sim.streams.numpy(f"codec.{k}") for k in nodes}
         for k in nodes:
@@ -63,6 +81,9 @@ class ConsensusProtocol:
         rec.record("init", **loop.evaluate(0, lambda: learner.evaluate(slots.snapshot()),
                                            node=None))
         last: dict[Any, dict[Any, Any]] = {k: {} for k in nodes}
+        rows = {k: {j: float(self.weights[index[k], index[j]])
+                    for j in (k, *neighbours[k])} for k in nodes}
+        skip = self.lost == "skip"
         iteration = 0
         while True:
             iteration += 1
@@ -74,6 +95,8 @@ class ConsensusProtocol:
             dropped = 0
             for k in nodes:
                 inbox = net.nodes[k].inbox
+                if skip:
+                    last[k] = {}
                 for message in inbox.items:
                     value = decoded[message.sender]
                     if isinstance(value, _PerReceiver):
@@ -82,10 +105,12 @@ class ConsensusProtocol:
                 dropped += len(neighbours[k]) - len(inbox.items)
                 inbox.items.clear()
             for k in nodes:
-                row = self.weights[index[k]]
                 known = last[k]
-                mix = {j: float(row[index[j]]) for j in known}
-                mix[k] = 1.0 - sum(mix.values())
+                if skip:
+                    mix = rows[k]
+                else:
+                    mix = {j: rows[k][j] for j in known}
+                    mix[k] = 1.0 - sum(mix.values())
                 slots.commit(k, call(sim, learner.absorb, k, slots.state(k), known, mix,
                                      node=k, iteration=iteration, what="learner.absorb"))
             metrics = loop.evaluate(iteration, lambda: learner.evaluate(slots.snapshot()),

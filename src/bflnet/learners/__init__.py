@@ -20,7 +20,8 @@ _HOMES = {
     "PoissonLikelihood": "expfam",
     "GFVL": "gfvl", "GFVLAgent": "gfvl",
     "DSVGD": "dsvgd", "AgentFactor": "dsvgd", "DSVGDParams": "hyper", "FedAvgParams": "hyper",
-    "FedAvg": "fedavg",
+    "FedAvg": "fedavg", "DSGLD": "dsgld", "CDBFL": "cdbfl", "CFFL": "cffl",
+    "LangevinParams": "hyper", "CDBFLParams": "hyper",
 }
 
 __all__ = sorted(_HOMES)

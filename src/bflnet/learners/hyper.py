@@ -56,3 +56,33 @@ class FedAvgParams:
         validate(self)
         if self.optimizer == "adam" and self.momentum:
             raise ValueError("momentum: only used with optimizer='sgd'")
+
+
+@dataclass(frozen=True)
+class LangevinParams:
+    """What the decentralised Langevin learners (DSGLD, CD-BFL, CF-FL) share: the step
+    size η, the minibatch, the noise temperature, the burn-in and the thinning of the
+    samples the posterior predictive averages."""
+
+    lr: float = param(1e-4, "learning rate eta (paper: 1e-4)", gt=0, le=1e3)
+    batch_size: int = param(10, "minibatch size M per local step (paper: 10)", ge=1, le=10**6)
+    temperature: float = param(1.0, "noise temperature: the Langevin noise is "
+                               "sqrt(2 eta temperature) xi (1: the posterior; 0: no noise)",
+                               ge=0, le=1e3)
+    burn_in: int = param(700, "rounds T_b whose samples are discarded (paper: 700)", ge=0,
+                         le=10**8)
+    thin: int = param(1, "keep every thin-th sample after the burn-in for the predictive",
+                      ge=1, le=10**8)
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+
+@dataclass(frozen=True)
+class CDBFLParams(LangevinParams):
+    """CD-BFL's hyper-parameters (Algorithm 1): L local steps and the mixing step ζ."""
+
+    local_steps: int = param(8, "local SGD steps L per round (paper: 1..12, best 8)", ge=1,
+                             le=10**6)
+    zeta: float = param(0.03, "mixing step zeta of the control sequences (paper: 0.03)",
+                        gt=0, le=1)

@@ -54,6 +54,14 @@ class GaussianMeanModel:
         return (-0.5 / self.noise_var) * sq - 0.5 * b * self.d * math.log(
             2 * math.pi * self.noise_var)
 
+    def log_likelihood_grad(self, theta: Tensor, x: Tensor, y: Tensor | None = None,
+                            out: Tensor | None = None) -> Tensor:
+        """``(N, d)``: ``∇_θ log_likelihood(theta, x).sum()`` = Σ_b (x_b − θ_n) / noise_var."""
+        grad = (x.sum(0) - x.shape[0] * theta) / self.noise_var
+        if out is None:
+            return grad
+        return out.copy_(grad)
+
     def init_particles(self, n: int, generator: torch.Generator) -> Tensor:
         """``(n, d)`` draws from the prior."""
         draw = torch.randn(n, self.d, generator=generator, dtype=self.dtype)

@@ -36,13 +36,22 @@ class ConsensusProtocol:
       ``weights`` the node's whole row of the mixing matrix (self and every neighbour,
       arrived or not), so the learner can see, and report, what it missed. With
       ``max_attempts=None`` on the links (ARQ until delivered) nothing is ever missed.
+
+    By default ``lost`` is ``"skip"`` for a learner whose ``increments`` attribute is true
+    (CD-BFL, CF-FL) and ``"reuse"`` otherwise.
     """
 
     def __init__(self, learner: ConsensusLearner, weights: np.ndarray, stop: StopRule, *,
                  codec: CodecSpec = None, eval_every: int = 1, progress: bool = False,
-                 lost: str = "reuse") -> None:
+                 lost: str | None = None) -> None:
+        increments = bool(getattr(learner, "increments", False))
+        if lost is None:
+            lost = "skip" if increments else "reuse"
         if lost not in LOST:
             raise ValueError(f"lost: must be one of {', '.join(LOST)}, got {lost!r}")
+        if increments and lost == "reuse":
+            raise ValueError(f"lost: {type(learner).__name__} sends increments, which must "
+                             f"not be reused; use lost='skip'")
         self.lost = lost
         weights = np.asarray(weights, dtype=float)
         if weights.ndim != 2 or weights.shape[0] != weights.shape[1]:

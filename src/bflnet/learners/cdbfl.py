@@ -1,0 +1,157 @@
+"""CD-BFL: compressed decentralised Bayesian federated learning (Barbieri et al.), Algorithm 1
+of the CD-BFL paper with note 6 of shared/papers (CHOCO-SGD's memory-efficient form plus one
+Langevin noise draw per round). Every round t each node k:
+
+1. θ_k^(0) = θ_{k,t};  θ_k^(l) = θ_k^(l−1) − η ∇f_k(θ_k^(l−1); M_k), l = 1..L  (eq. 5)
+2. Δθ_k = Q(θ_k^(L) − v_k)       — sent to every neighbour; Q is the protocol's codec
+   (e.g. top-k keeping 1 %), and ``sent`` hands back exactly what the neighbours decode
+3. v_k ← v_k + Δθ_k              — the node's public copy (eq. 7)
+4. s_k ← s_k + Σ_{j ∈ N_k ∪ {k}} w_kj Δθ_j   — the weighted sum of the copies (eq. 8)
+5. θ_{k,t+1} = θ_k^(L) + ζ (s_k − v_k) + sqrt(2 η τ) ξ_k   (eq. 9)
+
+with v_k = s_k = 0 at t = 0 and f_k of :mod:`bflnet.learners.langevin`. Σ_k s_k = Σ_k v_k
+holds exactly (Ω doubly stochastic), so the mixing step preserves the network average of
+the θ_k whatever Q does. τ (``temperature``) = 1 targets the posterior; CF-FL
+(:mod:`bflnet.learners.cffl`) is the same with no noise.
+
+**A lost increment.** CHOCO assumes every Δθ_j arrives: the payloads are increments, so the
+protocol must not reuse an old one (``ConsensusProtocol(lost="skip")``, which this learner
+asks for). A node that misses Δθ_j has an s_k that no longer equals Σ_j w_kj v_j, for good:
+the copies diverge. The records show it: ``missed_increments`` (total over the nodes) and
+``copy_gap`` = max_k ‖s_k − Σ_j w_kj v_j‖_∞ (0 up to rounding while nothing is lost). Use
+``max_attempts=None`` on the links (ARQ until delivered) to rule it out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from bflnet.learners.base import ConsensusLearner, Work
+from bflnet.learners.hyper import CDBFLParams
+from bflnet.learners.langevin import (
+    LocalObjective,
+    accumulate,
+    check_eval_sets,
+    keeps,
+    network_metrics,
+)
+from bflnet.learners.torch_utils import torch_generator
+from bflnet.params import with_overrides
+
+__all__ = ["CDBFL", "CDBFLNode"]
+
+
+@dataclass(frozen=True)
+class CDBFLNode:
+    """A node's sample ``theta`` and local iterate ``half`` (θ^(L)), its public copy ``v``,
+    the weighted sum ``s`` of its neighbourhood's copies, its own decoded increment
+    ``delta``, its pending noise, its mixing-weight row, the increments it missed, the
+    round and the running predictive sums of its kept samples."""
+
+    theta: Tensor
+    v: Tensor
+    s: Tensor
+    half: Tensor | None = None
+    delta: Tensor | None = None
+    noise: Tensor | None = None
+    weights: Mapping[Any, float] | None = None
+    missed: int = 0
+    round: int = 0
+    sums: dict[str, Tensor] | None = None
+    kept: int = 0
+
+
+class CDBFL(ConsensusLearner):
+    """CD-BFL over any graph (module docs give Algorithm 1).
+
+    ``node_data`` maps each node to its ``(x, y)``; ``eval_sets`` maps names to ``(x, y)``
+    on which the nodes' posterior predictives are measured (``"eval"`` unprefixed). Every
+    node starts from one common draw ``model.init_particles(1)`` (the learner's stream).
+    """
+
+    #: CHOCO's payloads are increments: a lost one must not be replaced by an old one.
+    increments = True
+    #: Whether the predictive averages the kept samples (False: the current model only).
+    averages_samples = True
+
+    def __init__(self, model: Any, node_data: Mapping[Any, tuple[Any, Any]],
+                 params: CDBFLParams | None = None, *,
+                 eval_sets: Mapping[str, tuple[Any, Any]] | None = None,
+                 dtype: torch.dtype = torch.float32, **hyper: Any) -> None:
+        self.model = model
+        self.params = with_overrides(params if params is not None else CDBFLParams(), hyper)
+        self.dtype = dtype
+        self.device = torch.device(getattr(model, "device", "cpu"))
+        self.objective = LocalObjective(model, node_data, self.params.batch_size, dtype,
+                                        self.device)
+        self.eval_sets = check_eval_sets(eval_sets, dtype, self.device)
+        self.noise_scale = math.sqrt(2.0 * self.params.lr * self.params.temperature)
+
+    def init(self, rng: np.random.Generator) -> Tensor:
+        return self.model.init_particles(1, torch_generator(rng, torch.device("cpu")))
+
+    def init_node(self, node: Any, rng: np.random.Generator, common: Tensor) -> CDBFLNode:
+        if node not in self.objective.data:
+            raise ValueError(f"node_data: no data for node {node!r}")
+        theta = common.to(self.dtype).clone()
+        return CDBFLNode(theta, torch.zeros_like(theta), torch.zeros_like(theta))
+
+    def local_steps(self, node: Any, state: CDBFLNode,
+                    rng: np.random.Generator) -> tuple[CDBFLNode, Work]:
+        gen = torch_generator(rng, torch.device("cpu"))
+        theta, lr = state.theta, self.params.lr
+        for _ in range(self.params.local_steps):                              # eq. 5
+            theta = theta - lr * self.objective.grad(node, theta, gen)
+        noise = None
+        if self.noise_scale:
+            noise = self.noise_scale * torch.randn(theta.shape, generator=gen,
+                                                   dtype=self.dtype).to(self.device)
+        work = Work(steps=self.params.local_steps, flops=self._flops())
+        return replace(state, half=theta, noise=noise), work
+
+    def outgoing(self, node: Any, state: CDBFLNode) -> Tensor:
+        assert state.half is not None, "local_steps must run first"
+        return state.half - state.v                                  # Q(.) is the codec's
+
+    def sent(self, node: Any, state: CDBFLNode, decoded: Tensor) -> CDBFLNode:
+        delta = torch.as_tensor(decoded, dtype=self.dtype, device=self.device)
+        return replace(state, delta=delta, v=state.v + delta)                # eq. 7
+
+    def absorb(self, node: Any, state: CDBFLNode, received: Mapping[Any, Tensor],
+               weights: Mapping[Any, float]) -> CDBFLNode:
+        assert state.half is not None and state.delta is not None
+        s = state.s + weights[node] * state.delta                             # eq. 8
+        for j, delta_j in received.items():
+            s = s + weights[j] * delta_j
+        missed = state.missed + sum(1 for j in weights if j != node and j not in received)
+        theta = state.half + self.params.zeta * (s - state.v)                 # eq. 9
+        if state.noise is not None:
+            theta = theta + state.noise
+        round_ = state.round + 1
+        sums, kept = state.sums, state.kept
+        if self.eval_sets and self.averages_samples and keeps(
+                round_, self.params.burn_in, self.params.thin):
+            sums, kept = accumulate(self.model, sums, theta, self.eval_sets), kept + 1
+        return CDBFLNode(theta, state.v, s, None, None, None, dict(weights), missed, round_,
+                         sums, kept)
+
+    def evaluate(self, states: Mapping[Any, CDBFLNode]) -> dict[str, float]:
+        out = network_metrics(self.model, states, self.eval_sets)
+        out["missed_increments"] = float(sum(n.missed for n in states.values()))
+        gaps = [float((n.s - sum(w * states[j].v for j, w in n.weights.items()))
+                      .abs().max()) for n in states.values() if n.weights is not None]
+        if gaps:
+            out["copy_gap"] = max(gaps)
+        return out
+
+    def _flops(self) -> float:
+        fn = getattr(self.model, "flops_per_example", None)
+        per = float(fn()) if callable(fn) else 0.0
+        return self.params.local_steps * self.params.batch_size * per

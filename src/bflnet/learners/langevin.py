@@ -1,0 +1,145 @@
+"""What the decentralised Langevin learners (DSGLD, CD-BFL, CF-FL) share: each node's local
+objective f_k (eq. 3 of the CD-BFL paper), the running posterior predictive of the
+post-burn-in samples, and the network metrics.
+
+**Local objective** (note 6 of shared/papers): node k of K holding E_k examples minimises
+
+    f_k(θ) = −(E_k / M) Σ_{b ∈ batch} log p(y_b | x_b, θ) − (1/K) log p₀(θ),
+
+a fresh minibatch of M = min(batch_size, E_k) examples per step, so that Σ_k f_k is an
+unbiased estimate of the negative log posterior (up to a constant) and the network-averaged
+Langevin chain targets p(θ | D) (DSGLD's scaling).
+
+**Posterior predictive.** A node keeps the running sum of its samples' predictive
+probabilities on each evaluation set, one sample every ``thin`` rounds after the
+``burn_in`` rounds (never the samples themselves): the average is the Monte-Carlo
+posterior predictive. Before any sample is kept, the node's current sample is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from bflnet.learners.torch_utils import MinibatchSampler, as_agent_data
+
+#: The name of the evaluation set whose metrics carry no prefix.
+MAIN = "eval"
+
+
+class LocalObjective:
+    """Node ``k``'s f_k and its gradient; ``grad`` is batched over the rows of ``theta``."""
+
+    def __init__(self, model: Any, node_data: Mapping[Any, tuple[Any, Any]], batch_size: int,
+                 dtype: torch.dtype, device: torch.device) -> None:
+        self.model = model
+        self.data = as_agent_data(node_data, dtype, device)
+        self.sampler = MinibatchSampler(self.data, batch_size)
+        self.n_nodes = len(self.data)
+        self._lik_grad = getattr(model, "log_likelihood_grad", None)
+        # Models with an isotropic Gaussian prior say so with ``prior_var`` (and
+        # ``prior_mean``, 0 if absent); others get the prior's gradient by autograd.
+        self._gaussian_prior = isinstance(getattr(model, "prior_var", None), float)
+
+    def examples(self, node: Any) -> int:
+        """E_k."""
+        return int(self.data[node][0].shape[0])
+
+    def grad(self, node: Any, theta: Tensor, generator: torch.Generator) -> Tensor:
+        """``(N, d)``: ∇f_k at each row of ``theta`` on one fresh minibatch."""
+        x, y = self.sampler(node, generator)
+        scale = self.examples(node) / x.shape[0]
+        theta = theta.detach()
+        if self._gaussian_prior:  # N(prior_mean, prior_var I): the gradient by hand
+            prior = (getattr(self.model, "prior_mean", 0.0) - theta) / self.model.prior_var
+        else:
+            with torch.enable_grad():
+                t = theta.clone().requires_grad_(True)
+                (prior,) = torch.autograd.grad(self.model.log_prior(t).sum(), t)
+        if callable(self._lik_grad):
+            lik = self._lik_grad(theta, x, y)
+        else:
+            with torch.enable_grad():
+                t = theta.clone().requires_grad_(True)
+                (lik,) = torch.autograd.grad(self.model.log_likelihood(t, x, y).sum(), t)
+        return -scale * lik - prior / self.n_nodes
+
+
+def check_eval_sets(eval_sets: Mapping[str, tuple[Any, Any]] | None, dtype: torch.dtype,
+                    device: torch.device) -> dict[str, tuple[Tensor, Tensor]]:
+    """Evaluation sets as tensors (``{}`` for none)."""
+    if not eval_sets:
+        return {}
+    out = {}
+    for name, (x, y) in eval_sets.items():
+        xt = torch.as_tensor(x, device=device)
+        xt = xt.to(dtype) if xt.is_floating_point() else xt
+        yt = torch.as_tensor(y, device=device)
+        if xt.shape[:1] != yt.shape[:1] or xt.shape[0] < 1:
+            raise ValueError(f"eval_sets: {name!r} needs x, y with the same number (>= 1) of "
+                             f"rows, got {tuple(xt.shape)} and {tuple(yt.shape)}")
+        out[str(name)] = (xt, yt)
+    return out
+
+
+def predictive_probs(model: Any, theta: Tensor, x: Tensor, batch: int = 512) -> Tensor:
+    """``(B, C)`` predictive probabilities of one sample ``theta`` ``(1, d)`` on ``x``."""
+    with torch.no_grad():
+        return torch.cat([model.predict_proba(theta, x[i:i + batch])[0]
+                          for i in range(0, x.shape[0], batch)])
+
+
+def accumulate(model: Any, sums: dict[str, Tensor] | None, theta: Tensor,
+               eval_sets: Mapping[str, tuple[Tensor, Tensor]]) -> dict[str, Tensor]:
+    """``sums`` plus the predictive probabilities of ``theta`` on every evaluation set."""
+    new = {name: predictive_probs(model, theta, x) for name, (x, _) in eval_sets.items()}
+    if sums is None:
+        return new
+    return {name: sums[name] + p for name, p in new.items()}
+
+
+def node_predictive(model: Any, theta: Tensor, sums: dict[str, Tensor] | None, count: int,
+                    name: str, x: Tensor) -> Tensor:
+    """A node's posterior predictive on set ``name``: the average of its kept samples'
+    probabilities, or its current sample's while none is kept."""
+    if sums is not None and count > 0:
+        return sums[name] / count
+    return predictive_probs(model, theta, x)
+
+
+def network_metrics(model: Any, nodes: Mapping[Any, Any],
+                    eval_sets: Mapping[str, tuple[Tensor, Tensor]]) -> dict[str, float]:
+    """``consensus_error`` (RMS distance of the nodes' samples to their mean) and, per
+    evaluation set, the nodes' mean ``accuracy``, ``ece`` and ``nll`` of their posterior
+    predictives (``<set>_accuracy`` ... for sets other than ``"eval"``), and
+    ``kept_samples``."""
+    from bflnet.analysis.calibration import accuracy, ece, nll
+
+    thetas = torch.cat([n.theta for n in nodes.values()])
+    spread = (thetas - thetas.mean(0, keepdim=True)).square().sum(1).mean().sqrt()
+    out = {"consensus_error": float(spread)}
+    if not torch.isfinite(thetas).all():
+        bad = [k for k, n in nodes.items() if not bool(torch.isfinite(n.theta).all())]
+        raise ValueError(f"theta: non-finite samples at nodes {bad}")
+    for name, (x, y) in eval_sets.items():
+        acc = ec = nl = 0.0
+        for n in nodes.values():
+            probs = node_predictive(model, n.theta, n.sums, n.kept, name, x)
+            acc += float(accuracy(probs, y))
+            ec += float(ece(probs, y))
+            nl += float(nll(probs, y))
+        prefix = "" if name == MAIN else f"{name}_"
+        k = len(nodes)
+        out.update({f"{prefix}accuracy": acc / k, f"{prefix}ece": ec / k,
+                    f"{prefix}nll": nl / k})
+    if eval_sets:
+        out["kept_samples"] = float(next(iter(nodes.values())).kept)
+    return out
+
+
+def keeps(round_: int, burn_in: int, thin: int) -> bool:
+    """Whether the sample after round ``round_`` (1-based) enters the predictive."""
+    return round_ > burn_in and (round_ - burn_in - 1) % thin == 0

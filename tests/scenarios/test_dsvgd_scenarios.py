@@ -59,6 +59,7 @@ def test_columns_and_one_run_per_setting(frames, name):
     assert not missing
     assert frame["run_id"].iloc[0] and frame["run_id"].str.endswith("-s5").all()
     for _, run in frame.groupby("run_id"):
+        run = run[run["event"] != "forget_request"]
         assert run["iteration"].tolist() == list(range(len(run)))  # init row, then 1, 2, ...
         assert run["time_s"].is_monotonic_increasing
         evaluated = run.dropna(subset=["accuracy"])
@@ -98,20 +99,37 @@ def test_uplink_bits_fit_the_budget_and_match_the_formulas(frames, name):
         assert int(first["message_bits"]) == expected <= budget
         if k < d:  # k is the largest that fits
             assert groups * position_bits(d, k + 1) + n_rows * (k + 1) * n_bits + 32 > budget
-        sent = run[run["iteration"] >= 1]["uplink_bits"]
-        assert (sent == expected).all() and (sent <= budget).all()
+        compressed_phase = (run["event"] == "iteration") & (run["iteration"] >= 1)
+        if name == "forget-svgd":  # the timeline's learning phase is uncompressed float32
+            learning = run[compressed_phase & (run["method"] == "learning")]["uplink_bits"]
+            assert (learning == 32 * n_rows * d).all()
+            compressed_phase &= run["method"] != "learning"
+        sent = run[compressed_phase]["uplink_bits"]
+        assert len(sent) and (sent == expected).all() and (sent <= budget).all()
 
 
 def test_forget_svgd_phases_and_class_assignment(frames):
     frame = frames["forget-svgd"]
     assert sorted(frame["method"].unique()) == ["forget-svgd", "learning", "scratch"]
-    learning = frame[frame["method"] == "learning"]
-    assert learning["since_request"].max() == 0 and learning["budget_bits"].isna().all()
-    # unlearning starts from the learned particles
-    last = learning.iloc[-1]
-    first = frame[(frame["method"] == "forget-svgd")].iloc[0]
-    assert first["accuracy"] == last["accuracy"]
     assert set(frame["rate_multiple"].dropna()) == {1.0, 0.5}
+    params = TINY["forget-svgd"]
+    for run_id, run in frame[frame["run_id"].str.startswith("forget")].groupby("run_id"):
+        # learn, forget, unlearn: one timeline whose clock and bits run on through the request
+        learning = run[run["method"] == "learning"]
+        assert learning["since_request"].max() == 0
+        assert learning["iteration"].tolist() == list(range(params["learn_iterations"] + 1))
+        request = run[run["event"] == "forget_request"]
+        assert request["node"].tolist() == [8, 9]           # the last n_forgetting of K = 10
+        assert (request["iteration"] == params["learn_iterations"]).all()
+        last = learning.iloc[-1]
+        assert (request["time_s"] == last["time_s"]).all()
+        assert (request["cum_bits"] == last["cum_bits"]).all()
+        unlearning = run[(run["method"] == "forget-svgd") & (run["event"] == "iteration")]
+        assert unlearning["iteration"].iloc[0] == params["learn_iterations"] + 1
+        assert unlearning["time_s"].iloc[0] > last["time_s"]
+        assert unlearning["cum_bits"].iloc[0] > last["cum_bits"]
+        assert (unlearning["forget_pending"] == 2).all()    # DSVGD's unlearning has no end
+        assert run["time_s"].is_monotonic_increasing and run["cum_bits"].is_monotonic_increasing
     classes = class_assignment(10, 2, [2, 9])
     assert classes[8:] == [(2, 9), (2, 9)]
     assert not {2, 9} & {c for pair in classes[:8] for c in pair}
@@ -186,8 +204,9 @@ def test_forget_svgd_without_a_learning_phase_unlearns_from_the_initial_particle
     learning = frame[frame["method"] == "learning"]
     assert len(learning) == 1 and learning["iteration"].iloc[0] == 0
     forget = frame[frame["method"] == "forget-svgd"]
-    assert forget["accuracy"].iloc[0] == learning["accuracy"].iloc[0]
-    assert len(forget) == params["unlearn_iterations"] + 1
+    assert (forget[forget["event"] == "forget_request"]["iteration"] == 0).all()
+    steps = forget[forget["event"] == "iteration"]
+    assert steps["iteration"].tolist() == list(range(1, params["unlearn_iterations"] + 1))
 
 
 def test_forget_svgd_stops_at_the_first_iteration_the_agents_data_are_forgotten():
@@ -195,15 +214,16 @@ def test_forget_svgd_stops_at_the_first_iteration_the_agents_data_are_forgotten(
               "scratch_iterations": 1, "unlearn_iterations": 6, "eval_every": 1,
               "pretrain_rounds": 20, "step_size": 0.003}
     full = run_scenario("forget-svgd", {**params, "forget_stop_accuracy": None}, seed=2)
-    forget = full[full["method"] == "forget-svgd"].reset_index(drop=True)
+    timeline = full[full["run_id"].str.startswith("forget")].reset_index(drop=True)
+    forget = timeline[timeline["event"].isin(["init", "iteration"])].reset_index(drop=True)
     acc = forget["forget_train_acc"]
     assert len(forget) == 7 and acc.between(0, 1).all()
     assert acc[0] > acc[1] > acc[2]           # unlearning lowers the agents' own accuracy
     limit = (acc[1] + acc[2]) / 2
     stopped = run_scenario("forget-svgd", {**params, "forget_stop_accuracy": limit}, seed=2)
-    cut = stopped[stopped["method"] == "forget-svgd"].reset_index(drop=True)
-    assert cut["iteration"].tolist() == [0, 1, 2]
-    pd.testing.assert_frame_equal(cut, forget.iloc[:3])
+    cut = stopped[stopped["run_id"].str.startswith("forget")].reset_index(drop=True)
+    assert cut[cut["event"] != "forget_request"]["iteration"].tolist() == [0, 1, 2]
+    pd.testing.assert_frame_equal(cut, timeline.iloc[:len(cut)])
 
 
 @pytest.mark.parametrize("hidden", [1, 8, 16, 100])

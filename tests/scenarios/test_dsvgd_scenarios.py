@@ -113,7 +113,7 @@ def test_forget_svgd_phases_and_class_assignment(frames):
     assert sorted(frame["method"].unique()) == ["forget-svgd", "learning", "scratch"]
     assert set(frame["rate_multiple"].dropna()) == {1.0, 0.5}
     params = TINY["forget-svgd"]
-    for run_id, run in frame[frame["run_id"].str.startswith("forget")].groupby("run_id"):
+    for _, run in frame[frame["run_id"].str.startswith("forget")].groupby("run_id"):
         # learn, forget, unlearn: one timeline whose clock and bits run on through the request
         learning = run[run["method"] == "learning"]
         assert learning["since_request"].max() == 0

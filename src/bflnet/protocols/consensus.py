@@ -6,11 +6,13 @@ from collections.abc import Generator
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 import simpy
 
 from bflnet.learners.base import ConsensusLearner, PerNeighbour
 from bflnet.protocols import wire
 from bflnet.protocols.base import AgentSlots, call, check_eval_every, start_run
+from bflnet.protocols.mixing import weight_rows
 from bflnet.protocols.stopping import StopRule
 from bflnet.protocols.wire import CodecSpec
 from bflnet.simulator.message import Message
@@ -21,12 +23,12 @@ LOST = ("reuse", "skip")
 
 
 class ConsensusProtocol:
-    """Rounds of gossip with a mixing matrix ``weights`` (K×K, rows/columns in graph-node
-    order). In each round every node computes (``local_steps``) on its own state and
-    stream, sends ``outgoing`` to each neighbour over its own link (in parallel; one
-    payload for all, or a :class:`PerNeighbour` mapping), learns what its neighbours will
-    decode (``sent``), and when every message of the round has been delivered or dropped,
-    every node ``absorb``s. What a lost message does depends on ``lost``:
+    """Rounds of gossip with a mixing matrix ``weights`` (K×K, dense or ``scipy.sparse``,
+    rows/columns in graph-node order). In each round every node computes (``local_steps``)
+    on its own state and stream, sends ``outgoing`` to each neighbour over its own link (in
+    parallel; one payload for all, or a :class:`PerNeighbour` mapping), learns what its
+    neighbours will decode (``sent``), and when every message of the round has been
+    delivered or dropped, every node ``absorb``s. What a lost message does depends on ``lost``:
 
     * ``"reuse"`` (for payloads that are values, e.g. samples): the neighbour is mixed in
       with the last value received from it; a neighbour never heard from has its weight
@@ -53,7 +55,8 @@ class ConsensusProtocol:
             raise ValueError(f"lost: {type(learner).__name__} sends increments, which must "
                              f"not be reused; use lost='skip'")
         self.lost = lost
-        weights = np.asarray(weights, dtype=float)
+        if not sp.issparse(weights):
+            weights = np.asarray(weights, dtype=float)
         if weights.ndim != 2 or weights.shape[0] != weights.shape[1]:
             raise ValueError(f"weights: must be a square matrix, got shape {weights.shape}")
         self.learner = learner
@@ -67,16 +70,16 @@ class ConsensusProtocol:
         net = sim.network
         assert net is not None
         env, rec, learner = sim.env, sim.recorder, self.learner
-        nodes = net.agents
-        if self.weights.shape[0] != len(nodes):
-            raise ValueError(f"weights: must be {len(nodes)}x{len(nodes)} for this graph, "
-                             f"got {self.weights.shape}")
-        index = {k: i for i, k in enumerate(nodes)}
+        nodes = list(net.agents)
+        rows = weight_rows(self.weights, nodes)
         neighbours = {k: list(net.graph.neighbors(k)) for k in nodes}
         for k in nodes:
-            for j in nodes:
-                if j != k and self.weights[index[k], index[j]] != 0 and j not in neighbours[k]:
-                    raise ValueError(f"weights: non-zero weight between non-neighbours {k} and {j}")
+            adjacent = set(neighbours[k])
+            bad = [j for j in rows[k] if j != k and j not in adjacent]
+            if bad:
+                raise ValueError(f"weights: non-zero weight between non-neighbours {k} and "
+                                 f"{bad[0]}")
+            rows[k].update({j: 0.0 for j in adjacent if j not in rows[k]})
         common = call(sim, learner.init, sim.streams.numpy("learner"), node=None,
                       iteration=0, what="learner.init")
         setup = start_run(sim, self.stop, eval_every=self.eval_every, progress=self.progress,
@@ -90,29 +93,52 @@ class ConsensusProtocol:
         rec.record("init", **loop.evaluate(0, lambda: learner.evaluate(slots.snapshot()),
                                            node=None))
         last: dict[Any, dict[Any, Any]] = {k: {} for k in nodes}
-        rows = {k: {j: float(self.weights[index[k], index[j]])
-                    for j in (k, *neighbours[k])} for k in nodes}
         skip = self.lost == "skip"
+        links, compute = net.links, {k: net.nodes[k].compute for k in nodes}
         iteration = 0
         while True:
             iteration += 1
             rec.iteration = iteration
+            t0 = env.now
+            # Every node computes, then hands one message per neighbour to its link at the
+            # end of its computation; the links' schedules are drawn at once (no process
+            # per message), and the round waits once per distinct delivery time.
+            sends: list[tuple[float, float, int, Any, Any, Message, Any]] = []
             decoded: dict[Any, Any] = {}
-            yield env.all_of([env.process(self._node_round(sim, slots, k, neighbours[k],
-                                                           codec_rngs[k], iteration, decoded))
-                              for k in nodes])
-            dropped = 0
+            round_end = t0
             for k in nodes:
-                inbox = net.nodes[k].inbox
-                if skip:
+                ready = t0 + self._compute_and_publish(sim, slots, k, neighbours[k],
+                                                        codec_rngs[k], iteration, decoded,
+                                                        compute[k], sends)
+                round_end = max(round_end, ready)
+            schedules = []
+            for order, (ready, j, k, payload, bits) in enumerate(sends):
+                link = links[(k, j)]
+                schedule = link.schedule(bits, at=ready)
+                # the time a process handed the message at ``ready`` would have woken at
+                end = ready + (schedule[1] - ready)
+                schedules.append((end, schedule[0], order, link,
+                                  Message(k, j, "gossip", payload, bits, iteration), schedule))
+            schedules.sort(key=_delivery_order)
+            wake = {end: env.timeout(end - t0) for end in {item[0] for item in schedules}
+                    if end > t0}
+            if skip:
+                for k in nodes:
                     last[k] = {}
-                for message in inbox.items:
+            delivered = 0
+            for end, _, _, link, message, schedule in schedules:
+                if end > env.now:
+                    yield wake[end]
+                if link.complete(message, schedule, deliver=False):
+                    delivered += 1
                     value = decoded[message.sender]
                     if isinstance(value, _PerReceiver):
-                        value = value[k]
-                    last[k][message.sender] = value
-                dropped += len(neighbours[k]) - len(inbox.items)
-                inbox.items.clear()
+                        value = value[message.receiver]
+                    last[message.receiver][message.sender] = value
+            if round_end > env.now:
+                yield env.timeout(round_end - t0) if env.now == t0 else \
+                    env.timeout(round_end - env.now)
+            dropped = len(schedules) - delivered
             for k in nodes:
                 known = last[k]
                 if skip:
@@ -127,19 +153,20 @@ class ConsensusProtocol:
             if loop.end_iteration(iteration, "round", metrics, dropped=dropped):
                 return loop.outcome(None, slots)
 
-    def _node_round(self, sim: Simulation, slots: AgentSlots, node: Any, neighbours: list[Any],
-                    rng: Any, iteration: int,
-                    decoded: dict[Any, Any]) -> Generator[simpy.Event, Any, None]:
-        net = sim.network
-        assert net is not None
+    def _compute_and_publish(self, sim: Simulation, slots: AgentSlots, node: Any,
+                             neighbours: list[Any], rng: Any, iteration: int,
+                             decoded: dict[Any, Any], compute: Any,
+                             sends: list[Any]) -> float:
+        """Node ``node``'s local steps and payloads: appends ``(ready, neighbour, node,
+        payload, bits)`` to ``sends``, notes what the neighbours decode, tells the sender
+        (``sent``); returns the node's compute time."""
         learner = self.learner
         state, work = call(sim, learner.local_steps, node, slots.state(node), slots.rng(node),
                            node=node, iteration=iteration, what="learner.local_steps")
-        duration = net.nodes[node].compute_time(work)
-        if duration:
-            yield sim.env.timeout(duration)
+        duration = compute.duration(work)
         value = call(sim, learner.outgoing, node, state, node=node, iteration=iteration,
                      what="learner.outgoing")
+        ready = sim.env.now + duration
         if isinstance(value, PerNeighbour):
             missing = [j for j in neighbours if j not in value]
             if missing:
@@ -147,21 +174,23 @@ class ConsensusProtocol:
                                            f"neighbours {missing}"), node=node,
                                 iteration=iteration, what="learner.outgoing")
             encoded = {j: wire.encode(self.codec, value[j], rng) for j in neighbours}
-            seen = _PerReceiver({j: wire.decode(self.codec, encoded[j][0], value[j])
-                                 for j in neighbours})
-            sends = [(j, *encoded[j]) for j in neighbours]
+            seen: Any = _PerReceiver({j: wire.decode(self.codec, encoded[j][0], value[j])
+                                      for j in neighbours})
+            sends.extend((ready, j, node, *encoded[j]) for j in neighbours)
         else:
             payload, bits = wire.encode(self.codec, value, rng)
             seen = wire.decode(self.codec, payload, value)
-            sends = [(j, payload, bits) for j in neighbours]
+            sends.extend((ready, j, node, payload, bits) for j in neighbours)
         decoded[node] = seen
         state = call(sim, learner.sent, node, state, dict(seen) if isinstance(
             seen, _PerReceiver) else seen, node=node, iteration=iteration, what="learner.sent")
         slots.commit(node, state)
-        procs = [sim.env.process(net.links[(node, j)].send(
-            Message(node, j, "gossip", payload, bits, iteration)))
-            for j, payload, bits in sends]
-        yield sim.env.all_of(procs)
+        return duration
+
+
+def _delivery_order(item: tuple[Any, ...]) -> tuple[float, float, int]:
+    """Deliveries by end time, then start time, then the order they were handed over."""
+    return item[0], item[1], item[2]
 
 
 class _PerReceiver(dict):

@@ -158,3 +158,30 @@ def spectral_gap(W: Any, dense_max: int = 2000) -> float:
         vals = np.linalg.eigvalsh(dense)  # ascending
         slem = float(max(abs(vals[-2]), abs(vals[0])))
     return 1.0 - slem
+
+
+def weight_rows(W: Any, nodes: list[Any]) -> dict[Any, dict[Any, float]]:
+    """Each node's non-zero weights ``{node: {j: W[node, j]}}`` (the node itself included,
+    even at weight 0), for a dense or sparse ``W`` whose rows and columns follow ``nodes``:
+    O(non-zeros) for a sparse matrix, so a 10^4-node graph needs no dense K×K pass."""
+    W = _as_square(W)
+    if W.shape[0] != len(nodes):
+        raise ValueError(f"weights: must be {len(nodes)}x{len(nodes)} for this graph, "
+                         f"got {W.shape}")
+    out: dict[Any, dict[Any, float]] = {}
+    if sp.issparse(W):
+        csr = sp.csr_array(W)
+        indptr, indices, data = csr.indptr, csr.indices, csr.data
+        for i, k in enumerate(nodes):
+            lo, hi = indptr[i], indptr[i + 1]
+            row = {nodes[c]: float(v) for c, v in zip(indices[lo:hi], data[lo:hi], strict=True)
+                   if v != 0}
+            row.setdefault(k, 0.0)
+            out[k] = row
+        return out
+    for i, k in enumerate(nodes):
+        cols = np.flatnonzero(W[i])
+        row = {nodes[c]: float(W[i, c]) for c in cols}
+        row.setdefault(k, 0.0)
+        out[k] = row
+    return out

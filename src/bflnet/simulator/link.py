@@ -89,8 +89,10 @@ class Link:
             self._rng = self._rng()
         return self._rng
 
-    def schedule(self, bits: int) -> tuple[float, float, int, int, bool]:
-        """Draw one message's transmission: ``(start, end, attempts, bits_on_air, ok)``.
+    def schedule(self, bits: int, at: float | None = None
+                 ) -> tuple[float, float, int, int, bool]:
+        """Draw one message's transmission: ``(start, end, attempts, bits_on_air, ok)``,
+        handed to the link now or at the (later) time ``at``.
 
         Reserves the medium until ``end``; the caller waits until ``end`` and then calls
         :meth:`complete` (:meth:`send` does both).
@@ -101,7 +103,7 @@ class Link:
             bits = int(bits)
         elif bits < 0:
             raise ValueError(f"bits: must be a non-negative integer, got {bits!r}")
-        now = self.env.now
+        now = self.env.now if at is None or at < self.env.now else at
         busy = self.medium.busy_until
         start = busy if busy > now else now
         attempt, rng = self.channel.attempt, self.rng

@@ -1,6 +1,7 @@
 """Scenarios: validated configs, the registry of named experiments, and the CLI."""
 
 from bflnet.scenarios import (
+    cdbfl_local_steps,  # noqa: F401  (registers the scenario)
     consensus_averaging,  # noqa: F401  (registers the scenario)
     cover_time,  # noqa: F401  (registers the scenario)
     dsvgd_sparsifiers,  # noqa: F401  (registers the scenario)

@@ -1,0 +1,113 @@
+"""Scenario ``cdbfl-local-steps`` (CD-BFL paper, Fig. 3): CD-BFL with L local steps per
+round, for each L in ``local_steps_list``, against uncompressed DSGLD, on K devices over
+D2D links; accuracy, ECE and NLL of the devices' posterior predictives against rounds,
+simulated seconds and bits.
+
+All runs of one call share the data, the initial model and the links (the same seed).
+The compression operator, the shortened run and the data are set in
+:mod:`bflnet.scenarios.cdbfl_common` (``--set rounds=800 --set burn_in=700
+--set lr=1e-4`` is the paper's length and step).
+
+One row per (method, L, round): ``run_id``, ``method`` (``cd-bfl`` or ``dsgld``),
+``local_steps`` (L; 1 for DSGLD), ``message_bits`` (one D2D message), ``iteration``
+(round), ``time_s``, ``cum_bits``, ``cum_bits_delivered``, ``consensus_error`` (RMS
+distance of the devices' samples to their mean), ``accuracy``, ``ece``, ``nll`` (the
+devices' mean, of each device's average predictive over its kept samples; NaN between
+evaluations), ``kept_samples``, and for CD-BFL ``missed_increments`` and ``copy_gap``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from bflnet.params import param, validate
+from bflnet.scenarios.cdbfl_common import (
+    SAMPLE_CODEC,
+    CDBFLSettings,
+    codec_for,
+    run_consensus,
+    tidy,
+    workspace,
+)
+from bflnet.scenarios.lists import int_list
+from bflnet.scenarios.registry import register
+from bflnet.simulator.rng import RngStreams
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+NAME = "cdbfl-local-steps"
+COLUMNS = ("run_id", "method", "local_steps", "message_bits")
+
+
+@dataclass(frozen=True)
+class CDBFLLocalStepsConfig(CDBFLSettings):
+    """Parameters of ``cdbfl-local-steps``."""
+
+    local_steps_list: str = param("1,8", "comma list of L, the local steps per round, one "
+                                  "CD-BFL run each (paper: 1..12)")
+    dsgld: bool = param(True, "also run uncompressed DSGLD (the paper's baseline)")
+
+    def __post_init__(self) -> None:
+        validate(self)
+        self.check_rounds()
+        int_list("local_steps_list", self.local_steps_list, 1, 10**6)
+
+
+def default_plot(frame: pd.DataFrame) -> Figure:
+    """Fig. 3: accuracy and ECE against rounds, one curve per method and L."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(9, 3.8), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 2)
+    rows = frame.dropna(subset=["accuracy"])
+    for (method, steps), run in rows.groupby(["method", "local_steps"]):
+        label = "DSGLD" if method == "dsgld" else f"CD-BFL, L = {steps}"
+        axes[0].plot(run["iteration"], run["accuracy"], label=label)
+        axes[1].plot(run["iteration"], run["ece"], label=label)
+    axes[0].set(xlabel="round", ylabel="accuracy", title="accuracy (Fig. 3a)")
+    axes[1].set(xlabel="round", ylabel="ECE", title="calibration (Fig. 3b)")
+    axes[0].legend(fontsize=7)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    return fig
+
+
+@register(NAME, CDBFLLocalStepsConfig,
+          "CD-BFL (paper Fig. 3): L local steps per round with top-k compressed gossip, "
+          "against uncompressed DSGLD; accuracy and ECE against rounds, seconds and bits.",
+          plot=default_plot)
+def run(config: CDBFLLocalStepsConfig, *, seed: int = 0, progress: bool = False
+        ) -> pd.DataFrame:
+    from bflnet.learners.cdbfl import CDBFL  # lazily: torch
+    from bflnet.learners.dsgld import DSGLD
+    from bflnet.learners.hyper import CDBFLParams, LangevinParams
+    from bflnet.params import subset
+
+    streams = RngStreams(seed)
+    space = workspace(config, streams.numpy("data"))
+    graph = config.build_graph(streams.numpy("graph"))
+    d = space.model.d
+    frames = []
+    for steps in int_list("local_steps_list", config.local_steps_list, 1, 10**6):
+        params = replace(subset(CDBFLParams, config), local_steps=steps)
+        learner = CDBFL(space.model, space.nodes, params, eval_sets=space.eval_sets)
+        codec = codec_for(config, d)
+        result = run_consensus(NAME, config, seed, learner, graph, codec, progress)
+        bits = codec.bits_for((1, d)) if codec is not None else 64 * d
+        frames.append(result.frame.assign(run_id=f"cd-bfl-L{steps}-s{seed}",
+                                          method="cd-bfl", local_steps=steps,
+                                          message_bits=bits))
+    if config.dsgld:
+        learner = DSGLD(space.model, space.nodes, subset(LangevinParams, config),
+                        eval_sets=space.eval_sets)
+        result = run_consensus(NAME, config, seed, learner, graph, SAMPLE_CODEC, progress)
+        frames.append(result.frame.assign(run_id=f"dsgld-s{seed}", method="dsgld",
+                                          local_steps=1,
+                                          message_bits=SAMPLE_CODEC.bits_for((1, d))))
+    return tidy(frames, (*COLUMNS, "iteration"))

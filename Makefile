@@ -1,12 +1,12 @@
 # Two commands do everything on a fresh machine with Python 3.11:
 #   make run    set up .venv, then run the default scenario and print its results
-#   make test   set up .venv, then run the test suite
+#   make test   set up .venv and the data the tests read, then run the test suite
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup bench lint clean
+.PHONY: run test setup data bench lint clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -17,10 +17,16 @@ $(STAMP): pyproject.toml constraints.txt
 
 setup: $(STAMP)
 
+# Fashion-MNIST: found, or installed from Debian's package (as root with apt-get), or one
+# line saying what to do (the tests that need it then skip; under CI=true they fail).
+data: $(STAMP)
+	$(BIN)/python -m bflnet.data.ensure fashion-mnist
+
 run: $(STAMP)
+	$(BIN)/python -m bflnet.data.ensure --for-run $(ARGS)
 	$(BIN)/bflnet run $(ARGS)
 
-test: $(STAMP)
+test: $(STAMP) data
 	$(BIN)/python -m pytest $(ARGS)
 
 lint: $(STAMP)

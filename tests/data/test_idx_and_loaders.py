@@ -226,9 +226,7 @@ def test_returned_arrays_are_fresh_copies(isolated):
 
 # -- the real data set -------------------------------------------------------------------
 
-@pytest.mark.skipif(not SYSTEM_FASHION.is_dir(),
-                    reason=f"{SYSTEM_FASHION} absent (apt install dataset-fashion-mnist)")
-def test_real_debian_fashion_mnist(monkeypatch):
+def test_real_debian_fashion_mnist(real_fashion_mnist, monkeypatch):
     monkeypatch.delenv(vision.ENV_VAR, raising=False)
     for split, n in (("train", 60_000), ("test", 10_000)):
         x, y = load_fashion_mnist(split=split)

@@ -1,5 +1,6 @@
 """The CD-BFL scenarios: columns, bits per round against the formulas, the 1.5 % budget,
-determinism and one-line config errors. Tiny settings."""
+determinism and one-line config errors. Tiny settings, on the tiny data set the tests write
+(tests/conftest.py)."""
 
 import math
 
@@ -13,8 +14,11 @@ TINY = {"K": 4, "per_node": 20, "eval_size": 100, "hidden": 8, "rounds": 6, "bur
         "eval_every": 3, "local_steps_list": "1,3"}
 
 
+pytestmark = pytest.mark.usefixtures("use_tiny_fashion")
+
+
 @pytest.fixture(scope="module")
-def frame():
+def frame(use_tiny_fashion):
     return run_scenario("cdbfl-local-steps", TINY, seed=2)
 
 

@@ -1,7 +1,8 @@
 """The DSVGD scenarios (compressed-DSVGD letter, Figs. 3-5): columns, the uplink budget
 (bits per iteration <= R_u and equal to eqs. 9-11 + 32 bits of a_max for the chosen k, the
 largest that fits), determinism, and one-line config errors. Tiny settings: small MLP,
-a few examples, a few iterations."""
+a few examples, a few iterations, on the tiny Fashion-MNIST-shaped data set the tests
+write (tests/conftest.py); the test of the real labels reads the real data set."""
 
 import math
 
@@ -37,8 +38,11 @@ COLUMNS = {
 }
 
 
+pytestmark = pytest.mark.usefixtures("use_tiny_fashion")
+
+
 @pytest.fixture(scope="module")
-def frames():
+def frames(use_tiny_fashion):
     return {name: run_scenario(name, params, seed=5) for name, params in TINY.items()}
 
 
@@ -137,7 +141,7 @@ def test_forget_svgd_phases_and_class_assignment(frames):
     assert all(held.count(c) == 2 for c in (0, 1, 3, 4, 5, 6, 7, 8))
 
 
-def test_forgetting_agents_hold_every_example_of_the_forgotten_labels():
+def test_forgetting_agents_hold_every_example_of_the_forgotten_labels(real_fashion_mnist):
     from bflnet.data import by_label
 
     _, y = load_fashion_mnist(split="train")

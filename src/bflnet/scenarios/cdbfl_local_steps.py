@@ -81,7 +81,7 @@ def default_plot(frame: pd.DataFrame) -> Figure:
 @register(NAME, CDBFLLocalStepsConfig,
           "CD-BFL (paper Fig. 3): L local steps per round with top-k compressed gossip, "
           "against uncompressed DSGLD; accuracy and ECE against rounds, seconds and bits.",
-          plot=default_plot)
+          plot=default_plot, datasets=("fashion-mnist",))
 def run(config: CDBFLLocalStepsConfig, *, seed: int = 0, progress: bool = False
         ) -> pd.DataFrame:
     from bflnet.learners.cdbfl import CDBFL  # lazily: torch

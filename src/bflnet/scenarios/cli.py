@@ -35,7 +35,11 @@ def list_scenarios() -> None:
 def describe(name: Annotated[str, typer.Argument(help="scenario name")]) -> None:
     """Show a scenario's parameters, defaults and allowed values."""
     scenario = get_scenario(name)
-    typer.echo(f"{scenario.name}: {scenario.description}\n")
+    typer.echo(f"{scenario.name}: {scenario.description}")
+    if scenario.datasets:
+        typer.echo(f"reads the data sets: {', '.join(scenario.datasets)} "
+                   f"(python -m bflnet.data.ensure {' '.join(scenario.datasets)})")
+    typer.echo("")
     rows = describe_fields(scenario.config_cls)
     width = max(len(r["name"]) for r in rows)
     for r in rows:

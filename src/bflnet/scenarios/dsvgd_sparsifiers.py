@@ -94,7 +94,7 @@ def default_plot(frame: pd.DataFrame) -> Figure:
 @register(NAME, DSVGDSparsifiersConfig,
           "Compressed DSVGD (letter Fig. 3): accuracy and ECE vs iterations for per-particle, "
           "shared and alpha-shared sparsification at the same uplink budget R_u.",
-          plot=default_plot)
+          plot=default_plot, datasets=("fashion-mnist",))
 def run(config: DSVGDSparsifiersConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     streams = RngStreams(seed)
     data = iid_fashion_mnist(config.K, config.per_agent, config.eval_size,

@@ -123,7 +123,8 @@ def final_rows(frame: pd.DataFrame) -> pd.DataFrame:
 
 @register(NAME, DSVGDvsFedAvgConfig,
           "Compressed DSVGD vs compressed FedAvg (letter Fig. 4): accuracy and ECE for "
-          "N_p particles under per-iteration uplink budgets R_u.", plot=default_plot)
+          "N_p particles under per-iteration uplink budgets R_u.", plot=default_plot,
+          datasets=("fashion-mnist",))
 def run(config: DSVGDvsFedAvgConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     streams = RngStreams(seed)
     data = iid_fashion_mnist(config.K, config.per_agent, config.eval_size,

@@ -246,7 +246,7 @@ def _label_groups(frame: pd.DataFrame, forget: list[int]) -> pd.DataFrame:
 @register(NAME, ForgetSVGDConfig,
           "Compressed Forget-SVGD (letter Fig. 5): accuracy on the unlearned labels (2, 9) "
           "and the remaining labels, vs training the last layer from scratch.",
-          plot=default_plot)
+          plot=default_plot, datasets=("fashion-mnist",))
 def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     # torch and the torch learners are imported here, not at module level, so that
     # `bflnet list` stays fast

@@ -31,6 +31,8 @@ class Scenario:
     run_fn: RunFunction
     description: str
     plot: PlotFunction | None = None
+    #: Data sets (``bflnet.data.ensure.DATASETS`` names) the scenario reads.
+    datasets: tuple[str, ...] = ()
 
     def config(self, overrides: Mapping[str, Any] | None = None) -> Any:
         """The validated config with ``overrides`` applied."""
@@ -48,14 +50,15 @@ _REGISTRY: dict[str, Scenario] = {}
 
 
 def register(name: str, config: type, description: str,
-             plot: PlotFunction | None = None) -> Callable[[RunFunction], RunFunction]:
-    """Decorator that registers a scenario's run function (and optional default ``plot``)
-    under ``name``."""
+             plot: PlotFunction | None = None,
+             datasets: tuple[str, ...] = ()) -> Callable[[RunFunction], RunFunction]:
+    """Decorator that registers a scenario's run function (and optional default ``plot``,
+    and the data sets it reads) under ``name``."""
 
     def wrap(fn: RunFunction) -> RunFunction:
         if name in _REGISTRY:
             raise ValueError(f"scenario {name!r} is registered twice")
-        _REGISTRY[name] = Scenario(name, config, fn, description, plot)
+        _REGISTRY[name] = Scenario(name, config, fn, description, plot, tuple(datasets))
         return fn
 
     return wrap

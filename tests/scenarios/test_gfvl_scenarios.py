@@ -280,7 +280,8 @@ def test_lost_tokens_cost_time_and_bits_but_keep_one_row_per_iteration():
     params = {"graphs": "ring", "runs": 2, "iterations": 40, "loss_prob": 0.3,
               "max_attempts": 1}
     lossy = run_scenario("gfvl-beta-bernoulli", params, seed=6)
-    clean = run_scenario("gfvl-beta-bernoulli", {**params, "loss_prob": 0.0}, seed=6)
+    clean = run_scenario("gfvl-beta-bernoulli", {**params, "loss_prob": 0.0,
+                                                 "max_attempts": 8}, seed=6)
     assert len(lossy) == len(clean) == 2 * 41
     moves = lossy.groupby("run").node.apply(lambda n: int((n.diff().fillna(0) != 0).sum()))
     sent = lossy.groupby("run").cum_bits.max()

@@ -25,8 +25,8 @@ graph; else NaN): the mean slot at which ``kl`` reaches ~0.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
@@ -67,8 +67,12 @@ KL_FLOOR = 1e-16
 class GFVLBetaBernoulliConfig(GFVLSettings):
     """Parameters of ``gfvl-beta-bernoulli``."""
 
-    graph: str = param("complete", "not used here: the topologies are set by graphs",
-                       choices=GRAPHS)
+    SCENARIO: ClassVar[str] = NAME
+    DECIDED_ELSEWHERE: ClassVar[dict[str, str]] = {
+        "graph": "the graphs parameter (a comma list) decides"}
+
+    graph: str = param("complete", "not used here (an error if set): the topologies are set "
+                       "by graphs", choices=GRAPHS)
     graphs: str = param("star,ring,complete",
                         "comma list of topologies, one curve each (paper: star, ring, complete)")
     iterations: int = param(60, "random-walk iterations per run", ge=1)
@@ -79,6 +83,10 @@ class GFVLBetaBernoulliConfig(GFVLSettings):
     def __post_init__(self) -> None:
         validate(self)
         comma_list("graphs", self.graphs, GRAPHS)
+        self.check_network_fields()
+
+    def graphs_in_use(self) -> tuple[str, ...]:
+        return tuple(comma_list("graphs", self.graphs, GRAPHS))
 
 
 def theory_cover_slot(walk: Walk) -> float:
@@ -110,7 +118,7 @@ def run(config: GFVLBetaBernoulliConfig, *, seed: int = 0,
     names = comma_list("graphs", config.graphs, GRAPHS)
     setups = []
     for name in names:
-        variant = replace(config, graph=name)
+        variant = config.network(graph=name)
         graph = variant.build_graph(RngStreams(seed).numpy("graph"))
         require_connected(graph)
         walk = make_walk(config.walk, graph)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
@@ -76,6 +76,8 @@ _X_LABELS = {"total_local_iterations": "total local iterations L·i",
 class GFVLBetaExponentialConfig(GFVLSettings):
     """Parameters of ``gfvl-beta-exponential``."""
 
+    SCENARIO: ClassVar[str] = NAME
+
     local_iters: str = param("1,10,20,50", "comma list of local steps L per visit, one "
                              "curve each (paper: 1, 10, 20, 50)")
     iterations: int = param(5000, "iterations of the L = 1 run; each L runs "
@@ -91,6 +93,7 @@ class GFVLBetaExponentialConfig(GFVLSettings):
 
     def __post_init__(self) -> None:
         validate(self)
+        self.check_network_fields()
         int_list("local_iters", self.local_iters, 1)
         parse_baseline(self.baseline)
 

@@ -37,7 +37,7 @@ so. The default ``"loo"`` baseline does not have this problem.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -79,6 +79,8 @@ DENSE = 100
 class GFVLUnlearningConfig(GFVLSettings):
     """Parameters of ``gfvl-unlearning``."""
 
+    SCENARIO: ClassVar[str] = NAME
+
     forget: str = param("last", "agents to forget: 'last' (agent K-1, the paper's agent "
                         "K = 10) or a comma list of 0-based ids")
     forget_theta: float | None = param(None, "mean of the forgotten agents' data (none: "
@@ -98,6 +100,7 @@ class GFVLUnlearningConfig(GFVLSettings):
 
     def __post_init__(self) -> None:
         validate(self)
+        self.check_network_fields()
         forget_agents(self.forget, None if self.graph == "file" else self.K)
         parse_baseline(self.baseline)
 

@@ -54,7 +54,7 @@ import math
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -98,6 +98,8 @@ TARGETS_MAX = 16
 class UnlearningLatencyConfig(GFVLSettings):
     """Parameters of ``unlearning-latency``."""
 
+    SCENARIO: ClassVar[str] = NAME
+
     runs: int = param(2000, "independent runs (one row each)", ge=1)
     forget: str = param("last", "agents to forget: 'last' (agent K-1, the paper's agent K) "
                         "or a comma list of 0-based ids")
@@ -112,6 +114,7 @@ class UnlearningLatencyConfig(GFVLSettings):
 
     def __post_init__(self) -> None:
         validate(self)
+        self.check_network_fields()
         forget_agents(self.forget, None if self.graph == "file" else self.K)
 
 

@@ -61,7 +61,7 @@ class GFVLSettings(NetworkSettings):
     prior."""
 
     graph: str = param("complete", "topology of the D2D graph", choices=GRAPHS)
-    K: int = param(10, "number of agents (ignored for graph=file)", ge=2)
+    K: int = param(10, "number of agents (graph=file: the file decides, an error if set)", ge=2)
     compute_s_per_step: float = param(1e-3, "simulated seconds per local step", ge=0)
     runs: int = param(20, "independent runs (own seed, data and walk each)", ge=1)
     walk: str = param("metropolis-hastings", "next-node rule of the token (paper: eq. 5)",

@@ -89,7 +89,7 @@ class NetworkSettings:
     """The network part of a scenario config: topology, channel, links, compute time."""
 
     graph: str = param("ring", "topology of the D2D graph", choices=GRAPHS)
-    K: int = param(20, "number of agents (ignored for graph=file)", ge=2)
+    K: int = param(20, "number of agents (graph=file: the file decides, an error if set)", ge=2)
     edge_prob: float = param(0.3, "edge probability (erdos-renyi)", gt=0, le=1)
     radius_m: float = param(40.0, "radio range in metres (random-geometric)", gt=0)
     area_m: float = param(100.0, "side of the square area in metres (random-geometric)", gt=0)

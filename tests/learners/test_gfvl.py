@@ -364,6 +364,53 @@ def test_natural_gradient_step_is_an_unbiased_reinforce_estimate_of_eq_17():
     assert np.all(spread["loo"] < spread[0.0])
 
 
+def reinforce_spread(data, eta_ab, draws, c, S, n_estimates, seed):
+    """Many one-step estimates of ∇_μ E_q[L_k] (Δη / −ρ from η_k = 0)."""
+    a, b = eta_ab
+    learner = GFVL.beta_exponential(data, a=a, b=b, rho=1e-4, S=S, c=c,
+                                    reinforce_draws=draws)
+    eta = learner.init(None)
+    rng = np.random.default_rng(seed)
+    return np.array([-learner.local_update(0, eta, None, rng).payload / 1e-4
+                     for _ in range(n_estimates)])
+
+
+@pytest.mark.parametrize("c", [0.0, "loo"])
+def test_per_point_and_per_agent_reinforce_draws_are_unbiased_for_the_same_gradient(c):
+    # Closed form as in the eq. 17 test above; per-point draws S samples for each point
+    # (N x S draws per step), per-agent S samples shared by the agent's N points.
+    data, n, total = exponential_setup(K=1)
+    a, b = 6.0, 3.0
+    grad_eta = np.array([n * (special.polygamma(1, a) - special.polygamma(1, a + b))
+                         - total * b / (a - 1) ** 2,
+                         -n * special.polygamma(1, a + b) + total / (a - 1)])
+    exact = np.linalg.solve(BETA.fisher(beta(a, b).eta), grad_eta)
+    for i, draws in enumerate(("per-agent", "per-point")):
+        big = reinforce_spread(data, (a, b), draws, c, 40_000, 1, seed=i)[0]
+        pairs = reinforce_spread(data, (a, b), draws, c, 2, 4000, seed=10 + i)
+        se = pairs.std(axis=0) * np.sqrt(2 / 40_000)
+        assert np.all(np.abs(big - exact) < 5 * se), (draws, big, exact, se)
+
+
+def test_per_point_draws_have_less_variance_than_per_agent_draws_at_c_0():
+    # With c = 0 the per-agent estimate multiplies one score by the sum of N losses, so the
+    # points' terms are perfectly correlated; per-point draws make them independent.
+    data, _, _ = exponential_setup(K=1, N=100)
+    agent = reinforce_spread(data, (2.0, 2.0), "per-agent", 0.0, 30, 2000, seed=1)
+    point = reinforce_spread(data, (2.0, 2.0), "per-point", 0.0, 30, 2000, seed=2)
+    assert np.all(point.std(axis=0) < agent.std(axis=0) / 2)
+    assert np.allclose(point.mean(axis=0), agent.mean(axis=0),
+                       atol=5 * np.hypot(point.std(axis=0), agent.std(axis=0)).max() / 40)
+
+
+def test_reinforce_draws_is_checked():
+    data, _, _ = exponential_setup(K=1)
+    with pytest.raises(ValueError, match="reinforce_draws: must be one of"):
+        GFVL.beta_exponential(data, reinforce_draws="per-step")
+    with pytest.raises(ValueError, match="reinforce_draws: 'per-point' needs method='natgrad'"):
+        GFVL.beta_bernoulli({0: np.array([1, 0])}, reinforce_draws="per-point")
+
+
 def test_non_conjugate_fixed_point_is_the_best_beta_approximation():
     data, n, total = exponential_setup()
     best, best_kl = best_beta(n, total)

@@ -26,9 +26,10 @@ def test_same_seed_same_frame_different_seed_different_frame():
 
 
 def test_every_channel_runs_end_to_end():
+    lossy = {"ideal": {}, "fixed": {"loss_prob": 0.1, "max_attempts": 1}}
     for channel in ("ideal", "fixed", "gilbert-elliott", "rayleigh", "rician"):
+        extra = lossy.get(channel, {"max_attempts": 1})  # only the settings each one reads
         frame = run_scenario("consensus-averaging",
-                             {"channel": channel, "K": 6, "rounds": 30, "loss_prob": 0.1,
-                              "max_attempts": 1}, seed=0)
+                             {"channel": channel, "K": 6, "rounds": 30, **extra}, seed=0)
         assert len(frame) == 31
         assert frame.max_deviation.iloc[-1] < frame.max_deviation.iloc[0]

@@ -280,9 +280,92 @@ def test_lost_tokens_cost_time_and_bits_but_keep_one_row_per_iteration():
     params = {"graphs": "ring", "runs": 2, "iterations": 40, "loss_prob": 0.3,
               "max_attempts": 1}
     lossy = run_scenario("gfvl-beta-bernoulli", params, seed=6)
-    clean = run_scenario("gfvl-beta-bernoulli", {**params, "loss_prob": 0.0}, seed=6)
+    clean = run_scenario("gfvl-beta-bernoulli", {**params, "loss_prob": 0.0,
+                                                 "max_attempts": 8}, seed=6)
     assert len(lossy) == len(clean) == 2 * 41
     moves = lossy.groupby("run").node.apply(lambda n: int((n.diff().fillna(0) != 0).sum()))
     sent = lossy.groupby("run").cum_bits.max()
     assert (sent >= 128 * moves).all() and (sent > 128 * moves).any()
     assert (lossy.groupby("run").cum_bits_delivered.max() == 128 * moves).all()
+
+
+# ------------------------------------------------------------------ the original set-ups
+
+TINY_UNLEARN = {"K": 5, "runs": 2, "learn_iterations": 30, "iterations": 40,
+                "points_per_agent": 10, "eval_every": 5, "samples": 60, "baseline": "loo",
+                "data": "agent-skewed"}
+
+
+def _iteration_rows(frame, method):
+    return frame[frame.method == method]
+
+
+def test_hold_token_keeps_the_forgetting_agent_scheduled_until_it_is_done():
+    frame = run_scenario("gfvl-unlearning", {**TINY_UNLEARN, "unlearning": "iterative",
+                                             "unlearn_visits": 7}, seed=2)
+    unl = _iteration_rows(frame, "unlearning")
+    for _, run in unl.groupby("run"):
+        done = int(run.unlearned_at.iloc[0])
+        first = done - 7 + 1  # slots first .. done (since the request) are the agent's
+        held = run[(run.since_request >= first) & (run.since_request <= done)]
+        assert len(held) == 7 and (held.node == 4).all()
+        assert (run[run.since_request.between(1, first - 1)].node != 4).all()
+        assert run[run.since_request == done].unlearn_pending.iloc[0] == 0
+
+
+def test_walk_schedule_spreads_the_unlearning_visits_over_the_walk():
+    params = {**TINY_UNLEARN, "unlearning": "iterative", "unlearn_visits": 3,
+              "unlearn_schedule": "walk", "iterations": 80}
+    unl = _iteration_rows(run_scenario("gfvl-unlearning", params, seed=2), "unlearning")
+    for _, run in unl.groupby("run"):
+        done = run.unlearned_at.iloc[0]
+        visits = run[(run.since_request >= 1) & (run.since_request <= done) & (run.node == 4)]
+        assert len(visits) == 3 and visits.since_request.max() == done
+        assert (run.node[run.since_request.between(1, done)] != 4).any()
+
+
+def test_iterative_unlearning_moves_q_towards_the_retrained_posterior():
+    params = {**TINY_UNLEARN, "unlearning": "iterative", "unlearn_visits": 60, "rho": 0.05,
+              "learn_iterations": 400, "iterations": 120}
+    unl = _iteration_rows(run_scenario("gfvl-unlearning", params, seed=4), "unlearning")
+    for _, run in unl.groupby("run"):
+        done = run.unlearned_at.iloc[0]
+        before = run[run.since_request == 0].kl_retrained.iloc[0]
+        after = run[run.since_request <= done].kl_retrained.iloc[-1]
+        assert after < before / 3
+
+
+def test_retraining_without_the_forgotten_agent_never_schedules_it():
+    frame = run_scenario("gfvl-unlearning", {**TINY_UNLEARN, "retrain_graph": "without"},
+                         seed=1)
+    retrain = _iteration_rows(frame, "retraining")
+    assert len(retrain) and not (retrain.node == 4).any()
+    forwarder = _iteration_rows(run_scenario("gfvl-unlearning", TINY_UNLEARN, seed=1),
+                                "retraining")
+    assert (forwarder.node == 4).any()
+    with pytest.raises(ValueError, match=r"^retrain_graph: removing agents \[0\] disconnects"):
+        run_scenario("gfvl-unlearning", {**TINY_UNLEARN, "graph": "star", "forget": "0",
+                                         "retrain_graph": "without"}, seed=1)
+
+
+def test_per_point_draws_and_skewed_data_reach_the_learner():
+    base = {"K": 4, "runs": 1, "iterations": 30, "local_iters": "1", "points_per_agent": 10,
+            "eval_every": 10}
+    frames = [run_scenario("gfvl-beta-exponential", {**base, **extra}, seed=0)
+              for extra in ({}, {"reinforce_draws": "per-point"}, {"data": "agent-skewed"})]
+    assert not frames[0].kl.equals(frames[1].kl) and not frames[0].kl.equals(frames[2].kl)
+    assert frames[0].kl.iloc[0] != frames[2].kl.iloc[0]  # other data: another posterior
+
+
+@pytest.mark.parametrize("name, overrides, message", [
+    ("gfvl-unlearning", {"unlearn_visits": 5}, "unlearn_visits: not used with unlearning=exact"),
+    ("gfvl-unlearning", {"unlearn_schedule": "walk"},
+     "unlearn_schedule: not used with unlearning=exact"),
+    ("gfvl-beta-exponential", {"data": "agent-skewed", "theta_true": 0.4},
+     "theta_true: not used with data=agent-skewed"),
+    ("gfvl-beta-bernoulli", {"data": "agent-skewed", "theta_true": 0.4},
+     "theta_true: not used with data=agent-skewed"),
+])
+def test_parameters_the_chosen_setting_ignores_are_errors(name, overrides, message):
+    with pytest.raises(ValueError, match=f"^{message}"):
+        get_scenario(name).config(overrides)

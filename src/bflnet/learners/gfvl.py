@@ -19,6 +19,14 @@ an update lost on the uplink changes nothing and η = η₀ + Σ_k η_k keeps ho
   L natural-gradient steps (eq. 17, with note 5's η_k^[l−1] = η^[l−1] − η^(i−1) + η_k^(i−1))
   on the local free energy with the *sum* loss Σ_n −log p(z_n|θ) (note 1), the gradient
   ∇_μ E_q[L_k] estimated by REINFORCE with S samples and baseline c (eqs. 18-20).
+  ``reinforce_draws`` sets the sampling unit: ``"per-agent"`` (eq. 18) draws S samples
+  per agent, shared by its N points: (1/S) Σ_s (Σ_n ℓ_n(θ_s) − c) (s(θ_s) − μ);
+  ``"per-point"`` (the original experiments' code) draws S independent samples for each
+  point: Σ_n (1/S) Σ_s (ℓ_n(θ_{n,s}) − c) (s(θ_{n,s}) − μ), N·S draws, one vectorised
+  call. Both are unbiased for the same gradient; they differ in variance: per-point
+  removes the covariances between the points' terms (of order N² when c = 0), per-agent
+  lets a baseline near the *sum* loss cancel most of the loss (docs/reproductions.md
+  gives the measured spreads).
 
 **Unlearning.** ``forget(agent, agent_state)`` (a forget request, an event of the run) marks
 the agent "forgetting"; it is processed the first time the agent is scheduled afterwards
@@ -73,6 +81,8 @@ from bflnet.learners.expfam import (
 )
 
 METHODS = ("exact", "natgrad")
+#: REINFORCE sampling unit: S draws per agent (eq. 18) or S draws per data point.
+REINFORCE_DRAWS = ("per-agent", "per-point")
 UNLEARNING = ("exact", "iterative")
 METRICS = ("kl", "state")
 #: An agent's status: learning, asked to forget (not yet done), or forgotten.
@@ -123,7 +133,9 @@ class GFVL(GlobalStateLearner):
     agents whose forgetting ``evaluate`` measures (``kl_retrained``; the forget request
     itself is an event of the run, a :class:`bflnet.protocols.ForgetRequest`);
     ``metrics``: "kl" (the KL divergences below) or "state" (the state η itself as
-    ``eta_0``, ``eta_1``, ...: cheap, for runs whose KL is computed afterwards).
+    ``eta_0``, ``eta_1``, ...: cheap, for runs whose KL is computed afterwards);
+    ``reinforce_draws`` (natgrad): "per-agent" (eq. 18, default) or "per-point" (module
+    docstring).
 
     A natgrad step that would leave the natural domain is halved (up to 60 times, counted
     in the update's ``step_halvings`` metric) until it stays inside; a non-finite gradient
@@ -143,7 +155,8 @@ class GFVL(GlobalStateLearner):
                  method: str | None = None, alpha: float = 1.0, rho: float = 5e-3,
                  S: int = 30, L: int = 1, c: float | str = 0.0, unlearning: str = "exact",
                  unlearn_visits: int = 1, exclude: Iterable[Any] = (),
-                 forget_agents: Iterable[Any] = (), metrics: str = "kl") -> None:
+                 forget_agents: Iterable[Any] = (), metrics: str = "kl",
+                 reinforce_draws: str = "per-agent") -> None:
         if not isinstance(prior, ExpFam):
             raise ValueError(f"prior: must be an ExpFam (e.g. beta(2, 2)), got {prior!r}")
         if not isinstance(likelihood, Likelihood):
@@ -161,6 +174,12 @@ class GFVL(GlobalStateLearner):
             raise ValueError(f"unlearning: must be one of {UNLEARNING}, got {unlearning!r}")
         if unlearning == "iterative" and method != "natgrad":
             raise ValueError("unlearning: 'iterative' needs method='natgrad'")
+        if reinforce_draws not in REINFORCE_DRAWS:
+            raise ValueError(f"reinforce_draws: must be one of {REINFORCE_DRAWS}, "
+                             f"got {reinforce_draws!r}")
+        if reinforce_draws != "per-agent" and method != "natgrad":
+            raise ValueError(f"reinforce_draws: {reinforce_draws!r} needs method='natgrad' "
+                             f"(exact G-FVL draws nothing)")
         if not isinstance(data, Mapping) or not data:
             raise ValueError("data: must be a non-empty mapping {agent: 1-D array}")
         if not (_real(c) or c == "loo"):
@@ -184,8 +203,15 @@ class GFVL(GlobalStateLearner):
             raise ValueError(f"metrics: must be one of {METRICS}, got {metrics!r}")
         self.metrics = metrics
         self._data = {k: np.array(v, dtype=np.float64) for k, v in data.items()}
+        self.reinforce_draws = reinforce_draws
         self._config = dict(method=method, alpha=alpha, rho=rho, S=S, L=L, c=c,
-                            unlearning=unlearning, unlearn_visits=unlearn_visits)
+                            unlearning=unlearning, unlearn_visits=unlearn_visits,
+                            reinforce_draws=reinforce_draws)
+        # per-point: each point's own summary, shape (summary dim, N), for one vectorised
+        # loss of N x S draws
+        self._points = ({k: np.stack([likelihood.summary(v[n:n + 1]) for n in range(v.size)],
+                                     axis=1) for k, v in self._data.items()}
+                        if reinforce_draws == "per-point" else {})
         self._increment = ({k: likelihood.increment(s) / self.alpha  # type: ignore[attr-defined]
                             for k, s in self._summary.items()} if conjugate else {})
         self._targets: dict[frozenset[Any], Any] = {}
@@ -340,16 +366,21 @@ class GFVL(GlobalStateLearner):
         fam, summary = self.family, self._summary[agent]
         if not isinstance(rng, np.random.Generator):
             raise ValueError("rng: method 'natgrad' needs the agent's numpy Generator")
+        points = self._points.get(agent)
         x = eta
         for _ in range(self.L):
-            theta = fam.clip_open(fam.sample(x, rng, self.S))
-            stats = fam.stats(theta)                                    # (S, dim)
-            loss = self.likelihood.sum_loss(theta, summary)              # (S,)
+            if points is None:  # eq. 18: S draws shared by the agent's points
+                theta = fam.clip_open(fam.sample(x, rng, self.S))
+                loss = self.likelihood.sum_loss(theta, summary)[None]    # (1, S)
+            else:  # S independent draws per point
+                theta = fam.clip_open(fam.sample(x, rng, (points.shape[1], self.S)))
+                loss = self.likelihood.sum_loss(theta, points[:, :, None])  # (N, S)
             if self.c == "loo":  # leave-one-out mean of the other draws: still unbiased
-                loss = loss - (loss.sum() - loss) / (loss.size - 1)
+                loss = loss - (loss.sum(axis=1, keepdims=True) - loss) / (loss.shape[1] - 1)
             else:
                 loss = loss - self.c
-            score = (loss[:, None] * (stats - fam.mean_params(x))).mean(axis=0)
+            stats = fam.stats(theta).reshape(*loss.shape, -1)           # (., S, dim)
+            score = (loss[..., None] * (stats - fam.mean_params(x))).mean(axis=1).sum(axis=0)
             try:
                 grad_mu = np.linalg.solve(fam.fisher(x), score)         # eqs. 18-20
             except np.linalg.LinAlgError:

@@ -45,12 +45,18 @@ class ForgetRequest:
     ``forget_pending`` column (agents whose forget is not complete). ``then`` changes the
     parameter server's settings from the request on (e.g. schedule only the forgetting
     agents, as Forget-SVGD does).
+
+    ``hold_token`` (random walk): once the token reaches a forgetting agent, that agent
+    keeps it (is scheduled again, no hand-over) until its forget is complete, i.e. until an
+    update of it with ``event="forgotten"`` is merged (the original G-FVL code's iterative
+    unlearning); the walk then goes on. Learners never see the token.
     """
 
     agents: Sequence[Any]
     after_iteration: int | None = None
     at_time_s: float | None = None
     then: Phase | None = None
+    hold_token: bool = False
 
     def __post_init__(self) -> None:
         agents = tuple(self.agents) if isinstance(self.agents, Iterable) and not isinstance(
@@ -70,6 +76,8 @@ class ForgetRequest:
                 and self.at_time_s >= 0):
             raise ValueError(f"forget.at_time_s: must be a finite number >= 0, "
                              f"got {self.at_time_s!r}")
+        if not isinstance(self.hold_token, bool):
+            raise ValueError(f"forget.hold_token: must be true or false, got {self.hold_token!r}")
 
     def due(self, iteration: int, time_s: float) -> bool:
         """Whether the request happens at the boundary after ``iteration`` (time ``time_s``)."""

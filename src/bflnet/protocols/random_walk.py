@@ -30,6 +30,8 @@ class RandomWalkProtocol:
     failed) is re-sent by the sender, which kept a copy; the retries cost air time and bits.
     When the next node is not a neighbour (round-robin walks), the token is relayed along
     a shortest path. Iteration ``i`` is recorded when node ``k⁽ⁱ⁾`` has finished computing.
+    A forget request with ``hold_token`` makes a forgetting agent that holds the token keep
+    it until its forget is complete (the walk rule is not consulted meanwhile).
     """
 
     def __init__(self, learner: GlobalStateLearner, walk: Any, stop: StopRule, *,
@@ -71,12 +73,15 @@ class RandomWalkProtocol:
         n_agents = len(net.agents)
         seen: set[Any] = set()
         requests = bool(self.interventions)
+        holders: set[Any] = set()  # agents of hold_token requests
         iteration = 0
         while True:
             if requests:
                 for request in loop.due_requests(iteration):
                     loop.apply_forget(request, lambda k: commit(k, learner.forget(
                         k, agent_state(k))), iteration)
+                    if request.hold_token:
+                        holders.update(request.agents)
             iteration += 1
             rec.iteration = iteration
             visits.append(current)
@@ -101,6 +106,8 @@ class RandomWalkProtocol:
                        if loop.due(iteration) else NO_METRICS)
             if loop.end_iteration(iteration, "iteration", metrics, node=current):
                 return loop.outcome(state, slots)
+            if holders and current in holders and current in loop.pending:
+                continue  # a forgetting agent keeps the token until it is done
             nxt = next_node(current, walk_rng)
             if nxt == current:
                 continue

@@ -8,6 +8,7 @@ falls geometrically at the rate set by the mixing matrix's spectral gap.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import pandas as pd
 
@@ -29,6 +30,11 @@ NAME = "consensus-averaging"
 class ConsensusAveragingConfig(NetworkSettings):
     """Parameters of ``consensus-averaging``."""
 
+    SCENARIO: ClassVar[str] = NAME
+    DECIDED_ELSEWHERE: ClassVar[dict[str, str]] = {
+        "compute_s_per_step": "averaging does no local computation (rounds and the channel "
+                              "decide the time)"}
+
     rounds: int = param(300, "number of gossip rounds", ge=1)
     mixing: str = param("metropolis-hastings", "mixing-matrix rule",
                         choices=("metropolis-hastings", "max-degree", "uniform"))
@@ -40,6 +46,7 @@ class ConsensusAveragingConfig(NetworkSettings):
 
     def __post_init__(self) -> None:
         validate(self)
+        self.check_network_fields()
 
 
 @register(NAME, ConsensusAveragingConfig,

@@ -25,7 +25,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import networkx as nx
 import numpy as np
@@ -62,6 +62,8 @@ _ONE_STEP = Work(steps=1)
 class CoverTimeConfig(NetworkSettings):
     """Parameters of ``cover-time``."""
 
+    SCENARIO: ClassVar[str] = NAME
+
     runs: int = param(200, "number of independent runs (one row each)", ge=1)
     walk: str = param("metropolis-hastings", "next-node rule of the token",
                       choices=("metropolis-hastings", "uniform-neighbour"))
@@ -69,6 +71,7 @@ class CoverTimeConfig(NetworkSettings):
 
     def __post_init__(self) -> None:
         validate(self)
+        self.check_network_fields()
 
 
 class Carrier(GlobalStateLearner):

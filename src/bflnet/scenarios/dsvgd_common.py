@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import networkx as nx
 import numpy as np
@@ -76,6 +76,14 @@ class DSVGDSettings(DSVGDParams, NetworkSettings):
     """Network settings (K = 10 agents, a server; 1 Mbit/s, 5 ms fixed uplinks) plus the
     letter's Fashion-MNIST model and DSVGD's hyper-parameters (:class:`DSVGDParams`,
     embedded), at a reduced default scale."""
+
+    DECIDED_ELSEWHERE: ClassVar[dict[str, str]] = {
+        name: "agents talk to a parameter server over their uplinks (no D2D graph); K "
+              "decides the number of agents"
+        for name in ("graph", "edge_prob", "radius_m", "area_m", "graph_file")}
+
+    def graphs_in_use(self) -> tuple[str, ...]:
+        return ()
 
     K: int = param(10, "number of agents (letter: 10)", ge=2)
     per_agent: int = param(600, "training examples per agent N_k (letter: 6000)", ge=1)

@@ -27,7 +27,7 @@ evaluations).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import pandas as pd
 
@@ -60,6 +60,8 @@ COLUMNS = ("run_id", "sparsifier", "sharing_fraction", "groups", "n_particles",
 class DSVGDSparsifiersConfig(DSVGDSettings):
     """Parameters of ``dsvgd-sparsifiers``."""
 
+    SCENARIO: ClassVar[str] = NAME
+
     particles: int = param(10, "number of particles N_p (letter: 10)", ge=1)
     rate_multiple: float = param(1.0, "uplink budget R_u as a multiple of d (letter: 1)", gt=0)
     sparsifiers: str = param("per-particle,shared,alpha-shared",
@@ -71,6 +73,7 @@ class DSVGDSparsifiersConfig(DSVGDSettings):
 
     def __post_init__(self) -> None:
         validate(self)
+        self.check_network_fields()
         names = comma_list("sparsifiers", self.sparsifiers)
         bad = [s for s in names if s not in SPARSIFIERS]
         if bad:

@@ -24,7 +24,7 @@ One row per (method, N_p, rate_multiple, iteration): ``run_id``, ``method``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import pandas as pd
 
@@ -59,6 +59,8 @@ COLUMNS = ("run_id", "method", "n_particles", "rate_multiple", "groups", "sharin
 class DSVGDvsFedAvgConfig(DSVGDSettings):
     """Parameters of ``dsvgd-vs-fedavg``."""
 
+    SCENARIO: ClassVar[str] = NAME
+
     particles: str = param("2,5,10", "comma list of DSVGD particle counts N_p (letter: "
                            "2,5,10)")
     rate_multiples: str = param("0.5,1,5,10", "comma list of uplink budgets R_u / d "
@@ -74,6 +76,7 @@ class DSVGDvsFedAvgConfig(DSVGDSettings):
 
     def __post_init__(self) -> None:
         validate(self)
+        self.check_network_fields()
         methods = comma_list("methods", self.methods)
         bad = [m for m in methods if m not in METHODS]
         if bad:

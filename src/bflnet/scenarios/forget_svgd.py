@@ -78,7 +78,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -122,6 +122,8 @@ COLUMNS = ("run_id", "method", "rate_multiple", "sharing_fraction", "groups", "b
 class ForgetSVGDConfig(DSVGDSettings):
     """Parameters of ``forget-svgd``."""
 
+    SCENARIO: ClassVar[str] = NAME
+
     per_agent: int = param(100, "training examples per agent, half from each of its two "
                            "classes (letter: 100)", ge=2)
     eval_size: int = param(10_000, "test examples used for evaluation (letter: all 10000)",
@@ -164,6 +166,7 @@ class ForgetSVGDConfig(DSVGDSettings):
 
     def __post_init__(self) -> None:
         validate(self)
+        self.check_network_fields()
         forget = int_list("forget_classes", self.forget_classes, 0, N_CLASSES - 1)
         if len(forget) >= N_CLASSES:
             raise ValueError("forget_classes: at least one class must remain")

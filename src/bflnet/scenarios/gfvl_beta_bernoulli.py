@@ -3,6 +3,9 @@ walk, KL to the exact posterior against iterations, seconds and bits, per topolo
 
 K agents (default 10) hold ``points_per_agent`` (100) Bernoulli(``theta_true``) points each;
 the prior is Beta(2, 2), α = 1. The paper does not give θ; ``theta_true = 0.3`` is ours.
+``data=agent-skewed`` gives agent i = 1..K its own law instead: per point
+P(z = 1) = t ~ Beta(K + 1 − i, i) (the beta-Bernoulli analogue of the original
+experiments' non-i.i.d. agents; marginally Bern((K + 1 − i)/(K + 1))); G-FVL stays exact.
 G-FVL is exact here (eqs. 13-14): an agent's first visit adds its statistics, every
 revisit is a no-op, so ``kl`` falls to ~0 at the slot that schedules the last unvisited
 agent (the cover slot). The token (η, 2 float64 = 128 bits) moves by the
@@ -25,13 +28,12 @@ graph; else NaN): the mean slot at which ``kl`` reaches ~0.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
 from bflnet.analysis.cover_time import complete_graph_cover_time, exact_cover_time
-from bflnet.data.synthetic import bernoulli_agents
 from bflnet.learners.gfvl import GFVL
 from bflnet.protocols.random_walk import RandomWalkProtocol
 from bflnet.protocols.stopping import StopRule
@@ -67,8 +69,12 @@ KL_FLOOR = 1e-16
 class GFVLBetaBernoulliConfig(GFVLSettings):
     """Parameters of ``gfvl-beta-bernoulli``."""
 
-    graph: str = param("complete", "not used here: the topologies are set by graphs",
-                       choices=GRAPHS)
+    SCENARIO: ClassVar[str] = NAME
+    DECIDED_ELSEWHERE: ClassVar[dict[str, str]] = {
+        "graph": "the graphs parameter (a comma list) decides"}
+
+    graph: str = param("complete", "not used here (an error if set): the topologies are set "
+                       "by graphs", choices=GRAPHS)
     graphs: str = param("star,ring,complete",
                         "comma list of topologies, one curve each (paper: star, ring, complete)")
     iterations: int = param(60, "random-walk iterations per run", ge=1)
@@ -79,6 +85,11 @@ class GFVLBetaBernoulliConfig(GFVLSettings):
     def __post_init__(self) -> None:
         validate(self)
         comma_list("graphs", self.graphs, GRAPHS)
+        self.check_network_fields()
+        self.check_data()
+
+    def graphs_in_use(self) -> tuple[str, ...]:
+        return tuple(comma_list("graphs", self.graphs, GRAPHS))
 
 
 def theory_cover_slot(walk: Walk) -> float:
@@ -110,7 +121,7 @@ def run(config: GFVLBetaBernoulliConfig, *, seed: int = 0,
     names = comma_list("graphs", config.graphs, GRAPHS)
     setups = []
     for name in names:
-        variant = replace(config, graph=name)
+        variant = config.network(graph=name)
         graph = variant.build_graph(RngStreams(seed).numpy("graph"))
         require_connected(graph)
         walk = make_walk(config.walk, graph)
@@ -123,8 +134,7 @@ def run(config: GFVLBetaBernoulliConfig, *, seed: int = 0,
     rows: list[dict[str, Any]] = []
     for (name, graph, walk, net_kwargs, theory), r, run_seed in progress_runs(
             jobs, progress, NAME):
-        data = bernoulli_agents(graph.number_of_nodes(), config.points_per_agent,
-                                config.theta_true, RngStreams(run_seed).numpy("data"))
+        data = config.bernoulli_data(graph.number_of_nodes(), RngStreams(run_seed).numpy("data"))
         learner = GFVL.beta_bernoulli(data, a=config.prior_a, b=config.prior_b,
                                       alpha=config.alpha)
         sim = Simulation(run_seed, name=f"{NAME} {name} run {r}")

@@ -12,6 +12,11 @@ steps of eq. 17 with REINFORCE gradients (eqs. 18-20) and baseline ``baseline``:
 - ``"loo"`` (default) gives every draw the mean loss of the other S − 1 draws as its
   baseline: still unbiased, and the KL converges steadily.
 
+``reinforce_draws``: ``per-agent`` (default, eq. 18: S draws per agent, shared by its
+points) or ``per-point`` (the original code: S independent draws per data point; less
+variance at c = 0, N times the draws). ``data``: ``iid`` (default) or ``agent-skewed``
+(agent i's points have means t ~ Beta(K + 1 − i, i); ``theta_true`` unused).
+
 **Budget.** ``iterations`` is the number of iterations of the L = 1 run; every L runs
 ``ceil(iterations / L)`` iterations, so all curves span the same total local iterations
 L·i (the paper's x axis) and the same compute.
@@ -36,11 +41,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
-from bflnet.data.synthetic import exponential_agents
 from bflnet.learners.gfvl import GFVL
 from bflnet.protocols.random_walk import RandomWalkProtocol
 from bflnet.protocols.stopping import StopRule
@@ -49,6 +53,7 @@ from bflnet.protocols.walks import make_walk
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.cover_time import run_seeds
 from bflnet.scenarios.gfvl_common import (
+    REINFORCE_DRAWS,
     ROW_EVENTS,
     GFVLSettings,
     base_fields,
@@ -76,6 +81,8 @@ _X_LABELS = {"total_local_iterations": "total local iterations L·i",
 class GFVLBetaExponentialConfig(GFVLSettings):
     """Parameters of ``gfvl-beta-exponential``."""
 
+    SCENARIO: ClassVar[str] = NAME
+
     local_iters: str = param("1,10,20,50", "comma list of local steps L per visit, one "
                              "curve each (paper: 1, 10, 20, 50)")
     iterations: int = param(5000, "iterations of the L = 1 run; each L runs "
@@ -88,11 +95,16 @@ class GFVLBetaExponentialConfig(GFVLSettings):
     samples: int = param(30, "Monte Carlo samples S per gradient (paper: 30)", ge=2)
     eval_every: int = param(50, "evaluate the KL every this many total local iterations",
                             ge=1)
+    reinforce_draws: str = param("per-agent", "REINFORCE sampling unit: 'per-agent' (S "
+                                 "draws per agent, eq. 18) or 'per-point' (S draws per data "
+                                 "point, the original code)", choices=REINFORCE_DRAWS)
 
     def __post_init__(self) -> None:
         validate(self)
+        self.check_network_fields()
         int_list("local_iters", self.local_iters, 1)
         parse_baseline(self.baseline)
+        self.check_data()
 
 
 def default_plot(frame: pd.DataFrame, x: str = "total_local_iterations") -> Figure:
@@ -121,11 +133,12 @@ def run(config: GFVLBetaExponentialConfig, *, seed: int = 0,
             for r, s in enumerate(seeds)]
     rows: list[dict[str, Any]] = []
     for L, r, run_seed in progress_runs(jobs, progress, NAME):
-        data = exponential_agents(graph.number_of_nodes(), config.points_per_agent,
-                                  config.theta_true, RngStreams(run_seed).numpy("data"))
+        data = config.exponential_data(graph.number_of_nodes(),
+                                       RngStreams(run_seed).numpy("data"))
         learner = GFVL.beta_exponential(data, a=config.prior_a, b=config.prior_b,
                                         alpha=config.alpha, rho=config.rho, S=config.samples,
-                                        L=L, c=c, metrics="state")
+                                        L=L, c=c, metrics="state",
+                                        reinforce_draws=config.reinforce_draws)
         iterations = math.ceil(config.iterations / L)
         keep = {0, *crossings(iterations, L, config.eval_every)}
         sim = Simulation(run_seed, name=f"{NAME} L={L} run {r}")

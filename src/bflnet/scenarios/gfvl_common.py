@@ -14,12 +14,18 @@ Conventions of the four G-FVL scenarios (``gfvl-beta-bernoulli``, ``gfvl-beta-ex
   clash would make the scenario unsweepable. :func:`with_run_id` makes the ``run_id``
   that :func:`bflnet.analysis.plots.plot_metric` groups by.
 - ``time_s`` and ``cum_bits`` are each run's own simulated clock and on-air bits.
+- ``data``: ``"iid"`` (default: every agent's points from one law with ``theta_true``) or
+  ``"agent-skewed"`` (the original experiments' non-i.i.d. agents: agent i = 1..K draws,
+  per point, its own parameter t ~ Beta(K + 1 − i, i), then the point: exponential with
+  mean t, or Bernoulli with P(1) = t; see :mod:`bflnet.data.synthetic`); ``theta_true``
+  is then not used (an error if set).
 - The runs record the state η itself (``GFVL(metrics="state")``, cheap); the KL divergences
   are computed afterwards, on the rows that are kept (``learner.divergences``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +33,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bflnet.data.synthetic import (
+    agent_skewed_bernoulli_agents,
+    agent_skewed_exponential_agents,
+    bernoulli_agents,
+    exponential_agents,
+)
 from bflnet.protocols.walks import WALK_NAMES
 from bflnet.scenarios.config import param
 from bflnet.scenarios.lists import int_list
@@ -36,6 +48,10 @@ from bflnet.simulator.simulation import Simulation
 
 #: Row events kept in the G-FVL frames (token drops only show in time and bits).
 ROW_EVENTS = ("init", "iteration")
+#: Data laws: one law for every agent, or agent i's own law (t ~ Beta(K + 1 − i, i)).
+DATA = ("iid", "agent-skewed")
+#: REINFORCE sampling units of natural-gradient G-FVL (``GFVL(reinforce_draws=...)``).
+REINFORCE_DRAWS = ("per-agent", "per-point")
 
 
 @dataclass(frozen=True)
@@ -45,7 +61,7 @@ class GFVLSettings(NetworkSettings):
     prior."""
 
     graph: str = param("complete", "topology of the D2D graph", choices=GRAPHS)
-    K: int = param(10, "number of agents (ignored for graph=file)", ge=2)
+    K: int = param(10, "number of agents (graph=file: the file decides, an error if set)", ge=2)
     compute_s_per_step: float = param(1e-3, "simulated seconds per local step", ge=0)
     runs: int = param(20, "independent runs (own seed, data and walk each)", ge=1)
     walk: str = param("metropolis-hastings", "next-node rule of the token (paper: eq. 5)",
@@ -54,8 +70,31 @@ class GFVLSettings(NetworkSettings):
     prior_a: float = param(2.0, "Beta prior a (paper: 2)", gt=0)
     prior_b: float = param(2.0, "Beta prior b (paper: 2)", gt=0)
     alpha: float = param(1.0, "temperature alpha (paper: 1)", gt=0)
+    data: str = param("iid", "data law: 'iid' (every agent's points with theta_true) or "
+                      "'agent-skewed' (agent i = 1..K: per point t ~ Beta(K+1-i, i), the "
+                      "original experiments')", choices=DATA)
 
+    def check_data(self) -> None:
+        """``theta_true`` set with ``data=agent-skewed`` is an error (it is not used)."""
+        own = {f.name: f.default for f in dataclasses.fields(self)}
+        if self.data == "agent-skewed" and getattr(self, "theta_true", None) != own.get(
+                "theta_true"):
+            raise ValueError("theta_true: not used with data=agent-skewed; agent i's "
+                             "parameters t ~ Beta(K + 1 - i, i) decide")
 
+    def exponential_data(self, K: int, rng: np.random.Generator) -> dict[int, np.ndarray]:
+        """The agents' exponential data under ``data`` (``theta_true``: the iid mean)."""
+        if self.data == "agent-skewed":
+            return agent_skewed_exponential_agents(K, self.points_per_agent, rng)
+        theta = self.theta_true  # type: ignore[attr-defined]
+        return exponential_agents(K, self.points_per_agent, theta, rng)
+
+    def bernoulli_data(self, K: int, rng: np.random.Generator) -> dict[int, np.ndarray]:
+        """The agents' Bernoulli data under ``data`` (``theta_true``: the iid P(1))."""
+        if self.data == "agent-skewed":
+            return agent_skewed_bernoulli_agents(K, self.points_per_agent, rng)
+        theta = self.theta_true  # type: ignore[attr-defined]
+        return bernoulli_agents(K, self.points_per_agent, theta, rng)
 
 
 def parse_baseline(text: str) -> float | str:

@@ -15,7 +15,18 @@ Per run, two simulations over the same channel and the same data:
   first time the forgotten agent is scheduled it returns −η_k (η becomes η₀ + Σ_{k'≠k}
   η_k', eq. 21) and from then on only forwards. Then ``iterations`` more iterations.
 - ``method="retraining"``: G-FVL from the prior with the forgotten agents' data excluded
-  (``learner.without``; they still forward the token), for ``iterations`` iterations.
+  (``learner.without``), for ``iterations`` iterations: with ``retrain_graph=forwarder``
+  (default) they still forward the token; with ``retrain_graph=without`` the walk runs on
+  the graph without them (an error if that graph is disconnected, e.g. a star's hub).
+
+``unlearning=iterative`` (the original code) replaces the subtraction by natural-gradient
+steps on the removed-likelihood free energy (:mod:`bflnet.learners.gfvl`): the forgetting
+agent runs ``unlearn_visits`` visits of ``local_iters`` steps each. Schedules:
+``unlearn_schedule=hold-token`` (default; the original code) — once the token reaches the
+forgetting agent it keeps it (is scheduled again, no hand-over) until its
+``unlearn_visits`` visits are done, so the other agents wait; ``walk`` — the token keeps
+walking and the agent unlearns one visit each time it is scheduled, the others learning
+meanwhile. ``reinforce_draws`` and ``data`` as in ``gfvl-beta-exponential``.
 
 One row per (method, run, evaluated iteration): ``method``, ``run``, ``run_seed``,
 ``iteration`` (of that simulation), ``since_request`` (iteration − learn_iterations for
@@ -37,12 +48,12 @@ so. The default ``"loo"`` baseline does not have this problem.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+import networkx as nx
 import numpy as np
 import pandas as pd
 
-from bflnet.data.synthetic import exponential_agents
 from bflnet.learners.gfvl import GFVL
 from bflnet.protocols.interventions import ForgetRequest
 from bflnet.protocols.random_walk import RandomWalkProtocol
@@ -52,6 +63,7 @@ from bflnet.protocols.walks import make_walk
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.cover_time import run_seeds
 from bflnet.scenarios.gfvl_common import (
+    REINFORCE_DRAWS,
     ROW_EVENTS,
     GFVLSettings,
     base_fields,
@@ -71,6 +83,11 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 NAME = "gfvl-unlearning"
+UNLEARNING = ("exact", "iterative")
+#: Iterative unlearning: the forgetting agent keeps the token, or the token walks on.
+SCHEDULES = ("hold-token", "walk")
+#: Retraining from scratch: forgotten agents forward the token, or leave the graph.
+RETRAIN_GRAPHS = ("forwarder", "without")
 #: Every iteration in this many after the request is evaluated (the latency is ~K).
 DENSE = 100
 
@@ -78,6 +95,8 @@ DENSE = 100
 @dataclass(frozen=True)
 class GFVLUnlearningConfig(GFVLSettings):
     """Parameters of ``gfvl-unlearning``."""
+
+    SCENARIO: ClassVar[str] = NAME
 
     forget: str = param("last", "agents to forget: 'last' (agent K-1, the paper's agent "
                         "K = 10) or a comma list of 0-based ids")
@@ -93,13 +112,34 @@ class GFVLUnlearningConfig(GFVLSettings):
     rho: float = param(5e-3, "natural-gradient step size (paper: 5e-3)", gt=0)
     samples: int = param(30, "Monte Carlo samples S per gradient (paper: 30)", ge=2)
     local_iters: int = param(1, "local natural-gradient steps L per visit", ge=1)
+    reinforce_draws: str = param("per-agent", "REINFORCE sampling unit: 'per-agent' (S "
+                                 "draws per agent, eq. 18) or 'per-point' (S draws per data "
+                                 "point, the original code)", choices=REINFORCE_DRAWS)
+    unlearning: str = param("exact", "'exact' (subtract eta_k, Sec. IV) or 'iterative' "
+                            "(natural-gradient steps on the removed-likelihood free energy, "
+                            "the original code)", choices=UNLEARNING)
+    unlearn_visits: int = param(1, "iterative: visits of the forgetting agent, each of "
+                                "local_iters steps", ge=1)
+    unlearn_schedule: str = param("hold-token", "iterative: 'hold-token' (the forgetting "
+                                  "agent keeps the token until done, the original code) or "
+                                  "'walk' (the token keeps walking)", choices=SCHEDULES)
+    retrain_graph: str = param("forwarder", "retraining: 'forwarder' (the forgotten agents "
+                               "stay in the walk, forwarding) or 'without' (the graph "
+                               "without them)", choices=RETRAIN_GRAPHS)
     eval_every: int = param(50, "evaluate every this many iterations (and every iteration "
                             f"in the first {DENSE} after the request)", ge=1)
 
     def __post_init__(self) -> None:
         validate(self)
+        self.check_network_fields()
         forget_agents(self.forget, None if self.graph == "file" else self.K)
         parse_baseline(self.baseline)
+        self.check_data()
+        if self.unlearning == "exact":
+            for name, default in (("unlearn_visits", 1), ("unlearn_schedule", "hold-token")):
+                if getattr(self, name) != default:
+                    raise ValueError(f"{name}: not used with unlearning=exact (one visit "
+                                     f"subtracts eta_k); set unlearning=iterative")
 
 
 def default_plot(frame: pd.DataFrame) -> Figure:
@@ -127,7 +167,7 @@ def _evaluated(last: int, request: int, every: int) -> set[int]:
 
 def _data(config: GFVLUnlearningConfig, K: int, forget: list[int],
           rng: np.random.Generator) -> dict[int, np.ndarray]:
-    data = exponential_agents(K, config.points_per_agent, config.theta_true, rng)
+    data = config.exponential_data(K, rng)
     if config.forget_theta is not None:
         for k in forget:
             data[k] = rng.exponential(config.forget_theta, size=config.points_per_agent)
@@ -145,21 +185,33 @@ def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False) 
     walk = make_walk(config.walk, graph)
     net_kwargs = config.network_kwargs(graph)
     common = dict(a=config.prior_a, b=config.prior_b, alpha=config.alpha, rho=config.rho,
-                  S=config.samples, L=config.local_iters, c=parse_baseline(config.baseline))
+                  S=config.samples, L=config.local_iters, c=parse_baseline(config.baseline),
+                  reinforce_draws=config.reinforce_draws)
+    retrain_graph, retrain_walk, retrain_kwargs = graph, walk, net_kwargs
+    if config.retrain_graph == "without":
+        retrain_graph = graph.subgraph([k for k in graph.nodes if k not in set(forget)]).copy()
+        if retrain_graph.number_of_nodes() == 0 or not nx.is_connected(retrain_graph):
+            raise ValueError(f"retrain_graph: removing agents {forget} disconnects the "
+                             f"{config.graph} graph; use retrain_graph=forwarder")
+        retrain_walk = make_walk(config.walk, retrain_graph)
+        retrain_kwargs = config.network_kwargs(retrain_graph)
+    hold = config.unlearning == "iterative" and config.unlearn_schedule == "hold-token"
     request, after = config.learn_iterations, config.iterations
     rows: list[dict[str, Any]] = []
     for r, run_seed in enumerate(progress_runs(run_seeds(seed, config.runs), progress, NAME)):
         data = _data(config, K, forget, RngStreams(run_seed).numpy("data"))
-        learner = GFVL.beta_exponential(data, **common, unlearning="exact",
+        learner = GFVL.beta_exponential(data, **common, unlearning=config.unlearning,
+                                        unlearn_visits=config.unlearn_visits,
                                         forget_agents=forget, metrics="state")
         plans = (("unlearning", learner, run_seed, request, request + after,
-                  [ForgetRequest(forget, after_iteration=request)]),
+                  [ForgetRequest(forget, after_iteration=request, hold_token=hold)],
+                  (graph, walk, net_kwargs)),
                  ("retraining", learner.without(forget), child_seed(run_seed, "retrain"),
-                  0, after, []))
-        for method, gfvl, sim_seed, start, last, requests in plans:
+                  0, after, [], (retrain_graph, retrain_walk, retrain_kwargs)))
+        for method, gfvl, sim_seed, start, last, requests, (g, w, kw) in plans:
             sim = Simulation(sim_seed, name=f"{NAME} {method} run {r}")
-            sim.build_network(graph, **net_kwargs)
-            protocol = RandomWalkProtocol(gfvl, walk, StopRule(max_iterations=last),
+            sim.build_network(g, **kw)
+            protocol = RandomWalkProtocol(gfvl, w, StopRule(max_iterations=last),
                                           interventions=requests)
             every_row = run_rows(sim, protocol)
             recorded = [row for row in every_row if row["event"] in ROW_EVENTS]

@@ -1,9 +1,25 @@
-"""Graph, channel and link settings shared by the scenarios, and what they build."""
+"""Graph, channel and link settings shared by the scenarios, and what they build.
+
+**No silently ignored setting.** A field a run does not read is an error when it is set:
+:meth:`NetworkSettings.check_network_fields` (called by every scenario config's
+``__post_init__``) rejects, in one line naming the field and what decides instead,
+
+- a field the scenario decides elsewhere (its ``DECIDED_ELSEWHERE``: e.g. ``graph`` in
+  ``gfvl-beta-bernoulli``, where the comma list ``graphs`` decides; every graph field in
+  the parameter-server scenarios, which have no D2D graph);
+- a field the chosen graph or channel ignores (``edge_prob`` without
+  ``graph=erdos-renyi``, ``ge_*`` without ``channel=gilbert-elliott``, ``max_attempts``
+  on a channel that never loses a packet, ...: :data:`USED_ONLY_WITH`).
+
+:meth:`NetworkSettings.used_fields` is the complement: the fields the run reads.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import networkx as nx
 import numpy as np
@@ -16,6 +32,56 @@ from bflnet.simulator.compute import FixedStepTime
 GRAPHS = ("complete", "star", "ring", "path", "grid", "torus", "erdos-renyi",
           "random-geometric", "file")
 CHANNELS = ("ideal", "fixed", "gilbert-elliott", "rayleigh", "rician")
+FADING = ("rayleigh", "rician")
+#: The fields that describe the D2D graph.
+GRAPH_FIELDS = ("graph", "K", "edge_prob", "radius_m", "area_m", "graph_file")
+_TIMED = ("fixed", "gilbert-elliott", *FADING)
+
+
+def _lossy(s: NetworkSettings) -> bool:
+    return s.channel in ("gilbert-elliott", *FADING) or (s.channel == "fixed" and s.loss_prob > 0)
+
+
+def _needs_distance(s: NetworkSettings) -> bool:
+    graphs = s.graphs_in_use()
+    return s.channel in FADING and (not graphs or any(g != "random-geometric" for g in graphs))
+
+
+def _graph_is(*names: str) -> Callable[[NetworkSettings], bool]:
+    return lambda s: any(g in names for g in s.graphs_in_use())
+
+
+def _channel_is(*names: str) -> Callable[[NetworkSettings], bool]:
+    return lambda s: s.channel in names
+
+
+#: Field -> (is it read under these settings?, the settings that read it). A field whose
+#: test fails is ignored by the run: setting it to a non-default value is an error.
+USED_ONLY_WITH: dict[str, tuple[Callable[[NetworkSettings], bool], str]] = {
+    "K": (lambda s: any(g != "file" for g in s.graphs_in_use()) or not s.graphs_in_use(),
+          "a graph other than file (the file decides the number of agents)"),
+    "edge_prob": (_graph_is("erdos-renyi"), "graph=erdos-renyi"),
+    "radius_m": (_graph_is("random-geometric"), "graph=random-geometric"),
+    "area_m": (_graph_is("random-geometric"), "graph=random-geometric"),
+    "graph_file": (_graph_is("file"), "graph=file"),
+    "rate_bps": (_channel_is("fixed", "gilbert-elliott"),
+                 "channel=fixed or gilbert-elliott (fading: bandwidth_hz and coding_rate)"),
+    "latency_s": (_channel_is(*_TIMED), "a channel other than ideal"),
+    "loss_prob": (_channel_is("fixed"), "channel=fixed"),
+    "ge_p_good_to_bad": (_channel_is("gilbert-elliott"), "channel=gilbert-elliott"),
+    "ge_p_bad_to_good": (_channel_is("gilbert-elliott"), "channel=gilbert-elliott"),
+    "ge_loss_bad": (_channel_is("gilbert-elliott"), "channel=gilbert-elliott"),
+    "bandwidth_hz": (_channel_is(*FADING), "channel=rayleigh or rician"),
+    "mean_snr_db": (_channel_is(*FADING), "channel=rayleigh or rician"),
+    "path_loss_exponent": (_channel_is(*FADING), "channel=rayleigh or rician"),
+    "coding_rate": (_channel_is(*FADING), "channel=rayleigh or rician"),
+    "distance_m": (_needs_distance, "channel=rayleigh or rician on a graph without node "
+                   "positions (random-geometric: the positions decide)"),
+    "rician_k": (_channel_is("rician"), "channel=rician"),
+    "mtu_bits": (_channel_is(*_TIMED), "a channel other than ideal"),
+    "max_attempts": (_lossy, "a channel that loses packets (fixed with loss_prob > 0, "
+                     "gilbert-elliott, rayleigh, rician)"),
+}
 
 
 @dataclass(frozen=True)
@@ -23,7 +89,7 @@ class NetworkSettings:
     """The network part of a scenario config: topology, channel, links, compute time."""
 
     graph: str = param("ring", "topology of the D2D graph", choices=GRAPHS)
-    K: int = param(20, "number of agents (ignored for graph=file)", ge=2)
+    K: int = param(20, "number of agents (graph=file: the file decides, an error if set)", ge=2)
     edge_prob: float = param(0.3, "edge probability (erdos-renyi)", gt=0, le=1)
     radius_m: float = param(40.0, "radio range in metres (random-geometric)", gt=0)
     area_m: float = param(100.0, "side of the square area in metres (random-geometric)", gt=0)
@@ -46,6 +112,52 @@ class NetworkSettings:
     mtu_bits: int = param(12_000, "maximum packet size in bits", ge=1)
     max_attempts: int | None = param(8, "ARQ attempts per packet (none: unlimited)", ge=1)
     compute_s_per_step: float = param(0.0, "simulated seconds per local step", ge=0)
+
+    #: Network fields this scenario does not read, each with the parameter (or fact) that
+    #: decides instead; set by the scenario configs.
+    DECIDED_ELSEWHERE: ClassVar[Mapping[str, str]] = {}
+    #: The scenario's name, for the errors.
+    SCENARIO: ClassVar[str] = "this scenario"
+
+    def graphs_in_use(self) -> tuple[str, ...]:
+        """The topologies the run builds (``()``: no D2D graph, e.g. a parameter server)."""
+        return (self.graph,)
+
+    def _setting(self, field: str) -> str:
+        """How the current settings read for the error on ``field``."""
+        if field == "max_attempts" and self.channel == "fixed":
+            return f"channel=fixed and loss_prob={self.loss_prob:g} (no packet is ever lost)"
+        if field in GRAPH_FIELDS or (field == "distance_m" and self.channel in FADING):
+            graphs = self.graphs_in_use()
+            return (f"graph={graphs[0]}" if len(graphs) == 1
+                    else f"topologies {','.join(graphs)}")
+        return f"channel={self.channel}"
+
+    def used_fields(self) -> frozenset[str]:
+        """The network fields this scenario's run reads under the current settings."""
+        names = [f.name for f in dataclasses.fields(NetworkSettings)]
+        return frozenset(n for n in names if n not in self.DECIDED_ELSEWHERE
+                         and (n not in USED_ONLY_WITH or USED_ONLY_WITH[n][0](self)))
+
+    def check_network_fields(self) -> None:
+        """One-line ``ValueError`` for the first network field that is set (not its default)
+        but not read: decided elsewhere, or ignored by the chosen graph or channel."""
+        used = self.used_fields()
+        for f in dataclasses.fields(NetworkSettings):
+            own = next(x for x in dataclasses.fields(self) if x.name == f.name)
+            if f.name in used or getattr(self, f.name) == own.default:
+                continue
+            if f.name in self.DECIDED_ELSEWHERE:
+                raise ValueError(f"{f.name}: not used by {self.SCENARIO}; "
+                                 f"{self.DECIDED_ELSEWHERE[f.name]}")
+            raise ValueError(f"{f.name}: not used with {self._setting(f.name)}; used only "
+                             f"with {USED_ONLY_WITH[f.name][1]}")
+
+    def network(self, **changes: Any) -> NetworkSettings:
+        """The network part of this config alone, with ``changes`` (e.g. one topology of a
+        scenario whose ``graphs`` decides; no scenario check applies to it)."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(NetworkSettings)}
+        return NetworkSettings(**{**values, **changes})
 
     def build_graph(self, rng: np.random.Generator) -> nx.Graph:
         """The topology (connectivity is checked by the protocol that needs it)."""

@@ -4,7 +4,9 @@ exact Markov-chain expectations.
 
 Conjugate beta-Bernoulli G-FVL (exact, eqs. 13-14; data ``points_per_agent`` Bernoulli
 (``theta_true``) points per agent, drawn once per call: they do not affect the latencies)
-over the random walk on ``graph`` with the scenario's channel. Per run, two simulations:
+over the random walk on ``graph`` with the scenario's channel (``data=agent-skewed``:
+agent i's points have P(1) = t ~ Beta(K + 1 − i, i) each; the latencies do not depend on
+the data). Per run, two simulations:
 
 - **unlearning**: learn for ``learn_iterations`` iterations, then request the forget of
   ``forget`` (``"last"``: agent K − 1, the paper's agent K; or a comma list of 0-based ids)
@@ -54,7 +56,7 @@ import math
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -64,7 +66,6 @@ from bflnet.analysis.cover_time import (
     expected_first_hitting,
     harmonic_number,
 )
-from bflnet.data.synthetic import bernoulli_agents
 from bflnet.learners.gfvl import GFVL
 from bflnet.protocols.interventions import ForgetRequest
 from bflnet.protocols.random_walk import RandomWalkProtocol
@@ -98,6 +99,8 @@ TARGETS_MAX = 16
 class UnlearningLatencyConfig(GFVLSettings):
     """Parameters of ``unlearning-latency``."""
 
+    SCENARIO: ClassVar[str] = NAME
+
     runs: int = param(2000, "independent runs (one row each)", ge=1)
     forget: str = param("last", "agents to forget: 'last' (agent K-1, the paper's agent K) "
                         "or a comma list of 0-based ids")
@@ -112,7 +115,9 @@ class UnlearningLatencyConfig(GFVLSettings):
 
     def __post_init__(self) -> None:
         validate(self)
+        self.check_network_fields()
         forget_agents(self.forget, None if self.graph == "file" else self.K)
+        self.check_data()
 
 
 # ------------------------------------------------------------------ theory
@@ -264,8 +269,7 @@ def run(config: UnlearningLatencyConfig, *, seed: int = 0,
     walk = make_walk(config.walk, graph)
     net_kwargs = config.network_kwargs(graph)
     columns = theory(walk, forget, config.learn_iterations)
-    data = bernoulli_agents(K, config.points_per_agent, config.theta_true,
-                            RngStreams(seed).numpy("data"))
+    data = config.bernoulli_data(K, RngStreams(seed).numpy("data"))
     learner = GFVL.beta_bernoulli(data, a=config.prior_a, b=config.prior_b,
                                   alpha=config.alpha, forget_agents=forget, metrics="state")
     retrained = learner.without(forget, metrics="kl")

@@ -19,7 +19,7 @@ evaluations), ``kept_samples``, and for CD-BFL ``missed_increments`` and ``copy_
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import pandas as pd
 
@@ -51,8 +51,11 @@ class CDBFLLocalStepsConfig(CDBFLSettings):
                                   "CD-BFL run each (paper: 1..12)")
     dsgld: bool = param(True, "also run uncompressed DSGLD (the paper's baseline)")
 
+    SCENARIO: ClassVar[str] = NAME
+
     def __post_init__(self) -> None:
         validate(self)
+        self.check_network_fields()
         self.check_rounds()
         int_list("local_steps_list", self.local_steps_list, 1, 10**6)
 

@@ -195,13 +195,16 @@ def main() -> None:
 
     def learner() -> DSVGD:
         return DSVGD(model, {0: (x, y)}, n, local_iters=iters, step_size=1e-3,
-                     batch_size=b, local_particle_iters=0)
+                     batch_size=b, distill_iters=0)
 
     first = learner()
     theta0 = first.init(np.random.default_rng(0))
+    fresh = first.init_agent(0, np.random.default_rng(1))     # the agent's first visit
     steady = learner()
-    steady.init(np.random.default_rng(0))
-    theta1 = steady.merge(theta0, [steady.local_update(0, theta0)])
+    visit1 = steady.local_update(0, theta0, fresh, np.random.default_rng(1))
+    theta1 = steady.merge(theta0, [visit1])
+    factor = visit1.agent_state                               # its state on later visits
+    rng = np.random.default_rng(2)
     natural = matmul_reference(n, b, gen, prealloc=False)
     prealloc = matmul_reference(n, b, gen, prealloc=True)
     svgd1, svgd3 = svgd_products(n, model.d, 1, gen), svgd_products(n, model.d, 3, gen)
@@ -219,8 +222,9 @@ def main() -> None:
         "prealloc": lambda: median_time(prealloc, 5),
         "all1": lambda: median_time(all1, 5),
         "all3": lambda: median_time(all3, 5),
-        "first": lambda: median_time(lambda: first.local_update(0, theta0), 1) / iters,
-        "steady": lambda: median_time(lambda: steady.local_update(0, theta1), 1) / iters,
+        "first": lambda: median_time(lambda: first.local_update(0, theta0, fresh, rng), 1) / iters,
+        "steady": lambda: median_time(lambda: steady.local_update(0, theta1, factor, rng),
+                                     1) / iters,
     }
     interleaved(fns, args.warmup)
     times = interleaved(fns, args.repeat)
@@ -251,7 +255,7 @@ def main() -> None:
         grad_fn = getattr(model, "log_likelihood_grad", None)
         grad_out = torch.empty_like(theta)
 
-        f = steady.factors[0]
+        f = factor
         terms = [KDETerm(theta1, 1.0), KDETerm(f.local, -1.0), KDETerm(f.reference, 1.0)]
         lik = {"autograd": likelihood_grad}
         if callable(grad_fn):

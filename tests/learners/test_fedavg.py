@@ -13,6 +13,7 @@ from bflnet.learners.base import Update
 from bflnet.learners.fedavg import FedAvg
 from bflnet.learners.toy_models import GaussianMeanModel, LinearGaussianModel
 from bflnet.protocols.codecs import topk_quantized
+from bflnet.protocols.local import LocalDriver
 from bflnet.protocols.parameter_server import ParameterServerProtocol
 from bflnet.protocols.scheduling import AllAgents
 from bflnet.protocols.stopping import StopRule
@@ -29,10 +30,12 @@ def regression_agents(k=3, n=20, d=3, seed=0):
     return data
 
 
-def rounds(learner, w, agents, n):
+def rounds(learner, agents, n, seed=0):
+    """``n`` synchronous rounds of ``agents`` from ``learner.init`` (seed ``seed``)."""
+    driver = LocalDriver(learner, seed)
     for _ in range(n):
-        w = learner.merge(w, [learner.local_update(a, w) for a in agents])
-    return w
+        driver.merge([driver.update(a) for a in agents])
+    return driver.state
 
 
 def test_full_batch_fedavg_converges_to_the_map():
@@ -45,7 +48,7 @@ def test_full_batch_fedavg_converges_to_the_map():
     # ‖w‖²/(2·prior_var)) when wd = 1/(N·prior_var): its minimiser is the posterior mean.
     learner = FedAvg(model, data, local_steps=1, lr=0.05, batch_size=20,
                      weight_decay=1.0 / (60 * 0.5))
-    w = rounds(learner, learner.init(np.random.default_rng(0)), [0, 1, 2], 400)
+    w = rounds(learner, [0, 1, 2], 400)
     assert w.shape == (1, 3)
     assert torch.allclose(w[0].double(), map_w, atol=1e-4)
 
@@ -59,7 +62,7 @@ def test_local_steps_reach_the_mle_neighbourhood(optimizer, lr, steps, tol):
     y = torch.cat([v[1] for v in data.values()]).double()
     mle = torch.linalg.lstsq(x, y.unsqueeze(1)).solution[:, 0]
     learner = FedAvg(model, data, local_steps=steps, lr=lr, batch_size=20, optimizer=optimizer)
-    w = rounds(learner, learner.init(np.random.default_rng(0)), [0, 1, 2], 150)
+    w = rounds(learner, [0, 1, 2], 150)
     # Client drift leaves a small bias; Adam restarted every round takes near-sign steps,
     # so heterogeneous agents settle where their steps balance, a little further away.
     assert torch.allclose(w[0].double(), mle, atol=tol)
@@ -69,15 +72,16 @@ def test_equal_curvature_agents_have_no_client_drift():
     data = {0: (torch.full((4, 1), 1.0), torch.zeros(4)),
             1: (torch.full((4, 1), 3.0), torch.zeros(4))}
     learner = FedAvg(GaussianMeanModel(d=1), data, local_steps=5, lr=0.1, momentum=0.5)
-    w = rounds(learner, learner.init(np.random.default_rng(0)), [0, 1], 60)
+    w = rounds(learner, [0, 1], 60)
     assert float(w) == pytest.approx(2.0, abs=1e-5)
 
 
 def test_payload_merge_and_work():
     model = LinearGaussianModel(d=3)
     learner = FedAvg(model, regression_agents(), local_steps=4, lr=0.01, batch_size=5)
-    w = learner.init(np.random.default_rng(0))
-    u0, u1 = learner.local_update(0, w), learner.local_update(1, w)
+    driver = LocalDriver(learner, 0)
+    w = driver.state
+    u0, u1 = driver.update(0), driver.update(1)
     assert u0.payload.shape == (1, 3) and u0.agent == 0
     assert u0.work.steps == 4 and u0.work.flops == 4 * 5 * model.flops_per_example()
     assert torch.equal(learner.merge(w, [u0]), w + u0.payload)
@@ -90,7 +94,7 @@ def test_same_seed_same_model_with_minibatches():
 
     def run(seed):
         learner = FedAvg(LinearGaussianModel(d=3), data, local_steps=3, lr=0.05, batch_size=4)
-        return rounds(learner, learner.init(np.random.default_rng(seed)), [0, 1, 2], 5)
+        return rounds(learner, [0, 1, 2], 5, seed)
 
     assert torch.equal(run(1), run(1))
     assert not torch.equal(run(1), run(2))
@@ -112,7 +116,7 @@ def test_runs_under_the_parameter_server_with_compressed_uplink():
     sim = Simulation(0)
     sim.build_network(nx.empty_graph(3), server=True)
     frame = sim.run(ParameterServerProtocol(learner, StopRule(max_iterations=60),
-                                            selector=AllAgents(), uplink_codec=codec))
+                                            selector=AllAgents(), uplink_codec=codec)).frame
     err = frame.err.dropna().to_numpy()
     assert err[-1] < 0.1 * err[0]
     it = frame[frame.event == "iteration"]
@@ -128,18 +132,18 @@ def test_errors():
                           ({"weight_decay": -1.0}, "weight_decay")]:
         with pytest.raises(ValueError, match=field):
             FedAvg(model, data, **kwargs)
-    learner = FedAvg(model, data, lr=1e30)
+    learner = FedAvg(model, data, lr=1e6)
     w = learner.init(np.random.default_rng(0))
     with pytest.raises(ValueError, match="agent 0.*non-finite"):
-        learner.local_update(0, w * 1e30)
+        LocalDriver(learner, state=w * 1e30).update(0)
     with pytest.raises(ValueError, match=r"merge: non-finite .* agents \[1\]"):
         learner.merge(w, [Update(torch.full((1, 3), float("nan")), agent=1)])
     with pytest.raises(ValueError, match="NaN or inf"):
         learner.merge(w * float("inf"), [])
     with pytest.raises(ValueError, match="no data for agent 9"):
-        learner.local_update(9, w)
+        LocalDriver(learner, state=w).update(9)
     with pytest.raises(NotImplementedError):
-        learner.forget([0])
+        learner.forget(0, None)
 
 
 def test_evaluate_single_model_predictive():
@@ -150,8 +154,7 @@ def test_evaluate_single_model_predictive():
     y = (x[:, 0] - x[:, 1] > 0).long()
     learner = FedAvg(LogisticRegression(n_in=2, n_out=2), {0: (x[:60], y[:60])},
                      local_steps=20, lr=0.5, batch_size=60, eval_data=(x[60:], y[60:]))
-    w = learner.init(np.random.default_rng(0))
-    w = rounds(learner, w, [0], 5)
+    w = rounds(learner, [0], 5)
     metrics = learner.evaluate(w)
     assert metrics.keys() == {"accuracy", "ece", "nll", "brier"}
     assert metrics["accuracy"] > 0.85

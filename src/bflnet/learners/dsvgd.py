@@ -14,7 +14,7 @@ represents ``q(θ)`` through its KDE. The scheduled agent ``k``:
    ``temperature`` and a fresh minibatch of ``M = min(batch_size, N_k)`` examples per step;
 2. sends ``ΔΘ = Θ^[L] − Θ^(i−1)`` (``Update.payload``, ``(N_p, d)``: what the letter
    compresses, Sec. III); the server sets ``Θ^(i) = Θ^(i−1) + ΔΘ`` (``merge``);
-3. distils its approximate likelihood: local particles move by ``local_particle_iters``
+3. distils its approximate likelihood: local particles move by ``distill_iters``
    SVGD steps towards ``t_k^(i) ∝ q^(i)/q^(i−1) · t_k^(i−1)`` (three KDEs).
 
 **What the local particles represent.** ``t_k`` itself need not be a normalisable density

@@ -450,7 +450,7 @@ def test_bad_arguments_raise_value_error_naming_the_argument(build, name):
 def test_error_message_format():
     with pytest.raises(ValueError) as info:
         StochasticQuantizer(1)
-    assert str(info.value) == "n_bits: must be an integer in [2, 32], got 1"
+    assert str(info.value) == "n_bits: must be an integer >= 2 and <= 32, got 1"
     with pytest.raises(ValueError) as info:
         make_codec("gzip")
     assert all(n in str(info.value) for n in CODEC_NAMES)

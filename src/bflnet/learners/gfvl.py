@@ -79,11 +79,10 @@ from bflnet.learners.expfam import (
     log_integral,
     normal,
 )
+from bflnet.learners.hyper import GFVL_METHODS, GFVLParams
+from bflnet.params import with_overrides
 
-METHODS = ("exact", "natgrad")
-#: REINFORCE sampling unit: S draws per agent (eq. 18) or S draws per data point.
-REINFORCE_DRAWS = ("per-agent", "per-point")
-UNLEARNING = ("exact", "iterative")
+METHODS = GFVL_METHODS
 METRICS = ("kl", "state")
 #: An agent's status: learning, asked to forget (not yet done), or forgotten.
 STATUSES = ("learning", "forgetting", "forgotten")
@@ -93,18 +92,6 @@ MAX_HALVINGS = 60
 
 def _real(value: Any) -> bool:
     return isinstance(value, Real) and not isinstance(value, bool) and bool(np.isfinite(value))
-
-
-def _positive(name: str, value: float) -> float:
-    if not (_real(value) and value > 0):
-        raise ValueError(f"{name}: must be > 0 and finite, got {value!r}")
-    return float(value)
-
-
-def _count(name: str, value: int, minimum: int = 1) -> int:
-    if not (_real(value) and int(value) == value and value >= minimum):
-        raise ValueError(f"{name}: must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -123,10 +110,11 @@ class GFVL(GlobalStateLearner):
     """G-FVL over an exponential-family q; global state η, payload Δη (module docstring).
 
     Arguments: ``prior`` (an :class:`ExpFam`, the family of q), ``likelihood``, ``data``
-    ({agent: 1-D array}, every agent non-empty); ``method`` ("exact" needs a likelihood
-    conjugate to the prior; default: exact when it is, else "natgrad"); temperature
-    ``alpha``; natgrad step ``rho``, samples ``S``, baseline ``c`` and local steps ``L`` per
-    visit (``c="loo"``: each draw's baseline is the mean loss of the other S − 1 draws,
+    ({agent: 1-D array}, every agent non-empty); ``params``, a
+    :class:`~bflnet.learners.hyper.GFVLParams`, or its fields as keywords: ``method``
+    ("exact" needs a likelihood conjugate to the prior; default: exact when it is, else
+    "natgrad"), temperature ``alpha``, natgrad step ``rho``, samples ``S`` and local steps
+    ``L`` per visit; the baseline ``c`` (``c="loo"``: each draw's baseline is the mean loss of the other S − 1 draws,
     unbiased and far less noisy than the paper's c = 0 when the sum loss is large);
     ``unlearning`` ("exact" | "iterative") and ``unlearn_visits``; ``exclude``
     (agents whose data is never used: retraining from scratch); ``forget_agents``, the
@@ -151,49 +139,34 @@ class GFVL(GlobalStateLearner):
     without those agents' data).
     """
 
-    def __init__(self, prior: ExpFam, likelihood: Likelihood, data: Mapping[Any, Any], *,
-                 method: str | None = None, alpha: float = 1.0, rho: float = 5e-3,
-                 S: int = 30, L: int = 1, c: float | str = 0.0, unlearning: str = "exact",
-                 unlearn_visits: int = 1, exclude: Iterable[Any] = (),
-                 forget_agents: Iterable[Any] = (), metrics: str = "kl",
-                 reinforce_draws: str = "per-agent") -> None:
+    def __init__(self, prior: ExpFam, likelihood: Likelihood, data: Mapping[Any, Any],
+                 params: GFVLParams | None = None, *, c: float | str = 0.0,
+                 exclude: Iterable[Any] = (), forget_agents: Iterable[Any] = (),
+                 metrics: str = "kl", **hyper: Any) -> None:
         if not isinstance(prior, ExpFam):
             raise ValueError(f"prior: must be an ExpFam (e.g. beta(2, 2)), got {prior!r}")
         if not isinstance(likelihood, Likelihood):
             raise ValueError(f"likelihood: must be a Likelihood, got {likelihood!r}")
         conjugate = (isinstance(likelihood, ConjugateLikelihood)
                      and likelihood.prior_family is prior.family)
-        if method is None:
-            method = "exact" if conjugate else "natgrad"
-        if method not in METHODS:
-            raise ValueError(f"method: must be one of {METHODS}, got {method!r}")
-        if method == "exact" and not conjugate:
+        p = with_overrides(params if params is not None else GFVLParams(), hyper)
+        if p.method is None:
+            p = with_overrides(p, {"method": "exact" if conjugate else "natgrad"})
+        if p.method == "exact" and not conjugate:
             raise ValueError(f"method: 'exact' needs a likelihood conjugate to the "
                              f"{prior.family.name} prior, got {likelihood.name}")
-        if unlearning not in UNLEARNING:
-            raise ValueError(f"unlearning: must be one of {UNLEARNING}, got {unlearning!r}")
-        if unlearning == "iterative" and method != "natgrad":
-            raise ValueError("unlearning: 'iterative' needs method='natgrad'")
-        if reinforce_draws not in REINFORCE_DRAWS:
-            raise ValueError(f"reinforce_draws: must be one of {REINFORCE_DRAWS}, "
-                             f"got {reinforce_draws!r}")
-        if reinforce_draws != "per-agent" and method != "natgrad":
-            raise ValueError(f"reinforce_draws: {reinforce_draws!r} needs method='natgrad' "
-                             f"(exact G-FVL draws nothing)")
         if not isinstance(data, Mapping) or not data:
             raise ValueError("data: must be a non-empty mapping {agent: 1-D array}")
         if not (_real(c) or c == "loo"):
             raise ValueError(f"c: must be a finite number or 'loo', got {c!r}")
-        if c == "loo" and not (_real(S) and S >= 2):
-            raise ValueError(f"S: must be >= 2 with c='loo', got {S!r}")
+        if c == "loo" and p.S < 2:
+            raise ValueError(f"S: must be >= 2 with c='loo', got {p.S!r}")
+        self.params = p
         self.prior, self.family, self.likelihood = prior, prior.family, likelihood
-        self.method, self.conjugate = method, conjugate
-        self.alpha = _positive("alpha", alpha)
-        self.rho = _positive("rho", rho)
-        self.S, self.L = _count("S", S), _count("L", L)
+        self.method, self.conjugate = p.method, conjugate
+        self.alpha, self.rho, self.S, self.L = float(p.alpha), float(p.rho), p.S, p.L
         self.c: float | str = c if c == "loo" else float(c)
-        self.unlearning = unlearning
-        self.unlearn_visits = _count("unlearn_visits", unlearn_visits)
+        self.unlearning, self.unlearn_visits = p.unlearning, p.unlearn_visits
         self.agents: tuple[Any, ...] = tuple(data)
         self._summary = {k: likelihood.summary(likelihood.check(v, f"data[{k!r}]"))
                          for k, v in data.items()}
@@ -203,15 +176,12 @@ class GFVL(GlobalStateLearner):
             raise ValueError(f"metrics: must be one of {METRICS}, got {metrics!r}")
         self.metrics = metrics
         self._data = {k: np.array(v, dtype=np.float64) for k, v in data.items()}
-        self.reinforce_draws = reinforce_draws
-        self._config = dict(method=method, alpha=alpha, rho=rho, S=S, L=L, c=c,
-                            unlearning=unlearning, unlearn_visits=unlearn_visits,
-                            reinforce_draws=reinforce_draws)
+        self.reinforce_draws = p.reinforce_draws
         # per-point: each point's own summary, shape (summary dim, N), for one vectorised
         # loss of N x S draws
         self._points = ({k: np.stack([likelihood.summary(v[n:n + 1]) for n in range(v.size)],
                                      axis=1) for k, v in self._data.items()}
-                        if reinforce_draws == "per-point" else {})
+                        if self.reinforce_draws == "per-point" else {})
         self._increment = ({k: likelihood.increment(s) / self.alpha  # type: ignore[attr-defined]
                             for k, s in self._summary.items()} if conjugate else {})
         self._targets: dict[frozenset[Any], Any] = {}
@@ -248,7 +218,8 @@ class GFVL(GlobalStateLearner):
         exclude = set(self.exclude) | set(self._known("agents", agents))
         return GFVL(self.prior, self.likelihood, self._data, exclude=exclude,
                     forget_agents=self.forget_agents,
-                    metrics=self.metrics if metrics is None else metrics, **self._config)
+                    metrics=self.metrics if metrics is None else metrics, params=self.params,
+                    c=self.c)
 
     # ------------------------------------------------------------------ learner hooks
     def init(self, rng: np.random.Generator | None) -> np.ndarray:

@@ -86,3 +86,36 @@ class CDBFLParams(LangevinParams):
                              le=10**6)
     zeta: float = param(0.03, "mixing step zeta of the control sequences (paper: 0.03)",
                         gt=0, le=1)
+
+
+#: G-FVL's ways to compute a local update: closed-form (conjugate) or natural gradient.
+GFVL_METHODS = ("exact", "natgrad")
+#: REINFORCE sampling unit: S draws per agent (eq. 18) or S draws per data point.
+REINFORCE_DRAWS = ("per-agent", "per-point")
+#: G-FVL unlearning: subtract η_k at once (Sec. IV), or reversed natural-gradient visits.
+UNLEARNING = ("exact", "iterative")
+
+
+@dataclass(frozen=True)
+class GFVLParams:
+    """G-FVL's hyper-parameters (the REINFORCE baseline ``c``, a number or ``'loo'``, is a
+    keyword of :class:`~bflnet.learners.gfvl.GFVL` itself)."""
+
+    method: str | None = param(None, "local update: 'exact' (conjugate) or 'natgrad' (none: "
+                               "exact when the likelihood is conjugate)", choices=GFVL_METHODS)
+    alpha: float = param(1.0, "temperature alpha", gt=0, le=1e6)
+    rho: float = param(5e-3, "natural-gradient step size", gt=0, le=1e6)
+    S: int = param(30, "Monte Carlo samples per gradient", ge=1, le=10**6)
+    L: int = param(1, "local natural-gradient steps per visit", ge=1, le=10**7)
+    unlearning: str = param("exact", "'exact' (subtract eta_k) or 'iterative' (natgrad "
+                            "visits with the reversed sign)", choices=UNLEARNING)
+    unlearn_visits: int = param(1, "iterative: visits of a forgetting agent", ge=1, le=10**7)
+    reinforce_draws: str = param("per-agent", "REINFORCE sampling unit", choices=REINFORCE_DRAWS)
+
+    def __post_init__(self) -> None:
+        validate(self)
+        if self.unlearning == "iterative" and self.method == "exact":
+            raise ValueError("unlearning: 'iterative' needs method='natgrad'")
+        if self.reinforce_draws != "per-agent" and self.method == "exact":
+            raise ValueError(f"reinforce_draws: {self.reinforce_draws!r} needs "
+                             f"method='natgrad' (exact G-FVL draws nothing)")

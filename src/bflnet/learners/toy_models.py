@@ -17,13 +17,9 @@ import math
 import torch
 from torch import Tensor
 
+from bflnet.checks import check_real
+
 __all__ = ["GaussianMeanModel", "LinearGaussianModel"]
-
-
-def _positive(name: str, value: float) -> float:
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name}: must be finite and > 0, got {value!r}")
-    return float(value)
 
 
 class GaussianMeanModel:
@@ -38,8 +34,8 @@ class GaussianMeanModel:
             raise ValueError(f"d: must be an integer >= 1, got {d!r}")
         self.d = d
         self.prior_mean = float(prior_mean)
-        self.prior_var = _positive("prior_var", prior_var)
-        self.noise_var = _positive("noise_var", noise_var)
+        self.prior_var = check_real("prior_var", prior_var, gt=0)
+        self.noise_var = check_real("noise_var", noise_var, gt=0)
         self.dtype = dtype
 
     def log_prior(self, theta: Tensor) -> Tensor:
@@ -90,8 +86,8 @@ class LinearGaussianModel:
         if isinstance(d, bool) or not isinstance(d, int) or d < 1:
             raise ValueError(f"d: must be an integer >= 1, got {d!r}")
         self.d = d
-        self.prior_var = _positive("prior_var", prior_var)
-        self.noise_var = _positive("noise_var", noise_var)
+        self.prior_var = check_real("prior_var", prior_var, gt=0)
+        self.noise_var = check_real("noise_var", noise_var, gt=0)
         self.dtype = dtype
 
     def log_prior(self, theta: Tensor) -> Tensor:

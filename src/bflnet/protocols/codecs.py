@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from scipy.special import gammaln
 
+from bflnet.checks import check_int
 from bflnet.protocols.codec_base import Codec, Encoded
 
 __all__ = [
@@ -57,13 +58,6 @@ _VALUE_DTYPES = {16: np.float16, 32: np.float32, 64: np.float64}
 
 def _is_int(v: Any) -> bool:
     return isinstance(v, numbers.Integral) and not isinstance(v, bool)
-
-
-def _check_int(name: str, v: Any, low: int, high: int | None = None) -> int:
-    if not _is_int(v) or v < low or (high is not None and v > high):
-        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise ValueError(f"{name}: must be an integer {bound}, got {v!r}")
-    return int(v)
 
 
 def _as_array(x: Any) -> np.ndarray:
@@ -107,13 +101,13 @@ def position_bits(d: int, k: int) -> int:
     >>> position_bits(10, 1), position_bits(8, 4), position_bits(5, 5)
     (4, 7, 0)
     """
-    d = _check_int("d", d, 0)
-    k = _check_int("k", k, 0, d)
+    d = check_int("d", d, ge=0)
+    k = check_int("k", k, ge=0, le=d)
     return _position_bits_cached(d, k)
 
 
 def _check_groups(groups: Any, n_rows: int) -> int:
-    groups = _check_int("groups", groups, 1)
+    groups = check_int("groups", groups, ge=1)
     if n_rows % groups:
         raise ValueError(f"groups: must divide the number of rows {n_rows}, got {groups}")
     return groups
@@ -126,9 +120,9 @@ def topk_bits(d: int, k: int, n_rows: int = 1, groups: int = 1, value_bits: int 
     per-particle sparsification (eq. 9), ``groups = 1`` shared (eq. 10), otherwise
     group-shared with ``groups = 1 / sharing_fraction`` (eq. 11).
     """
-    n_rows = _check_int("n_rows", n_rows, 0)
+    n_rows = check_int("n_rows", n_rows, ge=0)
     groups = _check_groups(groups, n_rows)
-    value_bits = _check_int("value_bits", value_bits, 1)
+    value_bits = check_int("value_bits", value_bits, ge=1)
     return groups * position_bits(d, k) + n_rows * k * value_bits
 
 
@@ -137,9 +131,9 @@ def quantizer_bits(n_values: int, n_bits: int, a_max_bits: int = A_MAX_BITS) -> 
 
     ``a_max_bits`` is 32 when the dynamic range is sent with the message, 0 when it is fixed.
     """
-    n_values = _check_int("n_values", n_values, 0)
-    n_bits = _check_int("n_bits", n_bits, 2)
-    a_max_bits = _check_int("a_max_bits", a_max_bits, 0)
+    n_values = check_int("n_values", n_values, ge=0)
+    n_bits = check_int("n_bits", n_bits, ge=2)
+    a_max_bits = check_int("a_max_bits", a_max_bits, ge=0)
     return n_values * n_bits + a_max_bits
 
 
@@ -148,7 +142,7 @@ def topk_quantized_bits(
 ) -> int:
     """Bits of a top-k + quantised message: positions, ``n_bits`` per kept entry and one
     ``a_max`` for the whole message (``a_max_bits = 0`` for a fixed range)."""
-    a_max_bits = _check_int("a_max_bits", a_max_bits, 0)
+    a_max_bits = check_int("a_max_bits", a_max_bits, ge=0)
     return topk_bits(d, k, n_rows, groups, n_bits) + a_max_bits
 
 
@@ -170,12 +164,12 @@ def largest_k_within_budget(
     the bracket leaves undecided are settled with exact integer arithmetic. Raises
     ``ValueError`` if not even ``k = 1`` fits (then no ``k`` does).
     """
-    budget_bits = _check_int("budget_bits", budget_bits, 0)
-    d = _check_int("d", d, 1)
-    n_rows = _check_int("n_rows", n_rows, 1)
+    budget_bits = check_int("budget_bits", budget_bits, ge=0)
+    d = check_int("d", d, ge=1)
+    n_rows = check_int("n_rows", n_rows, ge=1)
     groups = _check_groups(groups, n_rows)
-    n_bits = _check_int("n_bits", n_bits, 2)
-    a_max_bits = _check_int("a_max_bits", a_max_bits, 0)
+    n_bits = check_int("n_bits", n_bits, ge=2)
+    a_max_bits = check_int("a_max_bits", a_max_bits, ge=0)
 
     def size(k: int) -> int:
         return topk_quantized_bits(d, k, n_rows, groups, n_bits, a_max_bits)
@@ -286,14 +280,14 @@ class TopKCodec(Codec):
                 f"k: give exactly one of k or ratio, got k={self.k!r}, ratio={self.ratio!r}"
             )
         if self.k is not None:
-            _check_int("k", self.k, 1)
+            check_int("k", self.k, ge=1)
         if self.ratio is not None and not (
             isinstance(self.ratio, numbers.Real)
             and not isinstance(self.ratio, bool)
             and 0.0 < self.ratio <= 1.0
         ):
             raise ValueError(f"ratio: must be a number in (0, 1], got {self.ratio!r}")
-        _check_int("groups", self.groups, 1)
+        check_int("groups", self.groups, ge=1)
         if not _is_int(self.value_bits) or self.value_bits not in _VALUE_DTYPES:
             raise ValueError(f"value_bits: must be one of 16, 32, 64, got {self.value_bits!r}")
 
@@ -311,7 +305,7 @@ class TopKCodec(Codec):
         ``sharing_fraction`` must lie in ``[1/n_particles, 1]`` with ``1/sharing_fraction`` an
         integer dividing ``n_particles`` (``1/n_particles`` is per-particle, 1 is shared).
         """
-        n_particles = _check_int("n_particles", n_particles, 1)
+        n_particles = check_int("n_particles", n_particles, ge=1)
         groups = _groups_from_sharing_fraction(sharing_fraction, n_particles)
         return cls(k=k, ratio=ratio, groups=groups, value_bits=value_bits)
 
@@ -391,7 +385,7 @@ class StochasticQuantizer(Codec):
     a_max: float | None = None
 
     def __post_init__(self) -> None:
-        _check_int("n_bits", self.n_bits, 2, 32)
+        check_int("n_bits", self.n_bits, ge=2, le=32)
         if self.a_max is not None and not (
             isinstance(self.a_max, numbers.Real)
             and not isinstance(self.a_max, bool)

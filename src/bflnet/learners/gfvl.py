@@ -114,9 +114,10 @@ class GFVL(GlobalStateLearner):
     :class:`~bflnet.learners.hyper.GFVLParams`, or its fields as keywords: ``method``
     ("exact" needs a likelihood conjugate to the prior; default: exact when it is, else
     "natgrad"), temperature ``alpha``, natgrad step ``rho``, samples ``S`` and local steps
-    ``L`` per visit; the baseline ``c`` (``c="loo"``: each draw's baseline is the mean loss of the other S − 1 draws,
-    unbiased and far less noisy than the paper's c = 0 when the sum loss is large);
-    ``unlearning`` ("exact" | "iterative") and ``unlearn_visits``; ``exclude``
+    ``L`` per visit; the baseline ``c`` (``c="loo"``: each draw's baseline is the mean
+    loss of the other S − 1 draws, unbiased and far less noisy than the paper's c = 0 when
+    the sum loss is large); ``unlearning`` ("exact" | "iterative") and ``unlearn_visits``;
+    ``exclude``
     (agents whose data is never used: retraining from scratch); ``forget_agents``, the
     agents whose forgetting ``evaluate`` measures (``kl_retrained``; the forget request
     itself is an event of the run, a :class:`bflnet.protocols.ForgetRequest`);

@@ -61,7 +61,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--fig4-steps", type=int, default=20_000,
                         help="total local steps of the Fig. 4 part (20000: ~20 min)")
+    parser.add_argument("--only", choices=("fig4", "fig5"), action="append",
+                        help="run only these parts (repeatable; default: both)")
     args = parser.parse_args()
+    parts = set(args.only or ("fig4", "fig5"))
     out = ROOT / "out" / ("gfvl-original-quick" if args.quick else "gfvl-original")
     out.mkdir(parents=True, exist_ok=True)
     lines: list[str] = []
@@ -70,37 +73,39 @@ def main() -> None:
         print(text, flush=True)
         lines.append(text)
 
-    fig5 = run("gfvl-unlearning", {**FIG5, **(QUICK["fig5"] if args.quick else {})},
-               args.seed, say)
-    fig5.to_csv(out / "fig5_original.csv", index=False)
-    unl = fig5[fig5.method == "unlearning"]
-    plateau = []
-    for _, r in unl.groupby("run"):
-        done = r.unlearned_at.iloc[0]
-        # the last evaluation while it holds the token (only it updates meanwhile)
-        held = r[r.since_request <= done] if np.isfinite(done) else r.iloc[0:0]
-        plateau.append(held.kl_retrained.iloc[-1] if len(held) else np.nan)
-    before = unl[unl.since_request == 0].kl_retrained
-    last = fig5.since_request.max()
-    retrain = fig5[(fig5.method == "retraining") & (fig5.since_request == last)].kl_retrained
-    lat = unl.groupby("run").unlearned_at.first()
-    say("Fig. 5 (iterative unlearning, hold-token): KL(q ‖ retrained posterior), mean ± s.e.")
-    say(f"  at the request: {mean_se(before)}")
-    say(f"  when the forgetting agent hands the token on (plateau): "
-        f"{mean_se(pd.Series(plateau))}; at slot {mean_se(lat)} after the request")
-    say(f"  retraining from scratch after {last} iterations: {mean_se(retrain)}")
-    fig4 = run("gfvl-beta-exponential", {**FIG4, "iterations": args.fig4_steps,
-                **(QUICK["fig4"] if args.quick else {})},
-               args.seed, say)
-    fig4.to_csv(out / "fig4_original.csv", index=False)
-    say("Fig. 4 (agent-skewed, per-point draws, c = 0): KL(q ‖ posterior), mean ± s.e.")
-    for steps in (1000, 5000, 20_000):
-        rows = fig4[fig4.total_local_iterations == steps]
-        if len(rows):
-            say(f"  L·i = {steps:6d}: " + "; ".join(
-                f"L={L} {mean_se(r.kl)}" for L, r in rows.groupby("L")))
+    if "fig5" in parts:
+        fig5 = run("gfvl-unlearning", {**FIG5, **(QUICK["fig5"] if args.quick else {})},
+                   args.seed, say)
+        fig5.to_csv(out / "fig5_original.csv", index=False)
+        unl = fig5[fig5.method == "unlearning"]
+        plateau = []
+        for _, r in unl.groupby("run"):
+            done = r.unlearned_at.iloc[0]
+            # the last evaluation while it holds the token (only it updates meanwhile)
+            held = r[r.since_request <= done] if np.isfinite(done) else r.iloc[0:0]
+            plateau.append(held.kl_retrained.iloc[-1] if len(held) else np.nan)
+        before = unl[unl.since_request == 0].kl_retrained
+        last = fig5.since_request.max()
+        retrain = fig5[(fig5.method == "retraining") & (fig5.since_request == last)].kl_retrained
+        lat = unl.groupby("run").unlearned_at.first()
+        say("Fig. 5 (iterative unlearning, hold-token): KL(q ‖ retrained posterior), mean ± s.e.")
+        say(f"  at the request: {mean_se(before)}")
+        say(f"  when the forgetting agent hands the token on (plateau): "
+            f"{mean_se(pd.Series(plateau))}; at slot {mean_se(lat)} after the request")
+        say(f"  retraining from scratch after {last} iterations: {mean_se(retrain)}")
+    if "fig4" in parts:
+        fig4 = run("gfvl-beta-exponential", {**FIG4, "iterations": args.fig4_steps,
+                    **(QUICK["fig4"] if args.quick else {})},
+                   args.seed, say)
+        fig4.to_csv(out / "fig4_original.csv", index=False)
+        say("Fig. 4 (agent-skewed, per-point draws, c = 0): KL(q ‖ posterior), mean ± s.e.")
+        for steps in (1000, 5000, 20_000):
+            rows = fig4[fig4.total_local_iterations == steps]
+            if len(rows):
+                say(f"  L·i = {steps:6d}: " + "; ".join(
+                    f"L={L} {mean_se(r.kl)}" for L, r in rows.groupby("L")))
 
-    (out / "summary.txt").write_text("\n".join(lines) + "\n")
+    (out / f"summary-{'-'.join(sorted(parts))}.txt").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -202,6 +202,42 @@ def test_budget_helper_large_d_is_fast_and_exact():
     assert topk_quantized_bits(d, k, n_p, 2, n_b) <= d < topk_quantized_bits(d, k + 1, n_p, 2, n_b)
 
 
+def test_budget_helper_never_builds_a_model_sized_array():
+    """O(log d) sizes: a model of 10^12 parameters takes kilobytes, and the k found is the
+    boundary (sizes increase below d/2)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        for d in (10**9, 10**12):
+            for multiple in (0.5, 1, 10):
+                k = largest_k_within_budget(int(multiple * d), d, 10, 2, 5)
+                assert k < d // 2
+                assert (topk_quantized_bits(d, k, 10, 2, 5) <= multiple * d
+                        < topk_quantized_bits(d, k + 1, 10, 2, 5))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000
+
+
+def test_position_bits_high_precision_fallback_is_exact(monkeypatch):
+    """Where lgamma cannot decide ceil(log2 C(d, k)), 160-bit arithmetic does; forced here
+    with a huge error bound, it still gives the exact integer count."""
+    from bflnet.protocols import codecs
+
+    monkeypatch.setattr(codecs, "_log2_comb_error", lambda d: 50.0)
+    codecs._position_bits_cached.cache_clear()
+    try:
+        gen = np.random.default_rng(0)
+        for _ in range(200):
+            d = int(gen.integers(1, 5000))
+            k = int(gen.integers(0, d + 1))
+            assert codecs.position_bits(d, k) == ceil_log2_comb(d, k)
+    finally:
+        codecs._position_bits_cached.cache_clear()
+
+
 def test_budget_helper_rejects_budget_below_k1():
     with pytest.raises(ValueError, match="budget_bits"):
         largest_k_within_budget(40, 100, 1, 1, 5)

@@ -24,7 +24,6 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy.special import gammaln
 
 from bflnet.checks import check_int
 from bflnet.protocols.codec_base import Codec, Encoded
@@ -88,8 +87,35 @@ def _level_dtype(n_bits: int) -> np.dtype:
 # --------------------------------------------------------------------------- bit counts
 
 
+def _log2_comb(d: int, k: int) -> float:
+    return (math.lgamma(d + 1.0) - math.lgamma(k + 1.0) - math.lgamma(d - k + 1.0)) / math.log(2)
+
+
+def _log2_comb_error(d: int) -> float:
+    """A bound on the rounding error of :func:`_log2_comb` (thousands of ulps of the
+    largest term, far above lgamma's few)."""
+    return 1e-12 * (1.0 + math.lgamma(d + 1.0))
+
+
 @lru_cache(maxsize=4096)
 def _position_bits_cached(d: int, k: int) -> int:
+    if k in (0, d):
+        return 0
+    # ceil(log2 C(d, k)) from lgamma when no integer lies within its error, else exactly
+    # (C(d, k) of a large model has millions of digits)
+    x, eps = _log2_comb(d, k), _log2_comb_error(d)
+    lo, hi = math.ceil(x - eps), math.ceil(x + eps)
+    if lo == hi:
+        return max(lo, 0)
+    import mpmath  # 160-bit lgamma: decides all but integers within ~1e-30 of log2 C
+
+    ctx = mpmath.mp.clone()
+    ctx.prec = 160
+    x_hp = (ctx.loggamma(d + 1) - ctx.loggamma(k + 1) - ctx.loggamma(d - k + 1)) / ctx.ln(2)
+    eps_hp = ctx.mpf(2) ** -120 * (1 + abs(ctx.loggamma(d + 1)))
+    lo, hi = int(ctx.ceil(x_hp - eps_hp)), int(ctx.ceil(x_hp + eps_hp))
+    if lo == hi:
+        return max(lo, 0)
     return (math.comb(d, k) - 1).bit_length()
 
 
@@ -157,12 +183,22 @@ def largest_k_within_budget(
 ) -> int:
     """The largest ``k`` in ``[1, d]`` whose top-k + quantised message fits ``budget_bits``.
 
-    The message size is :func:`topk_quantized_bits` (including the 32-bit ``a_max``). It is
-    increasing in ``k`` for ``k <= d/2`` but, because ``C(d, k)`` shrinks again above
-    ``d/2``, not always beyond, so a plain bisection could stop short; instead the size of
-    every candidate ``k`` is bracketed with ``lgamma`` (vectorised) and the few candidates
-    the bracket leaves undecided are settled with exact integer arithmetic. Raises
-    ``ValueError`` if not even ``k = 1`` fits (then no ``k`` does).
+    The message size is :func:`topk_quantized_bits` (including the 32-bit ``a_max``):
+    ``s(k) = per_k·k + groups·P(k) + a_max_bits`` with ``per_k = n_rows·n_bits`` and
+    ``P(k) = ceil(log2 C(d, k))``. Found in O(log d) size evaluations, never an array of d
+    entries:
+
+    * for ``k <= d/2``, ``C(d, k)`` grows with k, so ``s`` is increasing: bisection;
+    * above ``d/2``, with ``j = d − k``, ``s = per_k·d + a_max_bits + h(j)`` where
+      ``h(j) = groups·P(j) − per_k·j`` lies within ``groups`` bits above the concave
+      ``g(j) = groups·log2 C(d, j) − per_k·j`` (``g(0) = 0``). A ``j`` fits only where
+      ``g(j) <= B = budget − per_k·d − a_max_bits``, and every ``j`` with ``g(j) <= B −
+      groups`` fits; on the falling side of g those are two thresholds found by bisection,
+      and the few ``j`` between them are checked one by one.
+
+    Each size is bracketed with ``lgamma`` and settled with exact integer arithmetic only
+    when the bracket straddles the budget. Raises ``ValueError`` if not even ``k = 1`` fits
+    (then no ``k`` does).
     """
     budget_bits = check_int("budget_bits", budget_bits, ge=0)
     d = check_int("d", d, ge=1)
@@ -170,29 +206,51 @@ def largest_k_within_budget(
     groups = _check_groups(groups, n_rows)
     n_bits = check_int("n_bits", n_bits, ge=2)
     a_max_bits = check_int("a_max_bits", a_max_bits, ge=0)
-
-    def size(k: int) -> int:
-        return topk_quantized_bits(d, k, n_rows, groups, n_bits, a_max_bits)
-
-    if size(1) > budget_bits:
-        raise ValueError(
-            f"budget_bits: {budget_bits} is below the smallest message ({size(1)} bits for k=1)"
-        )
     per_k = n_rows * n_bits
-    # Every k costs at least per_k * k + a_max_bits, which bounds the search from above.
-    k_max = min(d, (budget_bits - a_max_bits) // per_k)
-    ks = np.arange(1, k_max + 1, dtype=np.int64)
-    log2_comb = (gammaln(d + 1.0) - gammaln(ks + 1.0) - gammaln(d - ks + 1.0)) / math.log(2)
-    eps = 1e-9 * (1.0 + gammaln(d + 1.0))  # far above lgamma's rounding error
-    lo = np.maximum(np.ceil(log2_comb - eps), 0).astype(np.int64)
-    hi = np.maximum(np.ceil(log2_comb + eps), 0).astype(np.int64)
-    lo[ks == d] = hi[ks == d] = 0
-    base = per_k * ks + a_max_bits
-    size_lo, size_hi = base + groups * lo, base + groups * hi
-    for k in np.flatnonzero(size_lo <= budget_bits)[::-1] + 1:
-        if size_hi[k - 1] <= budget_bits or size(int(k)) <= budget_bits:
-            return int(k)
-    return 1  # unreachable: size(1) fits
+    eps = _log2_comb_error(d)
+
+    def fits(k: int) -> bool:
+        return per_k * k + a_max_bits + groups * _position_bits_cached(d, k) <= budget_bits
+
+    def last_true(lo: int, hi: int, pred: Any) -> int:
+        """The largest x in [lo, hi] with pred(x), for pred true then false; lo − 1 if none."""
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            if pred(mid):
+                lo = mid + 1
+            else:
+                hi = mid - 1
+        return hi
+
+    if not fits(1):
+        size1 = topk_quantized_bits(d, 1, n_rows, groups, n_bits, a_max_bits)
+        raise ValueError(
+            f"budget_bits: {budget_bits} is below the smallest message ({size1} bits for k=1)"
+        )
+    k_max = min(d, (budget_bits - a_max_bits) // per_k)  # s(k) >= per_k·k + a_max_bits
+    if fits(k_max):
+        return k_max
+    half = d // 2
+    best = last_true(1, min(k_max, half), fits)
+    if k_max <= half:
+        return best
+    # Above d/2: j = d - k in [d - k_max, d - half - 1]; g falls after its peak j_peak.
+    b_free = budget_bits - per_k * d - a_max_bits              # < 0: k = d does not fit
+
+    def g(j: int) -> float:
+        return groups * _log2_comb(d, j) - per_k * j
+
+    j_low, j_high = d - k_max, d - half - 1
+    ratio = per_k / groups
+    j_peak = int(d / (1.0 + 2.0 ** ratio)) if ratio < 1000 else 0
+    start = max(j_low, j_peak)
+    # first j >= start with g(j) <= b_free (+ margins), and with g(j) <= b_free - groups
+    first_maybe = last_true(start, j_high, lambda j: g(j) > b_free + eps * groups) + 1
+    first_sure = last_true(start, j_high, lambda j: g(j) > b_free - groups - eps * groups) + 1
+    for j in range(max(first_maybe, j_low), min(first_sure, j_high) + 1):
+        if fits(d - j):
+            return max(best, d - j)
+    return best
 
 
 # --------------------------------------------------------------------------- payloads

@@ -10,7 +10,8 @@ draws per data point and the paper's baseline c = 0:
    hands the token on (the plateau), beside retraining from scratch (``gfvl-unlearning``).
 
 Mean ± standard error over ``RUNS`` runs each. Writes ``out/gfvl-original/*.csv`` and
-``summary.txt``; the numbers are quoted in docs/reproductions.md.
+``summary-fig4-fig5.txt`` (``summary-fig4.txt`` with ``--only fig4``); the numbers are
+quoted in docs/reproductions.md.
 
     OMP_NUM_THREADS=1 .venv/bin/python scripts/reproduce_gfvl_original.py   # ~20 min
     OMP_NUM_THREADS=1 .venv/bin/python scripts/reproduce_gfvl_original.py --quick

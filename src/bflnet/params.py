@@ -10,6 +10,7 @@ is one line that names the field and what is allowed.
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator
 import types
 import typing
@@ -48,7 +49,7 @@ def allowed_text(f: dataclasses.Field, tp: Any) -> str:
     if m.get("choices"):
         text = "one of " + ", ".join(str(c) for c in m["choices"])
     else:
-        kind = {int: "an integer", float: "a number", bool: "true or false",
+        kind = {int: "an integer", float: "a finite number", bool: "true or false",
                 str: "a string"}.get(base, base.__name__)
         bounds = [f"{op} {m[key]:g}" for key, op in
                   (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")) if m.get(key) is not None]
@@ -74,7 +75,7 @@ def validate(config: Any) -> None:
             checks = (("ge", operator.ge), ("gt", operator.gt), ("le", operator.le),
                       ("lt", operator.lt))
             ok = all(m.get(key) is None or test(value, m[key]) for key, test in checks)
-            ok = ok and value == value  # NaN
+            ok = ok and (base is int or math.isfinite(value))  # nan, inf
         if not ok:
             raise ValueError(f"{name}: must be {allowed_text(f, tp)}, got {value!r}")
 

@@ -581,14 +581,14 @@ DATA = {0: np.array([1.0, 0.0]), 1: np.array([1.0])}
 
 
 @pytest.mark.parametrize(("call", "message"), [
-    (lambda: GFVL.beta_bernoulli(DATA, alpha=0.0), "alpha: must be a number > 0"),
-    (lambda: GFVL.beta_exponential(DATA, rho=-1.0), "rho: must be a number > 0"),
+    (lambda: GFVL.beta_bernoulli(DATA, alpha=0.0), "alpha: must be a finite number > 0"),
+    (lambda: GFVL.beta_exponential(DATA, rho=-1.0), "rho: must be a finite number > 0"),
     (lambda: GFVL.beta_exponential(DATA, S=0), "S: must be an integer >= 1"),
     (lambda: GFVL.beta_exponential(DATA, L=1.5), "L: must be an integer >= 1"),
     (lambda: GFVL.beta_exponential(DATA, c=np.nan), "c: must be a finite number or 'loo'"),
     (lambda: GFVL.beta_exponential(DATA, c="loo", S=1), "S: must be >= 2 with c='loo'"),
     (lambda: GFVL.beta_exponential(DATA, S="30"), "S: must be an integer >= 1"),
-    (lambda: GFVL.beta_exponential(DATA, rho=None), "rho: must be a number > 0"),
+    (lambda: GFVL.beta_exponential(DATA, rho=None), "rho: must be a finite number > 0"),
     (lambda: GFVL.beta_exponential(DATA, method="exact"), "method: 'exact' needs a likelihood"),
     (lambda: GFVL.beta_bernoulli(DATA, method="ep"), "method: must be one of"),
     (lambda: GFVL.beta_bernoulli(DATA, unlearning="retrain"), "unlearning: must be one of"),

@@ -15,7 +15,7 @@ def test_overrides_are_parsed_to_the_field_types():
 @pytest.mark.parametrize(("overrides", "message"), [
     ({"K": 1}, "K: must be an integer >= 2, got 1"),
     ({"graph": "hexagon"}, "graph: must be one of complete, star, ring"),
-    ({"loss_prob": 1.0}, "loss_prob: must be a number >= 0 and < 1, got 1.0"),
+    ({"loss_prob": 1.0}, "loss_prob: must be a finite number >= 0 and < 1, got 1.0"),
     ({"max_attempts": 0}, "max_attempts: must be an integer >= 1 or none, got 0"),
     ({"K": 2.5}, "K: must be an integer >= 2, got 2.5"),
     ({"rounds": True}, "rounds: must be an integer >= 1, got True"),

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from bflnet.scenarios.config import describe_fields
+from bflnet.scenarios.config import ValidationBug, describe_fields
 from bflnet.scenarios.config_file import run_request, sweep_request
 from bflnet.scenarios.output import check_output_path, read_frame, summary, write_frame
 from bflnet.scenarios.provenance import run_record
@@ -181,7 +181,9 @@ def plot(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: user errors become one line on stderr and exit code 2."""
+    """Entry point: user errors become one line on stderr and exit code 2; an exception
+    other than ``ValueError`` from a config's validation is a bug in bflnet: one line,
+    exit code 3."""
     try:
         result = app(args=argv, prog_name="bflnet", standalone_mode=False)
     except typer.Exit as exc:
@@ -196,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
         message = " ".join(exc.format_message().split())
         print(f"bflnet: error: {message}", file=sys.stderr)
         return 2
+    except ValidationBug as exc:
+        print(f"bflnet: {exc} (please report it)", file=sys.stderr)
+        return 3
     except (ValueError, FileNotFoundError) as exc:
         print(f"bflnet: error: {exc}", file=sys.stderr)
         return 2

@@ -13,14 +13,38 @@ from typing import Any
 
 from bflnet.params import allowed_text, base_type, field_types, param, validate
 
-__all__ = ["as_dict", "describe_fields", "field_types", "make_config", "param",
-           "parse_overrides", "parse_value", "validate"]
+__all__ = ["ValidationBug", "as_dict", "describe_fields", "field_types", "make_config",
+           "param", "parse_overrides", "parse_value", "validate"]
 
 _MISSING = dataclasses.MISSING
 
 
+class ValidationBug(Exception):
+    """Something other than a ``ValueError`` escaped a config's parsing or validation: a bug
+    in bflnet, never the user's (the CLI exits with code 3)."""
+
+
+def _scenario_of(cls: type) -> str:
+    return str(getattr(cls, "SCENARIO", cls.__name__))
+
+
+def _shorten(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def parse_value(cls: type, name: str, text: str) -> Any:
     """Convert the command-line string ``text`` to the type of field ``name``."""
+    try:
+        return _parse_value(cls, name, text)
+    except ValueError:
+        raise
+    except Exception as exc:
+        raise ValidationBug(f"bug in bflnet: parsing {name}={_shorten(text)} of "
+                            f"{_scenario_of(cls)} raised {type(exc).__name__}: {exc}") from exc
+
+
+def _parse_value(cls: type, name: str, text: str) -> Any:
     types_ = field_types(cls)
     if name not in types_:
         raise ValueError(f"unknown parameter {name!r}; allowed: {', '.join(types_)}")
@@ -65,7 +89,14 @@ def make_config(cls: type, overrides: Mapping[str, Any] | None = None) -> Any:
     unknown = [k for k in overrides if k not in names]
     if unknown:
         raise ValueError(f"unknown parameter {unknown[0]!r}; allowed: {', '.join(names)}")
-    return cls(**overrides)
+    try:
+        return cls(**overrides)
+    except ValueError:
+        raise
+    except Exception as exc:
+        given = ", ".join(f"{k}={_shorten(v)}" for k, v in overrides.items()) or "defaults"
+        raise ValidationBug(f"bug in bflnet: validating {_scenario_of(cls)} ({given}) raised "
+                            f"{type(exc).__name__}: {' '.join(str(exc).split())}") from exc
 
 
 def describe_fields(cls: type) -> list[dict[str, Any]]:

@@ -47,13 +47,19 @@ from bflnet.data import iid, load_fashion_mnist
 from bflnet.learners.base import GlobalStateLearner
 from bflnet.learners.hyper import DSVGDParams, FedAvgParams
 from bflnet.params import subset
-from bflnet.protocols.codecs import ComposedCodec, largest_k_within_budget, topk_quantized
+from bflnet.protocols.codecs import (
+    ComposedCodec,
+    largest_k_within_budget,
+    topk_quantized,
+    topk_quantized_bits,
+)
 from bflnet.protocols.interventions import ForgetRequest
 from bflnet.protocols.parameter_server import ParameterServerProtocol
 from bflnet.protocols.scheduling import RoundRobinSelector
 from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param
 from bflnet.scenarios.network_settings import NetworkSettings
+from bflnet.scenarios.resources import FLOAT32, check_memory, human_bytes
 from bflnet.simulator.simulation import Simulation
 
 # torch and the torch learners are imported lazily, inside the functions that use them, so
@@ -85,34 +91,45 @@ class DSVGDSettings(DSVGDParams, NetworkSettings):
     def graphs_in_use(self) -> tuple[str, ...]:
         return ()
 
-    K: int = param(10, "number of agents (letter: 10)", ge=2)
-    per_agent: int = param(600, "training examples per agent N_k (letter: 6000)", ge=1)
+    K: int = param(10, "number of agents (letter: 10)", ge=2, le=FASHION_TRAIN)
+    per_agent: int = param(600, "training examples per agent N_k (letter: 6000)", ge=1,
+                           le=FASHION_TRAIN)
     eval_size: int = param(2000, "test examples used for evaluation (letter: all 10000)",
                            ge=1, le=FASHION_TEST)
-    eval_every: int = param(25, "evaluate every this many iterations (and the last)", ge=1)
-    hidden: int = param(100, "hidden units of the MLP (letter: 100)", ge=1)
+    eval_every: int = param(25, "evaluate every this many iterations (and the last)", ge=1,
+                            le=10**9)
+    hidden: int = param(100, "hidden units of the MLP (letter: 100; time and memory grow "
+                        "linearly: 1000 is ~10x slower per iteration)", ge=1, le=10**7)
     local_iters: int = param(10, "SVGD steps L per visit (letter: not given; learner "
-                             "default 200)", ge=1)
+                             "default 200)", ge=1, le=10**7)
     step_size: float = param(1e-3, "SVGD step size (AdaGrad master step; letter: AdaGrad, "
-                             "step not given)", gt=0)
-    kde_bandwidth: float = param(0.55, "KDE bandwidth lambda (letter: 0.55)", gt=0)
-    temperature: float = param(1.0, "temperature alpha of eq. 2 (letter: 1)", gt=0)
-    batch_size: int = param(100, "minibatch size per SVGD / SGD step", ge=1)
+                             "step not given)", gt=0, le=1e6)
+    kde_bandwidth: float = param(0.55, "KDE bandwidth lambda (letter: 0.55)", gt=0, le=1e6)
+    temperature: float = param(1.0, "temperature alpha of eq. 2 (letter: 1)", gt=0, le=1e6)
+    batch_size: int = param(100, "minibatch size per SVGD / SGD step", ge=1, le=10**7)
     n_bits: int = param(5, "quantisation bits N_b per kept entry (letter: 5)", ge=2, le=32)
-    threads: int = param(1, "torch threads inside the run", ge=1)
+    threads: int = param(1, "torch threads inside the run", ge=1, le=1024)
 
-
-# --------------------------------------------------------------------------- parsing
-
-
-
+    def check_fits_memory(self, fields: str, d: int, n_particles: int,
+                          extra_bytes: float = 0.0) -> None:
+        """Refuse a run whose particles (global, and each agent's local and reference
+        particles: 2K + 8 copies of N_p × d float32, counting the SVGD work arrays), images
+        (K·per_agent + eval_size of 784 float32) and ``extra_bytes`` would not fit in this
+        machine's memory."""
+        copies = 2 * self.K + 8
+        particles = FLOAT32 * n_particles * d * copies
+        images = FLOAT32 * 784 * (self.K * self.per_agent + self.eval_size)
+        check_memory(fields, particles + images + extra_bytes,
+                     f"{copies} copies of {n_particles} x {d} float32 particles: "
+                     f"{human_bytes(particles)}; images {human_bytes(images)}"
+                     + (f"; other {human_bytes(extra_bytes)}" if extra_bytes else ""))
 
 
 # --------------------------------------------------------------------------- budget mode
 
 
 def sparsity_groups(sparsifier: str, n_particles: int, sharing_fraction: float,
-                    strict: bool = True) -> int:
+                    strict: bool = True, field: str = "sharing_fraction") -> int:
     """Number of sparsity patterns: ``N_p`` (per-particle), 1 (shared) or
     ``1/sharing_fraction`` (alpha-shared).
 
@@ -129,15 +146,16 @@ def sparsity_groups(sparsifier: str, n_particles: int, sharing_fraction: float,
     if sparsifier == "shared":
         return 1
     if not (0 < sharing_fraction <= 1):
-        raise ValueError(f"sharing_fraction: must be in (0, 1], got {sharing_fraction!r}")
-    want = 1.0 / sharing_fraction
-    groups = round(want)
-    if abs(groups - want) < 1e-9 and n_particles % groups == 0:
+        raise ValueError(f"{field}: must be in (0, 1], got {sharing_fraction!r}")
+    want = 1.0 / sharing_fraction                       # inf for a subnormal fraction
+    groups = round(want) if want <= n_particles else 0
+    if groups and abs(groups - want) < 1e-9 and n_particles % groups == 0:
         return groups
     if strict:
-        raise ValueError(f"sharing_fraction: must be 1/g for an integer g dividing "
-                         f"N_p={n_particles}, got {sharing_fraction!r}")
-    return max(g for g in range(1, n_particles + 1) if n_particles % g == 0 and g <= want)
+        raise ValueError(f"{field}: must be 1/g for an integer g dividing "
+                         f"particles N_p={n_particles}, got {sharing_fraction!r}")
+    top = n_particles if want >= n_particles else math.floor(want)
+    return next(g for g in range(top, 0, -1) if n_particles % g == 0)
 
 
 @dataclass(frozen=True)
@@ -152,16 +170,19 @@ class Budget:
 
 
 def budget_codec(rate_multiple: float, d: int, n_rows: int, groups: int,
-                 n_bits: int) -> Budget:
+                 n_bits: int, field: str = "rate_multiple") -> Budget:
     """Top-k + ``n_bits`` quantiser with the largest ``k`` whose message fits
     ``floor(rate_multiple · d)`` bits (``ValueError`` naming ``rate_multiple`` if not even
     ``k = 1`` fits)."""
-    budget = math.floor(rate_multiple * d)
+    # a budget above the uncompressed message's size buys nothing more (k = d)
+    full = topk_quantized_bits(d, d, n_rows, groups, n_bits) + 1
+    budget = full if rate_multiple * d >= full else math.floor(rate_multiple * d)
     try:
         k = largest_k_within_budget(budget, d, n_rows, groups, n_bits)
     except ValueError as exc:
-        raise ValueError(f"rate_multiple: R_u = {rate_multiple:g} d = {budget} bits is too "
-                         f"small for N_p={n_rows}, {groups} sparsity pattern(s), "
+        raise ValueError(f"{field}: R_u = {rate_multiple:g} d = {budget} bits is too "
+                         f"small for d = {d} (from hidden), particles N_p={n_rows}, {groups} "
+                         f"sparsity pattern(s), n_bits "
                          f"N_b={n_bits} ({exc})") from None
     codec = topk_quantized(k=k, groups=groups, n_bits=n_bits)
     bits = codec.bits_for((n_rows, d))

@@ -62,8 +62,9 @@ class DSVGDSparsifiersConfig(DSVGDSettings):
 
     SCENARIO: ClassVar[str] = NAME
 
-    particles: int = param(10, "number of particles N_p (letter: 10)", ge=1)
-    rate_multiple: float = param(1.0, "uplink budget R_u as a multiple of d (letter: 1)", gt=0)
+    particles: int = param(10, "number of particles N_p (letter: 10)", ge=1, le=10**6)
+    rate_multiple: float = param(1.0, "uplink budget R_u as a multiple of d (letter: 1)", gt=0,
+                                 le=1e6)
     sparsifiers: str = param("per-particle,shared,alpha-shared",
                              "comma list of sparsifiers: " + ", ".join(SPARSIFIERS))
     sharing_fraction: float = param(0.5, "alpha of alpha-shared sparsification: 1/g, g "
@@ -80,6 +81,7 @@ class DSVGDSparsifiersConfig(DSVGDSettings):
             raise ValueError(f"sparsifiers: each value must be one of "
                              f"{', '.join(SPARSIFIERS)}, got {bad[0]!r}")
         d = mlp_dim(self.hidden)  # = mlp(self).d, without torch
+        self.check_fits_memory("hidden, particles, K", d, self.particles)
         for s in names:
             groups = sparsity_groups(s, self.particles, self.sharing_fraction)
             budget_codec(self.rate_multiple, d, self.particles, groups, self.n_bits)

@@ -83,14 +83,16 @@ class DSVGDvsFedAvgConfig(DSVGDSettings):
             raise ValueError(f"methods: each value must be one of {', '.join(METHODS)}, "
                              f"got {bad[0]!r}")
         d = mlp_dim(self.hidden)  # = mlp(self).d, without torch
+        counts = int_list("particles", self.particles, 1, 10**6)
+        self.check_fits_memory("hidden, particles, K", d, max(counts))
         for rate in float_list("rate_multiples", self.rate_multiples):
             if "dsvgd" in methods:
-                for n_p in int_list("particles", self.particles, 1):
+                for n_p in counts:
                     groups = sparsity_groups(self.sparsifier, n_p, self.sharing_fraction,
                                              strict=False)
-                    budget_codec(rate, d, n_p, groups, self.n_bits)
+                    budget_codec(rate, d, n_p, groups, self.n_bits, field="rate_multiples")
             if "fedavg" in methods:
-                budget_codec(rate, d, 1, 1, self.n_bits)
+                budget_codec(rate, d, 1, 1, self.n_bits, field="rate_multiples")
 
 
 def default_plot(frame: pd.DataFrame) -> Figure:

@@ -95,12 +95,14 @@ from bflnet.scenarios.dsvgd_common import (
     budget_codec,
     eval_subset,
     mlp,
+    mlp_dim,
     run_parameter_server,
     sparsity_groups,
     tidy,
 )
 from bflnet.scenarios.lists import float_list, int_list
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.resources import FLOAT32
 from bflnet.simulator.rng import RngStreams
 
 # torch and the torch learners are imported lazily, inside the functions that use them, so
@@ -139,7 +141,7 @@ class ForgetSVGDConfig(DSVGDSettings):
                                 "agents (letter: 2,9)")
     n_forgetting: int = param(2, "forgetting agents (the last ids), each holding all "
                               "forget_classes (letter: 2)", ge=1)
-    particles: int = param(40, "particles N_p of the last layer (letter: 40)", ge=1)
+    particles: int = param(40, "particles N_p of the last layer (letter: 40)", ge=1, le=10**6)
     pretrain_rounds: int = param(100, "FedAvg pre-training rounds (all agents per round)",
                                  ge=1)
     pretrain_local_steps: int = param(10, "SGD steps per agent per pre-training round", ge=1)
@@ -176,13 +178,18 @@ class ForgetSVGDConfig(DSVGDSettings):
         share = self.per_agent // min(2, remaining)
         if self.n_forgetting * (self.per_agent // len(forget)) > 6000 or share * \
                 (2 * (self.K - self.n_forgetting)) > 6000 * remaining:
-            raise ValueError(f"per_agent: {self.per_agent} examples per agent exceed the "
-                             f"6000 training examples per class")
+            raise ValueError(f"per_agent, K: {self.K} agents x {self.per_agent} examples "
+                             f"per agent exceed the 6000 training examples per class")
         d = head_dim(self.hidden)
+        # particles of the last layer; the FedAvg pre-training keeps K + 4 copies of the MLP
+        self.check_fits_memory("hidden, particles, K", d, self.particles,
+                               extra_bytes=FLOAT32 * mlp_dim(self.hidden) * (self.K + 4))
         for fraction in float_list("sharing_fractions", self.sharing_fractions):
-            groups = sparsity_groups("alpha-shared", self.particles, fraction)
+            groups = sparsity_groups("alpha-shared", self.particles, fraction,
+                                     field="sharing_fractions")
             for rate in float_list("rate_multiples", self.rate_multiples):
-                budget_codec(rate, d, self.particles, groups, self.n_bits)
+                budget_codec(rate, d, self.particles, groups, self.n_bits,
+                             field="rate_multiples")
 
 
 def head_dim(hidden: int) -> int:

@@ -37,16 +37,17 @@ def int_list(field: str, text: str, minimum: int, maximum: int | None = None) ->
     return out
 
 
-def float_list(field: str, text: str) -> list[float]:
-    """Distinct finite numbers > 0 from a comma list; one-line errors."""
+def float_list(field: str, text: str, maximum: float = 1e6) -> list[float]:
+    """Distinct finite numbers in ``(0, maximum]`` from a comma list; one-line errors."""
     out = []
     for item in comma_list(field, text):
         try:
             value = float(item)
         except ValueError:
             value = math.nan
-        if not (math.isfinite(value) and value > 0):
-            raise ValueError(f"{field}: each value must be a number > 0, got {item!r}")
+        if not (math.isfinite(value) and 0 < value <= maximum):
+            raise ValueError(f"{field}: each value must be a number > 0 and <= {maximum:g}, "
+                             f"got {item!r}")
         out.append(value)
     if len(set(out)) != len(out):
         raise ValueError(f"{field}: values must not repeat, got {text!r}")

@@ -252,7 +252,8 @@ def test_run_id_for_plots_tells_runs_apart_inside_and_across_sweep_runs():
 @pytest.mark.parametrize("name, overrides, message", [
     ("gfvl-beta-bernoulli", {"graphs": "star,blob"}, "^graphs: each value must be one of "),
     ("gfvl-beta-bernoulli", {"graphs": "ring,,star"}, "^graphs: must be a non-empty comma"),
-    ("gfvl-beta-bernoulli", {"theta_true": 1.5}, "^theta_true: must be a finite number >= 0 and <= 1"),
+    ("gfvl-beta-bernoulli", {"theta_true": 1.5},
+     "^theta_true: must be a finite number >= 0 and <= 1"),
     ("gfvl-beta-bernoulli", {"iterations": 0}, "^iterations: must be an integer >= 1"),
     ("gfvl-beta-exponential", {"local_iters": "1,0"}, "^local_iters: each value must be an "
                                                       "integer >= 1, got '0'$"),

@@ -24,7 +24,6 @@ the copies diverge. The records show it: ``missed_increments`` (total over the n
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -33,17 +32,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from bflnet.learners.base import ConsensusLearner, Work
+from bflnet.learners.base import Work
 from bflnet.learners.hyper import CDBFLParams
 from bflnet.learners.langevin import (
-    LocalObjective,
+    LangevinLearner,
     accumulate,
-    check_eval_sets,
     keeps,
     network_metrics,
 )
 from bflnet.learners.torch_utils import torch_generator
-from bflnet.params import with_overrides
 
 __all__ = ["CDBFL", "CDBFLNode"]
 
@@ -68,7 +65,7 @@ class CDBFLNode:
     kept: int = 0
 
 
-class CDBFL(ConsensusLearner):
+class CDBFL(LangevinLearner):
     """CD-BFL over any graph (module docs give Algorithm 1).
 
     ``node_data`` maps each node to its ``(x, y)``; ``eval_sets`` maps names to ``(x, y)``
@@ -80,27 +77,10 @@ class CDBFL(ConsensusLearner):
     increments = True
     #: Whether the predictive averages the kept samples (False: the current model only).
     averages_samples = True
-
-    def __init__(self, model: Any, node_data: Mapping[Any, tuple[Any, Any]],
-                 params: CDBFLParams | None = None, *,
-                 eval_sets: Mapping[str, tuple[Any, Any]] | None = None,
-                 dtype: torch.dtype = torch.float32, **hyper: Any) -> None:
-        self.model = model
-        self.params = with_overrides(params if params is not None else CDBFLParams(), hyper)
-        self.dtype = dtype
-        self.device = torch.device(getattr(model, "device", "cpu"))
-        self.objective = LocalObjective(model, node_data, self.params.batch_size, dtype,
-                                        self.device)
-        self.eval_sets = check_eval_sets(eval_sets, dtype, self.device)
-        self.noise_scale = math.sqrt(2.0 * self.params.lr * self.params.temperature)
-
-    def init(self, rng: np.random.Generator) -> Tensor:
-        return self.model.init_particles(1, torch_generator(rng, torch.device("cpu")))
+    PARAMS = CDBFLParams
 
     def init_node(self, node: Any, rng: np.random.Generator, common: Tensor) -> CDBFLNode:
-        if node not in self.objective.data:
-            raise ValueError(f"node_data: no data for node {node!r}")
-        theta = common.to(self.dtype).clone()
+        theta = self.common_start(node, common)
         return CDBFLNode(theta, torch.zeros_like(theta), torch.zeros_like(theta))
 
     def local_steps(self, node: Any, state: CDBFLNode,

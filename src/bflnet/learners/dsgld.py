@@ -12,7 +12,6 @@ stream, at the sample the node sent; ``absorb`` mixes and adds them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -21,17 +20,14 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from bflnet.learners.base import ConsensusLearner, Work
-from bflnet.learners.hyper import LangevinParams
+from bflnet.learners.base import Work
 from bflnet.learners.langevin import (
-    LocalObjective,
+    LangevinLearner,
     accumulate,
-    check_eval_sets,
     keeps,
     network_metrics,
 )
 from bflnet.learners.torch_utils import torch_generator
-from bflnet.params import with_overrides
 
 __all__ = ["DSGLD", "DSGLDNode"]
 
@@ -48,7 +44,7 @@ class DSGLDNode:
     kept: int = 0
 
 
-class DSGLD(ConsensusLearner):
+class DSGLD(LangevinLearner):
     """DSGLD over any graph (module docs give the update).
 
     ``node_data`` maps each node to its ``(x, y)``; ``eval_sets`` maps names to ``(x, y)``
@@ -56,26 +52,8 @@ class DSGLD(ConsensusLearner):
     node starts from one common draw ``model.init_particles(1)`` (the learner's stream).
     """
 
-    def __init__(self, model: Any, node_data: Mapping[Any, tuple[Any, Any]],
-                 params: LangevinParams | None = None, *,
-                 eval_sets: Mapping[str, tuple[Any, Any]] | None = None,
-                 dtype: torch.dtype = torch.float32, **hyper: Any) -> None:
-        self.model = model
-        self.params = with_overrides(params if params is not None else LangevinParams(), hyper)
-        self.dtype = dtype
-        self.device = torch.device(getattr(model, "device", "cpu"))
-        self.objective = LocalObjective(model, node_data, self.params.batch_size, dtype,
-                                        self.device)
-        self.eval_sets = check_eval_sets(eval_sets, dtype, self.device)
-        self.noise_scale = math.sqrt(2.0 * self.params.lr * self.params.temperature)
-
-    def init(self, rng: np.random.Generator) -> Tensor:
-        return self.model.init_particles(1, torch_generator(rng, torch.device("cpu")))
-
     def init_node(self, node: Any, rng: np.random.Generator, common: Tensor) -> DSGLDNode:
-        if node not in self.objective.data:
-            raise ValueError(f"node_data: no data for node {node!r}")
-        return DSGLDNode(common.to(self.dtype).clone())
+        return DSGLDNode(self.common_start(node, common))
 
     def local_steps(self, node: Any, state: DSGLDNode,
                     rng: np.random.Generator) -> tuple[DSGLDNode, Work]:

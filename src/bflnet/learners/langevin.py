@@ -18,13 +18,18 @@ posterior predictive. Before any sample is kept, the node's current sample is us
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
+import numpy as np
 import torch
 from torch import Tensor
 
-from bflnet.learners.torch_utils import MinibatchSampler, as_agent_data
+from bflnet.learners.base import ConsensusLearner
+from bflnet.learners.hyper import LangevinParams
+from bflnet.learners.torch_utils import MinibatchSampler, as_agent_data, torch_generator
+from bflnet.params import with_overrides
 
 #: The name of the evaluation set whose metrics carry no prefix.
 MAIN = "eval"
@@ -143,3 +148,33 @@ def network_metrics(model: Any, nodes: Mapping[Any, Any],
 def keeps(round_: int, burn_in: int, thin: int) -> bool:
     """Whether the sample after round ``round_`` (1-based) enters the predictive."""
     return round_ > burn_in and (round_ - burn_in - 1) % thin == 0
+
+
+class LangevinLearner(ConsensusLearner):
+    """What DSGLD and CD-BFL share: the hyper-parameters (``PARAMS``, or keyword overrides
+    of its defaults), each node's local objective, the evaluation sets, the noise scale
+    √(2η·temperature), and one common initial draw for every node."""
+
+    PARAMS: ClassVar[type] = LangevinParams
+
+    def __init__(self, model: Any, node_data: Mapping[Any, tuple[Any, Any]],
+                 params: Any = None, *,
+                 eval_sets: Mapping[str, tuple[Any, Any]] | None = None,
+                 dtype: torch.dtype = torch.float32, **hyper: Any) -> None:
+        self.model = model
+        self.params = with_overrides(params if params is not None else self.PARAMS(), hyper)
+        self.dtype = dtype
+        self.device = torch.device(getattr(model, "device", "cpu"))
+        self.objective = LocalObjective(model, node_data, self.params.batch_size, dtype,
+                                        self.device)
+        self.eval_sets = check_eval_sets(eval_sets, dtype, self.device)
+        self.noise_scale = math.sqrt(2.0 * self.params.lr * self.params.temperature)
+
+    def init(self, rng: np.random.Generator) -> Tensor:
+        return self.model.init_particles(1, torch_generator(rng, torch.device("cpu")))
+
+    def common_start(self, node: Any, common: Tensor) -> Tensor:
+        """Node ``node``'s copy of the common initial draw (an error if it has no data)."""
+        if node not in self.objective.data:
+            raise ValueError(f"node_data: no data for node {node!r}")
+        return common.to(self.dtype).clone()

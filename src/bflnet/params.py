@@ -10,6 +10,7 @@ is one line that names the field and what is allowed.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import operator
 import types
@@ -31,8 +32,14 @@ def param(default: Any, help: str, *, choices: Iterable[Any] | None = None,
 
 def field_types(cls: type) -> dict[str, Any]:
     """Resolved type hints of a config class's fields."""
+    return dict(_resolved_field_types(cls))
+
+
+@functools.cache
+def _resolved_field_types(cls: type) -> tuple[tuple[str, Any], ...]:
+    # get_type_hints compiles every string annotation (a few ms a class): once per class
     hints = typing.get_type_hints(cls)
-    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
 
 
 def base_type(tp: Any) -> tuple[type, bool]:

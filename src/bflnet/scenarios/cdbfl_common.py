@@ -54,7 +54,8 @@ class CDBFLSettings(CDBFLParams, NetworkSettings):
     per_node: int = param(50, "training examples per device (paper: 50)", ge=1, le=60_000)
     eval_size: int = param(1000, "test examples the predictive is measured on", ge=1,
                            le=10_000)
-    hidden: int = param(100, "hidden units of the MLP (fashion-mnist)", ge=1, le=4096)
+    hidden: int = param(100, "hidden units of the MLP (fashion-mnist; time and "
+                        "memory grow linearly)", ge=1, le=4096)
     rounds: int = param(200, "rounds T (paper: 800; ours shorter for a quick CLI run)",
                         ge=1, le=10**6)
     burn_in: int = param(150, "rounds T_b whose samples are discarded (paper: 700 of 800)",

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, ClassVar
 import pandas as pd
 
 from bflnet.params import param, validate
+from bflnet.protocols.progress import setup_bar
 from bflnet.scenarios.cdbfl_common import (
     SAMPLE_CODEC,
     CDBFLSettings,
@@ -87,6 +88,8 @@ def default_plot(frame: pd.DataFrame) -> Figure:
           plot=default_plot, datasets=("fashion-mnist",))
 def run(config: CDBFLLocalStepsConfig, *, seed: int = 0, progress: bool = False
         ) -> pd.DataFrame:
+    setup = setup_bar(NAME, None, progress)
+    setup.set_postfix_str("loading torch and data")
     from bflnet.learners.cdbfl import CDBFL  # lazily: torch
     from bflnet.learners.dsgld import DSGLD
     from bflnet.learners.hyper import CDBFLParams, LangevinParams
@@ -96,6 +99,7 @@ def run(config: CDBFLLocalStepsConfig, *, seed: int = 0, progress: bool = False
     space = workspace(config, streams.numpy("data"))
     graph = config.build_graph(streams.numpy("graph"))
     d = space.model.d
+    setup.close()
     frames = []
     for steps in int_list("local_steps_list", config.local_steps_list, 1, 10**6):
         params = replace(subset(CDBFLParams, config), local_steps=steps)

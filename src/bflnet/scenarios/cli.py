@@ -132,9 +132,8 @@ def rerun(
     from bflnet.scenarios.rerun import rerun as rerun_file
 
     result = rerun_file(file, out, strict_version=strict_version, workers=workers,
-                        progress=progress)
-    if result.warning is not None:
-        typer.echo(f"bflnet: warning: {result.warning}", err=True)
+                        progress=progress,
+                        warn=lambda text: typer.echo(f"bflnet: warning: {text}", err=True))
     if result.written is None:
         typer.echo(summary(result.frame))
     else:

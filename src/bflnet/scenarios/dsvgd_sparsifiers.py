@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import pandas as pd
 
+from bflnet.protocols.progress import setup_bar
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.dsvgd_common import (
     SPARSIFIERS,
@@ -62,7 +63,8 @@ class DSVGDSparsifiersConfig(DSVGDSettings):
 
     SCENARIO: ClassVar[str] = NAME
 
-    particles: int = param(10, "number of particles N_p (letter: 10)", ge=1, le=10**6)
+    particles: int = param(10, "number of particles N_p (letter: 10; time grows as "
+                           "N_p^2 and memory as N_p)", ge=1, le=10**6)
     rate_multiple: float = param(1.0, "uplink budget R_u as a multiple of d (letter: 1)", gt=0,
                                  le=1e6)
     sparsifiers: str = param("per-particle,shared,alpha-shared",
@@ -101,10 +103,13 @@ def default_plot(frame: pd.DataFrame) -> Figure:
           "shared and alpha-shared sparsification at the same uplink budget R_u.",
           plot=default_plot, datasets=("fashion-mnist",))
 def run(config: DSVGDSparsifiersConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+    setup = setup_bar(NAME, None, progress)
+    setup.set_postfix_str("loading torch and data")
     streams = RngStreams(seed)
     data = iid_fashion_mnist(config.K, config.per_agent, config.eval_size,
                              streams.numpy("data"))
     model = mlp(config)
+    setup.close()
     frames = []
     for sparsifier in comma_list("sparsifiers", config.sparsifiers):
         groups = sparsity_groups(sparsifier, config.particles, config.sharing_fraction)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import pandas as pd
 
+from bflnet.protocols.progress import setup_bar
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.dsvgd_common import (
     SPARSIFIERS,
@@ -62,7 +63,7 @@ class DSVGDvsFedAvgConfig(DSVGDSettings):
     SCENARIO: ClassVar[str] = NAME
 
     particles: str = param("2,5,10", "comma list of DSVGD particle counts N_p (letter: "
-                           "2,5,10)")
+                           "2,5,10; time grows as N_p^2 and memory as N_p)")
     rate_multiples: str = param("0.5,1,5,10", "comma list of uplink budgets R_u / d "
                                 "(letter: 0.5,1,5,10)")
     methods: str = param("dsvgd,fedavg", "comma list of methods: dsvgd, fedavg")
@@ -131,10 +132,13 @@ def final_rows(frame: pd.DataFrame) -> pd.DataFrame:
           "N_p particles under per-iteration uplink budgets R_u.", plot=default_plot,
           datasets=("fashion-mnist",))
 def run(config: DSVGDvsFedAvgConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+    setup = setup_bar(NAME, None, progress)
+    setup.set_postfix_str("loading torch and data")
     streams = RngStreams(seed)
     data = iid_fashion_mnist(config.K, config.per_agent, config.eval_size,
                              streams.numpy("data"))
     model = mlp(config)
+    setup.close()
     methods = comma_list("methods", config.methods)
     steps = config.fedavg_local_steps or config.local_iters
     frames = []

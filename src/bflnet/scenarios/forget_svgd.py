@@ -88,6 +88,7 @@ from bflnet.learners.hyper import DSVGDParams, FedAvgParams
 from bflnet.params import subset
 from bflnet.protocols.codecs import RawCodec
 from bflnet.protocols.interventions import KEEP, ForgetRequest, Phase
+from bflnet.protocols.progress import setup_bar
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.dsvgd_common import (
     DSVGDSettings,
@@ -141,7 +142,8 @@ class ForgetSVGDConfig(DSVGDSettings):
                                 "agents (letter: 2,9)")
     n_forgetting: int = param(2, "forgetting agents (the last ids), each holding all "
                               "forget_classes (letter: 2)", ge=1)
-    particles: int = param(40, "particles N_p of the last layer (letter: 40)", ge=1, le=10**6)
+    particles: int = param(40, "particles N_p of the last layer (letter: 40; time "
+                           "grows as N_p^2 and memory as N_p)", ge=1, le=10**6)
     pretrain_rounds: int = param(100, "FedAvg pre-training rounds (all agents per round)",
                                  ge=1)
     pretrain_local_steps: int = param(10, "SGD steps per agent per pre-training round", ge=1)
@@ -258,6 +260,8 @@ def _label_groups(frame: pd.DataFrame, forget: list[int]) -> pd.DataFrame:
           "and the remaining labels, vs training the last layer from scratch.",
           plot=default_plot, datasets=("fashion-mnist",))
 def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+    setup = setup_bar(NAME, config.pretrain_rounds, progress, unit="round")
+    setup.set_postfix_str("loading torch and data")
     # torch and the torch learners are imported here, not at module level, so that
     # `bflnet list` stays fast
     import torch
@@ -286,11 +290,15 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
                                                batch_size=config.batch_size))
     w = pre.init(streams.numpy("pretrain"))
     pre_rngs = {k: streams.numpy(f"pretrain.agent.{k}") for k in range(K)}
+    setup.set_postfix_str("FedAvg pre-training")
     for _ in range(config.pretrain_rounds):
         w = pre.merge(w, [pre.local_update(k, w, None, pre_rngs[k]) for k in range(K)])
+        setup.update()
+    setup.set_postfix_str("features")
     pretrain_accuracy = predictive_metrics(net, w, *raw.eval)["accuracy"]
     feats = VisionData({k: (_features(net, w, xk), yk) for k, (xk, yk) in raw.agents.items()},
                        (_features(net, w, raw.eval[0]), raw.eval[1]))
+    setup.close()
     head = LogisticRegression(config.hidden, N_CLASSES)
 
     def learner(agents: list[int], start: torch.Tensor | None = None,

@@ -172,8 +172,10 @@ def with_run_id(frame: pd.DataFrame, keys: Iterable[str]) -> pd.DataFrame:
 
 
 def progress_runs(items: Sequence[Any], progress: bool, desc: str) -> Any:
-    """A progress bar over runs (shown after 2 s)."""
+    """A progress bar over runs (drawn at once)."""
     from tqdm.auto import tqdm
 
-    return tqdm(items, disable=not progress, delay=2.0, desc=desc, unit="run", leave=False,
+    from bflnet.protocols.progress import SHOW_AFTER_S
+
+    return tqdm(items, disable=not progress, delay=SHOW_AFTER_S, desc=desc, unit="run", leave=False,
                 dynamic_ncols=True)

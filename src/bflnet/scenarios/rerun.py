@@ -9,7 +9,7 @@ byte for byte and, if the bytes differ, row for row.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,9 +91,11 @@ def _rerun_sweep(record: Mapping[str, Any], target: Path, workers: int | None,
 
 
 def rerun(path: str | Path, out: str | Path | None = None, *, strict_version: bool = False,
-          workers: int | None = None, progress: bool = False) -> RerunResult:
+          workers: int | None = None, progress: bool = False,
+          warn: Callable[[str], None] | None = None) -> RerunResult:
     """Make the result file at ``path`` again into ``out`` (default: a temporary file of
-    the same format, removed afterwards) and compare it with the original."""
+    the same format, removed afterwards) and compare it with the original. A version
+    warning is also passed to ``warn`` at once, before the (maybe long) run."""
     path = Path(path)
     record = read_metadata(path)
     _require(record, path, ("bflnet", "kind", "scenario"))
@@ -103,6 +105,8 @@ def rerun(path: str | Path, out: str | Path | None = None, *, strict_version: bo
                          f"{str(path)!r}; known: {RUN}, {SWEEP}")
     _require(record, path, ("config", "seed") if kind == RUN else ("grid", "fixed", "seeds"))
     warning = check_version(record, path, strict_version)
+    if warning is not None and warn is not None:
+        warn(warning)
     if out is not None:
         check_output_path(out)
     original, original_frame = _file_bytes(path), read_frame(path)

@@ -1,0 +1,42 @@
+"""Progress from a run's first second: the torch scenarios, whose set-up (torch, data,
+pre-training) and iterations can be slow for large but valid values, draw a set-up bar
+before any of that work, then one bar per protocol run."""
+
+import pytest
+
+from bflnet.protocols.progress import SHOW_AFTER_S
+from bflnet.scenarios.registry import run_scenario
+
+SMALL = {"per_agent": 20, "eval_size": 50, "hidden": 4, "local_iters": 1, "K": 3,
+         "eval_every": 2}
+TINY = {
+    "dsvgd-sparsifiers": {**SMALL, "particles": 2, "iterations": 2,
+                          "sparsifiers": "shared", "sharing_fraction": 1.0},
+    "dsvgd-vs-fedavg": {**SMALL, "particles": "2", "rate_multiples": "1", "iterations": 2},
+    "forget-svgd": {"per_agent": 20, "eval_size": 50, "hidden": 4, "local_iters": 1,
+                    "particles": 2, "pretrain_rounds": 2, "pretrain_local_steps": 1,
+                    "learn_iterations": 1, "unlearn_iterations": 1, "scratch_iterations": 1,
+                    "rate_multiples": "1", "sharing_fractions": "1"},
+    "cdbfl-local-steps": {"K": 3, "per_node": 20, "eval_size": 50, "hidden": 4, "rounds": 2,
+                          "burn_in": 1, "local_steps_list": "1", "dsgld": False},
+}
+
+pytestmark = pytest.mark.usefixtures("use_tiny_fashion")
+
+
+def test_bars_are_drawn_at_once():
+    assert SHOW_AFTER_S < 1.0
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_set_up_bar_comes_first_then_a_protocol_bar(name, capsys):
+    run_scenario(name, TINY[name], seed=1, progress=True)
+    err = capsys.readouterr().err
+    assert err.lstrip("\r ").startswith(f"{name} set-up:")  # before torch, data, models
+    assert "loading torch and data" in err
+    assert err.find(f"{name}:") > err.find(f"{name} set-up:")  # then the protocol's bar
+
+
+def test_no_bar_without_progress(capsys):
+    run_scenario("forget-svgd", TINY["forget-svgd"], seed=1, progress=False)
+    assert capsys.readouterr().err == ""

@@ -1,37 +1,25 @@
-"""Data: offline dataset loaders, synthetic generators and partitioners."""
+"""Data: offline dataset loaders, synthetic generators and partitioners. Names are imported lazily."""
 
-from bflnet.data.idx import clear_idx_cache, parse_idx, read_idx, write_idx
-from bflnet.data.partition import by_label, cyclic_classes, dirichlet, iid
-from bflnet.data.vision import (
-    FASHION_MNIST,
-    FASHION_MNIST_CLASSES,
-    MNIST,
-    DatasetNotFoundError,
-    IdxDatasetSpec,
-    find_split_files,
-    load_fashion_mnist,
-    load_idx_dataset,
-    load_mnist,
-    search_dirs,
-)
+from bflnet.lazy import lazy_exports
 
-__all__ = [
-    "FASHION_MNIST",
-    "FASHION_MNIST_CLASSES",
-    "MNIST",
-    "DatasetNotFoundError",
-    "IdxDatasetSpec",
-    "by_label",
-    "clear_idx_cache",
-    "cyclic_classes",
-    "dirichlet",
-    "find_split_files",
-    "iid",
-    "load_fashion_mnist",
-    "load_idx_dataset",
-    "load_mnist",
-    "parse_idx",
-    "read_idx",
-    "search_dirs",
-    "write_idx",
-]
+_HOMES = {
+    "clear_idx_cache": "idx",
+    "parse_idx": "idx",
+    "read_idx": "idx",
+    "write_idx": "idx",
+    "by_label": "partition",
+    "cyclic_classes": "partition",
+    "dirichlet": "partition",
+    "iid": "partition",
+    "FASHION_MNIST": "vision",
+    "FASHION_MNIST_CLASSES": "vision",
+    "MNIST": "vision",
+    "DatasetNotFoundError": "vision",
+    "IdxDatasetSpec": "vision",
+    "find_split_files": "vision",
+    "load_fashion_mnist": "vision",
+    "load_idx_dataset": "vision",
+    "load_mnist": "vision",
+    "search_dirs": "vision",
+}
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _HOMES, globals())

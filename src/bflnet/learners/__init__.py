@@ -6,8 +6,7 @@ nothing and only the learners a program uses load torch or scipy.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from bflnet.lazy import lazy_exports
 
 _HOMES = {
     "Array": "base", "ConsensusLearner": "base", "GlobalStateLearner": "base",
@@ -24,17 +23,4 @@ _HOMES = {
     "LangevinParams": "hyper", "CDBFLParams": "hyper",
 }
 
-__all__ = sorted(_HOMES)
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'bflnet.learners' has no attribute {name!r}")
-    value = getattr(import_module(f"bflnet.learners.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _HOMES, globals())

@@ -3,23 +3,23 @@
 The patterns are SimPy process factories that move messages between nodes and call the
 learner's hooks: :class:`ParameterServerProtocol`, :class:`RandomWalkProtocol` and
 :class:`ConsensusProtocol`.
+
+Names are imported lazily: importing one submodule loads only what it needs.
 """
 
-from bflnet.protocols.codec_base import Codec, Encoded
-from bflnet.protocols.consensus import ConsensusProtocol
-from bflnet.protocols.parameter_server import ParameterServerProtocol
-from bflnet.protocols.random_walk import RandomWalkProtocol
-from bflnet.protocols.scheduling import (
-    AgentSelector,
-    AllAgents,
-    RoundRobinSelector,
-    UniformSelector,
-    make_selector,
-)
-from bflnet.protocols.stopping import StopRule
+from bflnet.lazy import lazy_exports
 
-__all__ = [
-    "AgentSelector", "AllAgents", "Codec", "ConsensusProtocol", "Encoded",
-    "ParameterServerProtocol", "RandomWalkProtocol", "RoundRobinSelector", "StopRule",
-    "UniformSelector", "make_selector",
-]
+_HOMES = {
+    "Codec": "codec_base",
+    "Encoded": "codec_base",
+    "ConsensusProtocol": "consensus",
+    "ParameterServerProtocol": "parameter_server",
+    "RandomWalkProtocol": "random_walk",
+    "AgentSelector": "scheduling",
+    "AllAgents": "scheduling",
+    "RoundRobinSelector": "scheduling",
+    "UniformSelector": "scheduling",
+    "make_selector": "scheduling",
+    "StopRule": "stopping",
+}
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _HOMES, globals())

@@ -19,15 +19,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import networkx as nx
-import numpy as np
-
-from bflnet.channels import Channel, make_channel
-from bflnet.protocols.topologies import make_graph, node_distance
 from bflnet.scenarios.config import param
-from bflnet.simulator.compute import FixedStepTime
+
+if TYPE_CHECKING:
+    import networkx as nx
+    import numpy as np
+
+    from bflnet.channels import Channel
 
 GRAPHS = ("complete", "star", "ring", "path", "grid", "torus", "erdos-renyi",
           "random-geometric", "file")
@@ -161,6 +161,7 @@ class NetworkSettings:
 
     def build_graph(self, rng: np.random.Generator) -> nx.Graph:
         """The topology (connectivity is checked by the protocol that needs it)."""
+        from bflnet.protocols.topologies import make_graph  # lazily: networkx
         params: dict[str, Any] = {}
         if self.graph == "erdos-renyi":
             params["p"] = self.edge_prob
@@ -175,6 +176,8 @@ class NetworkSettings:
 
     def build_channel(self, graph: nx.Graph) -> Channel | Any:
         """A channel template, or a per-link factory for fading on a graph with positions."""
+        from bflnet.channels import make_channel  # lazily: numpy, scipy
+        from bflnet.protocols.topologies import node_distance
         name = self.channel
         if name == "ideal":
             return make_channel("ideal")
@@ -202,6 +205,7 @@ class NetworkSettings:
 
     def network_kwargs(self, graph: nx.Graph) -> dict[str, Any]:
         """Keyword arguments for ``Simulation.build_network``."""
+        from bflnet.simulator.compute import FixedStepTime
         return dict(channel=self.build_channel(graph), mtu_bits=self.mtu_bits,
                     max_attempts=self.max_attempts,
                     compute=FixedStepTime(self.compute_s_per_step))

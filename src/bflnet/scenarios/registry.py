@@ -4,18 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
-
-import pandas as pd
 
 from bflnet.scenarios.config import make_config
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.figure import Figure
 
-RunFunction = Callable[..., pd.DataFrame]
+RunFunction = Callable[..., "pd.DataFrame"]
 #: A scenario's default figure of its result table.
-PlotFunction = Callable[[pd.DataFrame], "Figure"]
+PlotFunction = Callable[["pd.DataFrame"], "Figure"]
+
+#: The modules that register the scenarios, imported on the first look-up (they keep
+#: their heavy imports inside ``run``, so that ``bflnet list`` starts fast).
+SCENARIO_MODULES = (
+    "cdbfl_local_steps", "consensus_averaging", "cover_time", "dsvgd_sparsifiers",
+    "dsvgd_vs_fedavg", "forget_svgd", "gfvl_beta_bernoulli", "gfvl_beta_exponential",
+    "gfvl_unlearning", "unlearning_latency",
+)
 
 #: The scenario ``bflnet run`` uses when no name is given.
 DEFAULT_SCENARIO = "gfvl-beta-bernoulli"
@@ -64,8 +72,15 @@ def register(name: str, config: type, description: str,
     return wrap
 
 
+def _load_scenarios() -> None:
+    for module in SCENARIO_MODULES:
+        import_module(f"bflnet.scenarios.{module}")
+
+
 def get_scenario(name: str) -> Scenario:
     """The scenario called ``name``; a one-line error listing the known names otherwise."""
+    if name not in _REGISTRY:
+        _load_scenarios()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -74,6 +89,8 @@ def get_scenario(name: str) -> Scenario:
 
 
 def scenario_names() -> list[str]:
+    """The registered scenarios' names, sorted."""
+    _load_scenarios()
     return sorted(_REGISTRY)
 
 

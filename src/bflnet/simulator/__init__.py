@@ -1,16 +1,25 @@
-"""Simulator core: clock, randomness, nodes, links, messages and the record of a run."""
+"""Simulator core: clock, randomness, nodes, links, messages and the record of a run. Names are imported lazily."""
 
-from bflnet.simulator.compute import NO_WORK, ComputeModel, FixedStepTime, FlopsTime, Work
-from bflnet.simulator.link import Link, Medium
-from bflnet.simulator.message import Delivery, Message
-from bflnet.simulator.network import Network
-from bflnet.simulator.node import SERVER, Node
-from bflnet.simulator.recorder import Recorder
-from bflnet.simulator.rng import RngStreams
-from bflnet.simulator.simulation import Outcome, RunResult, Simulation, SimulationError
+from bflnet.lazy import lazy_exports
 
-__all__ = [
-    "NO_WORK", "SERVER", "ComputeModel", "Delivery", "FixedStepTime", "FlopsTime", "Link",
-    "Medium", "Message", "Network", "Node", "Outcome", "Recorder", "RngStreams", "RunResult",
-    "Simulation", "SimulationError", "Work",
-]
+_HOMES = {
+    "NO_WORK": "compute",
+    "ComputeModel": "compute",
+    "FixedStepTime": "compute",
+    "FlopsTime": "compute",
+    "Work": "compute",
+    "Link": "link",
+    "Medium": "link",
+    "Delivery": "message",
+    "Message": "message",
+    "Network": "network",
+    "SERVER": "node",
+    "Node": "node",
+    "Recorder": "recorder",
+    "RngStreams": "rng",
+    "Outcome": "simulation",
+    "RunResult": "simulation",
+    "Simulation": "simulation",
+    "SimulationError": "simulation",
+}
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _HOMES, globals())

@@ -1,4 +1,5 @@
-"""Data: offline dataset loaders, synthetic generators and partitioners. Names are imported lazily."""
+"""Data: offline dataset loaders, synthetic generators and partitioners. Names are
+imported lazily."""
 
 from bflnet.lazy import lazy_exports
 

@@ -28,9 +28,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-import numpy as np
-
 if TYPE_CHECKING:  # torch is imported only by the learners that use it
+    import numpy as np
     import torch
 
 Array: TypeAlias = "np.ndarray | torch.Tensor"

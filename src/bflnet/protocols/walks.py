@@ -37,9 +37,7 @@ import networkx as nx
 import numpy as np
 
 from bflnet.protocols.topologies import require_connected
-
-WALK_NAMES: tuple[str, ...] = ("metropolis-hastings", "uniform-neighbour", "round-robin")
-"""Names accepted by :func:`make_walk`."""
+from bflnet.protocols.walk_names import WALK_NAMES
 
 
 class Walk(ABC):

@@ -20,21 +20,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
-import numpy as np
-import pandas as pd
-
 from bflnet.learners.hyper import CDBFLParams
 from bflnet.params import param
-from bflnet.protocols.codecs import RawCodec, StochasticQuantizer, TopKCodec
-from bflnet.protocols.consensus import ConsensusProtocol
-from bflnet.protocols.mixing import metropolis_hastings_weights
 from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.network_settings import GRAPHS, NetworkSettings
-from bflnet.simulator.simulation import RunResult, Simulation
 
 if TYPE_CHECKING:
+    import networkx as nx
+    import numpy as np
+    import pandas as pd
+
     from bflnet.learners.base import ConsensusLearner
+    from bflnet.protocols.codecs import RawCodec
+    from bflnet.simulator.simulation import RunResult
 
 #: Where the examples come from.
 DATA_SOURCES = ("fashion-mnist",)
@@ -79,6 +77,7 @@ class CDBFLSettings(CDBFLParams, NetworkSettings):
 
 def codec_for(config: CDBFLSettings, d: int) -> Any:
     """The compression operator Q as a codec (``None``: uncompressed float64)."""
+    from bflnet.protocols.codecs import StochasticQuantizer, TopKCodec
     if config.compression == "topk":
         return TopKCodec(k=max(1, round(config.keep_ratio * d)), value_bits=32)
     if config.compression == "quantize":
@@ -86,8 +85,11 @@ def codec_for(config: CDBFLSettings, d: int) -> Any:
     return None
 
 
-#: DSGLD's samples travel as float32.
-SAMPLE_CODEC = RawCodec(32)
+def sample_codec() -> RawCodec:
+    """DSGLD's samples travel as float32."""
+    from bflnet.protocols.codecs import RawCodec
+
+    return RawCodec(32)
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,10 @@ def run_consensus(name: str, config: CDBFLSettings, seed: int, learner: Consensu
     Hastings weights) with the config's links; the frame keeps the init and round rows."""
     import torch  # lazily, so that `bflnet list` stays fast
 
+    from bflnet.protocols.consensus import ConsensusProtocol
+    from bflnet.protocols.mixing import metropolis_hastings_weights
+    from bflnet.simulator.simulation import Simulation
+
     torch.set_num_threads(config.threads)
     sim = Simulation(seed, name=name)
     sim.build_network(graph, **config.network_kwargs(graph))
@@ -141,6 +147,7 @@ def run_consensus(name: str, config: CDBFLSettings, seed: int, learner: Consensu
 
 def tidy(frames: list[pd.DataFrame], first: tuple[str, ...]) -> pd.DataFrame:
     """Concatenate run frames, ``first`` columns in front."""
+    import pandas as pd
     frame = pd.concat(frames, ignore_index=True)
     head = [c for c in first if c in frame.columns]
     return frame[head + [c for c in frame.columns if c not in head]]

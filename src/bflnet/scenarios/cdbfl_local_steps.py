@@ -21,23 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
-import pandas as pd
-
 from bflnet.params import param, validate
-from bflnet.protocols.progress import setup_bar
-from bflnet.scenarios.cdbfl_common import (
-    SAMPLE_CODEC,
-    CDBFLSettings,
-    codec_for,
-    run_consensus,
-    tidy,
-    workspace,
-)
+from bflnet.scenarios.cdbfl_common import CDBFLSettings
 from bflnet.scenarios.lists import int_list
 from bflnet.scenarios.registry import register
-from bflnet.simulator.rng import RngStreams
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.figure import Figure
 
 NAME = "cdbfl-local-steps"
@@ -88,6 +78,15 @@ def default_plot(frame: pd.DataFrame) -> Figure:
           plot=default_plot, datasets=("fashion-mnist",))
 def run(config: CDBFLLocalStepsConfig, *, seed: int = 0, progress: bool = False
         ) -> pd.DataFrame:
+    from bflnet.protocols.progress import setup_bar
+    from bflnet.scenarios.cdbfl_common import (
+        codec_for,
+        run_consensus,
+        sample_codec,
+        tidy,
+        workspace,
+    )
+    from bflnet.simulator.rng import RngStreams
     setup = setup_bar(NAME, None, progress)
     setup.set_postfix_str("loading torch and data")
     from bflnet.learners.cdbfl import CDBFL  # lazily: torch
@@ -113,8 +112,8 @@ def run(config: CDBFLLocalStepsConfig, *, seed: int = 0, progress: bool = False
     if config.dsgld:
         learner = DSGLD(space.model, space.nodes, subset(LangevinParams, config),
                         eval_sets=space.eval_sets)
-        result = run_consensus(NAME, config, seed, learner, graph, SAMPLE_CODEC, progress)
+        result = run_consensus(NAME, config, seed, learner, graph, sample_codec(), progress)
         frames.append(result.frame.assign(run_id=f"dsgld-s{seed}", method="dsgld",
                                           local_steps=1,
-                                          message_bits=SAMPLE_CODEC.bits_for((1, d))))
+                                          message_bits=sample_codec().bits_for((1, d))))
     return tidy(frames, (*COLUMNS, "iteration"))

@@ -10,14 +10,11 @@ from typing import Annotated
 
 import typer
 
+from bflnet.errors import SimulationError, SweepError
 from bflnet.scenarios.config import ValidationBug, describe_fields
 from bflnet.scenarios.config_file import run_request, sweep_request
-from bflnet.scenarios.output import check_output_path, read_frame, summary, write_frame
 from bflnet.scenarios.provenance import run_record
 from bflnet.scenarios.registry import DEFAULT_SCENARIO, get_scenario, scenario_names
-from bflnet.scenarios.sweep import SweepError, load_sweep
-from bflnet.scenarios.sweep import sweep as run_sweep
-from bflnet.simulator.simulation import SimulationError
 
 app = typer.Typer(help="bflnet: wireless network simulator with Bayesian federated learning.",
                   add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True)
@@ -63,6 +60,7 @@ def run(
     progress: Annotated[bool, typer.Option(help="progress bar on long runs")] = True,
 ) -> None:
     """Run a scenario and print a summary (or write the full table with --out)."""
+    from bflnet.scenarios.output import check_output_path, summary, write_frame
     request = run_request(name, config, set_ or [], seed, out)
     if request.out is not None:
         check_output_path(request.out)
@@ -102,6 +100,7 @@ def sweep(
     progress: Annotated[bool, typer.Option(help="progress bar")] = True,
 ) -> None:
     """Run a grid of parameters x seeds on Dask into one table; re-running resumes."""
+    from bflnet.scenarios.sweep import sweep as run_sweep
     request = sweep_request(name, config, grid or [], set_ or [], seeds, out)
     table = run_sweep(request.scenario, request.grid, request.seeds, request.out,
                       fixed=request.fixed, workers=workers, scheduler=scheduler,
@@ -128,6 +127,7 @@ def rerun(
     progress: Annotated[bool, typer.Option(help="progress bar on long runs")] = True,
 ) -> None:
     """Make a result file again from the config, seed and version stored in it."""
+    from bflnet.scenarios.output import summary
     from bflnet.scenarios.rerun import DIFFERENT, IDENTICAL, SAME_ROWS
     from bflnet.scenarios.rerun import rerun as rerun_file
 
@@ -166,6 +166,8 @@ def plot(
 ) -> None:
     """Plot the median of a metric over seeds with a quantile band."""
     from bflnet.analysis.plots import FIGURE_FORMATS, plot_metric, save_figure
+    from bflnet.scenarios.output import read_frame
+    from bflnet.scenarios.sweep import load_sweep
 
     if Path(out).suffix.lower() not in FIGURE_FORMATS:
         raise ValueError(f"--out: must end in {', '.join(FIGURE_FORMATS)}, got {out!r}")

@@ -8,20 +8,15 @@ falls geometrically at the rate set by the mixing matrix's spectral gap.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-import pandas as pd
-
-from bflnet.learners.averaging import ConsensusAveraging
-from bflnet.protocols.codecs import make_codec
-from bflnet.protocols.consensus import ConsensusProtocol
-from bflnet.protocols.mixing import make_mixing, spectral_gap
 from bflnet.protocols.stopping import StopRule
-from bflnet.protocols.topologies import require_connected
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.network_settings import NetworkSettings
 from bflnet.scenarios.registry import register
-from bflnet.simulator.simulation import Simulation
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 NAME = "consensus-averaging"
 
@@ -54,6 +49,12 @@ class ConsensusAveragingConfig(NetworkSettings):
           "mean per round.")
 def run(config: ConsensusAveragingConfig, *, seed: int = 0,
         progress: bool = False) -> pd.DataFrame:
+    from bflnet.learners.averaging import ConsensusAveraging
+    from bflnet.protocols.codecs import make_codec
+    from bflnet.protocols.consensus import ConsensusProtocol
+    from bflnet.protocols.mixing import make_mixing, spectral_gap
+    from bflnet.protocols.topologies import require_connected
+    from bflnet.simulator.simulation import Simulation
     sim = Simulation(seed, name=NAME, record_messages=config.record_messages)
     graph = config.build_graph(sim.streams.numpy("graph"))
     require_connected(graph)

@@ -25,29 +25,21 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import networkx as nx
-import numpy as np
-import pandas as pd
-from tqdm.auto import tqdm
-
-from bflnet.analysis.cover_time import (
-    complete_graph_cover_time,
-    exact_cover_time,
-    matthews_bounds,
-)
-from bflnet.learners.base import GlobalStateLearner, Update
-from bflnet.protocols.random_walk import RandomWalkProtocol
+from bflnet.learners.base import GlobalStateLearner
 from bflnet.protocols.stopping import StopRule
-from bflnet.protocols.topologies import require_connected
-from bflnet.protocols.walks import make_walk
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.network_settings import NetworkSettings
 from bflnet.scenarios.registry import register
 from bflnet.simulator.compute import Work
-from bflnet.simulator.rng import RngStreams
-from bflnet.simulator.simulation import Simulation
+
+if TYPE_CHECKING:
+    import networkx as nx
+    import numpy as np
+    import pandas as pd
+
+    from bflnet.learners.base import Update
 
 NAME = "cover-time"
 #: Largest K for which ``exact_cover_iterations`` is computed (2^K visited sets).
@@ -81,10 +73,12 @@ class Carrier(GlobalStateLearner):
         self.size = size
 
     def init(self, rng: np.random.Generator) -> np.ndarray:
+        import numpy as np
         return np.zeros(self.size)
 
     def local_update(self, agent: Any, state: np.ndarray, agent_state: Any,
                      rng: np.random.Generator) -> Update:
+        from bflnet.learners.base import Update
         return Update(state, _ONE_STEP, agent)
 
     def merge(self, state: np.ndarray, updates: Sequence[Update]) -> np.ndarray:
@@ -94,11 +88,19 @@ class Carrier(GlobalStateLearner):
 def run_seeds(seed: int, runs: int) -> list[int]:
     """Per-run root seeds: children of ``SeedSequence(seed, "runs")``; run ``r``'s seed does
     not depend on the number of runs."""
+    import numpy as np
+
+    from bflnet.simulator.rng import RngStreams
     children = RngStreams(seed).seed_sequence("runs").spawn(runs)
     return [int(c.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1)) for c in children]
 
 
 def _theory(P: np.ndarray, graph: nx.Graph) -> dict[str, float]:
+    from bflnet.analysis.cover_time import (
+        complete_graph_cover_time,
+        exact_cover_time,
+        matthews_bounds,
+    )
     K = graph.number_of_nodes()
     complete = graph.number_of_edges() == K * (K - 1) // 2
     lower, upper = matthews_bounds(P) if K <= MATTHEWS_MAX_K else (math.nan, math.nan)
@@ -114,6 +116,14 @@ def _theory(P: np.ndarray, graph: nx.Graph) -> dict[str, float]:
           "Random-walk cover time (slots, seconds, bits) per run, beside the exact "
           "Markov-chain value, the complete-graph closed form and Matthews' bounds.")
 def run(config: CoverTimeConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    from bflnet.protocols.random_walk import RandomWalkProtocol
+    from bflnet.protocols.topologies import require_connected
+    from bflnet.protocols.walks import make_walk
+    from bflnet.simulator.rng import RngStreams
+    from bflnet.simulator.simulation import Simulation
     graph = config.build_graph(RngStreams(seed).numpy("graph"))
     require_connected(graph)
     K = graph.number_of_nodes()

@@ -38,38 +38,29 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import networkx as nx
-import numpy as np
-import pandas as pd
-
-from bflnet.channels import IdealChannel
-from bflnet.data import iid, load_fashion_mnist
-from bflnet.learners.base import GlobalStateLearner
 from bflnet.learners.hyper import DSVGDParams, FedAvgParams
 from bflnet.params import subset
-from bflnet.protocols.codecs import (
-    ComposedCodec,
-    largest_k_within_budget,
-    topk_quantized,
-    topk_quantized_bits,
-)
 from bflnet.protocols.interventions import ForgetRequest
-from bflnet.protocols.parameter_server import ParameterServerProtocol
-from bflnet.protocols.scheduling import RoundRobinSelector
 from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param
 from bflnet.scenarios.network_settings import NetworkSettings
 from bflnet.scenarios.resources import FLOAT32, check_memory, human_bytes
-from bflnet.simulator.simulation import Simulation
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from bflnet.learners.base import GlobalStateLearner
+    from bflnet.learners.dsvgd import DSVGD
+    from bflnet.learners.fedavg import FedAvg
+    from bflnet.learners.models import BayesianMLP
+    from bflnet.protocols.codecs import (
+        ComposedCodec,
+    )
 
 # torch and the torch learners are imported lazily, inside the functions that use them, so
 # that importing the scenarios (``bflnet list``, ``bflnet describe``, the scenarios
 # without torch) stays fast.
-if TYPE_CHECKING:
-
-    from bflnet.learners.dsvgd import DSVGD
-    from bflnet.learners.fedavg import FedAvg
-    from bflnet.learners.models import BayesianMLP
 
 SPARSIFIERS = ("per-particle", "shared", "alpha-shared")
 #: Row events kept in the frames.
@@ -174,6 +165,7 @@ def budget_codec(rate_multiple: float, d: int, n_rows: int, groups: int,
     """Top-k + ``n_bits`` quantiser with the largest ``k`` whose message fits
     ``floor(rate_multiple · d)`` bits (``ValueError`` naming ``rate_multiple`` if not even
     ``k = 1`` fits)."""
+    from bflnet.protocols.codecs import largest_k_within_budget, topk_quantized, topk_quantized_bits
     # a budget above the uncompressed message's size buys nothing more (k = d)
     full = topk_quantized_bits(d, d, n_rows, groups, n_bits) + 1
     budget = full if rate_multiple * d >= full else math.floor(rate_multiple * d)
@@ -204,6 +196,9 @@ class VisionData:
 def eval_subset(size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """``size`` Fashion-MNIST test examples drawn without replacement (all, in order, if
     ``size`` is the whole test set)."""
+    import numpy as np
+
+    from bflnet.data import load_fashion_mnist
     x, y = load_fashion_mnist(split="test")
     if size >= len(y):
         return x, y
@@ -215,6 +210,7 @@ def iid_fashion_mnist(K: int, per_agent: int, eval_size: int,
                       rng: np.random.Generator) -> VisionData:
     """``K`` i.i.d. shards of ``per_agent`` Fashion-MNIST training examples (disjoint) and
     ``eval_size`` test examples."""
+    from bflnet.data import iid, load_fashion_mnist
     if K * per_agent > FASHION_TRAIN:
         raise ValueError(f"per_agent: K·N_k = {K * per_agent} exceeds the {FASHION_TRAIN} "
                          f"training examples")
@@ -283,7 +279,13 @@ def run_parameter_server(name: str, config: DSVGDSettings, seed: int,
     ``interventions`` (forget requests) happen on the same timeline. ``init`` and
     ``iteration`` rows (plus ``forget_request`` rows), with ``uplink_bits`` (this
     iteration's on-air uplink bits) added."""
+    import networkx as nx
     import torch  # lazily, so that `bflnet list` stays fast
+
+    from bflnet.channels import IdealChannel
+    from bflnet.protocols.parameter_server import ParameterServerProtocol
+    from bflnet.protocols.scheduling import RoundRobinSelector
+    from bflnet.simulator.simulation import Simulation
 
     torch.set_num_threads(config.threads)
     sim = Simulation(seed, name=name)
@@ -305,6 +307,7 @@ def run_parameter_server(name: str, config: DSVGDSettings, seed: int,
 
 def tidy(frames: Sequence[pd.DataFrame], first: Sequence[str]) -> pd.DataFrame:
     """Concatenate run frames, ``first`` columns in front (then the rest, in order)."""
+    import pandas as pd
     frame = pd.concat(frames, ignore_index=True)
     head = [c for c in first if c in frame.columns]
     return frame[head + [c for c in frame.columns if c not in head]]

@@ -26,28 +26,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-import pandas as pd
-
-from bflnet.protocols.progress import setup_bar
 from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.dsvgd_common import (
-    SPARSIFIERS,
-    DSVGDSettings,
-    budget_codec,
-    dsvgd_learner,
-    fedavg_learner,
-    iid_fashion_mnist,
-    mlp,
-    mlp_dim,
-    run_parameter_server,
-    sparsity_groups,
-    tidy,
-)
+from bflnet.scenarios.dsvgd_common import SPARSIFIERS, DSVGDSettings
 from bflnet.scenarios.lists import comma_list, float_list, int_list
 from bflnet.scenarios.registry import register
-from bflnet.simulator.rng import RngStreams
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.figure import Figure
 
 NAME = "dsvgd-vs-fedavg"
@@ -76,6 +61,7 @@ class DSVGDvsFedAvgConfig(DSVGDSettings):
                                            "local_iters)", ge=1)
 
     def __post_init__(self) -> None:
+        from bflnet.scenarios.dsvgd_common import budget_codec, mlp_dim, sparsity_groups
         validate(self)
         self.check_network_fields()
         methods = comma_list("methods", self.methods)
@@ -132,6 +118,18 @@ def final_rows(frame: pd.DataFrame) -> pd.DataFrame:
           "N_p particles under per-iteration uplink budgets R_u.", plot=default_plot,
           datasets=("fashion-mnist",))
 def run(config: DSVGDvsFedAvgConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+    from bflnet.protocols.progress import setup_bar
+    from bflnet.scenarios.dsvgd_common import (
+        budget_codec,
+        dsvgd_learner,
+        fedavg_learner,
+        iid_fashion_mnist,
+        mlp,
+        run_parameter_server,
+        sparsity_groups,
+        tidy,
+    )
+    from bflnet.simulator.rng import RngStreams
     setup = setup_bar(NAME, None, progress)
     setup.set_postfix_str("loading torch and data")
     streams = RngStreams(seed)

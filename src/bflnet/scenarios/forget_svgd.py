@@ -80,39 +80,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
-import pandas as pd
-
-from bflnet.data import by_label, load_fashion_mnist
 from bflnet.learners.hyper import DSVGDParams, FedAvgParams
 from bflnet.params import subset
-from bflnet.protocols.codecs import RawCodec
 from bflnet.protocols.interventions import KEEP, ForgetRequest, Phase
-from bflnet.protocols.progress import setup_bar
 from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.dsvgd_common import (
-    DSVGDSettings,
-    VisionData,
-    budget_codec,
-    eval_subset,
-    mlp,
-    mlp_dim,
-    run_parameter_server,
-    sparsity_groups,
-    tidy,
-)
+from bflnet.scenarios.dsvgd_common import DSVGDSettings
 from bflnet.scenarios.lists import float_list, int_list
 from bflnet.scenarios.registry import register
 from bflnet.scenarios.resources import FLOAT32
-from bflnet.simulator.rng import RngStreams
 
-# torch and the torch learners are imported lazily, inside the functions that use them, so
-# that importing the scenarios (``bflnet list``, ``bflnet describe``) stays fast.
 if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
     import torch
     from matplotlib.figure import Figure
 
     from bflnet.learners.dsvgd import DSVGD
+
+# torch and the torch learners are imported lazily, inside the functions that use them, so
+# that importing the scenarios (``bflnet list``, ``bflnet describe``) stays fast.
 
 NAME = "forget-svgd"
 N_CLASSES = 10
@@ -169,6 +155,7 @@ class ForgetSVGDConfig(DSVGDSettings):
                                    "alpha-shared sparsity): 1/g, g dividing N_p")
 
     def __post_init__(self) -> None:
+        from bflnet.scenarios.dsvgd_common import budget_codec, mlp_dim, sparsity_groups
         validate(self)
         self.check_network_fields()
         forget = int_list("forget_classes", self.forget_classes, 0, N_CLASSES - 1)
@@ -260,6 +247,21 @@ def _label_groups(frame: pd.DataFrame, forget: list[int]) -> pd.DataFrame:
           "and the remaining labels, vs training the last layer from scratch.",
           plot=default_plot, datasets=("fashion-mnist",))
 def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+    import numpy as np
+
+    from bflnet.data import by_label, load_fashion_mnist
+    from bflnet.protocols.codecs import RawCodec
+    from bflnet.protocols.progress import setup_bar
+    from bflnet.scenarios.dsvgd_common import (
+        VisionData,
+        budget_codec,
+        eval_subset,
+        mlp,
+        run_parameter_server,
+        sparsity_groups,
+        tidy,
+    )
+    from bflnet.simulator.rng import RngStreams
     setup = setup_bar(NAME, config.pretrain_rounds, progress, unit="round")
     setup.set_postfix_str("loading torch and data")
     # torch and the torch learners are imported here, not at module level, so that

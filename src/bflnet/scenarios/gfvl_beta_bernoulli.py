@@ -31,32 +31,18 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import pandas as pd
-
-from bflnet.analysis.cover_time import complete_graph_cover_time, exact_cover_time
-from bflnet.learners.gfvl import GFVL
-from bflnet.protocols.random_walk import RandomWalkProtocol
 from bflnet.protocols.stopping import StopRule
-from bflnet.protocols.topologies import require_connected
-from bflnet.protocols.walks import Walk, make_walk
 from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.cover_time import run_seeds
-from bflnet.scenarios.gfvl_common import (
-    ROW_EVENTS,
-    GFVLSettings,
-    base_fields,
-    progress_runs,
-    run_rows,
-    with_run_id,
-)
+from bflnet.scenarios.gfvl_common import GFVLSettings
 from bflnet.scenarios.lists import comma_list
 from bflnet.scenarios.network_settings import GRAPHS
 from bflnet.scenarios.registry import register
-from bflnet.simulator.rng import RngStreams
-from bflnet.simulator.simulation import Simulation
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.figure import Figure
+
+    from bflnet.protocols.walks import Walk
 
 NAME = "gfvl-beta-bernoulli"
 #: Largest K for the exact cover-time column (2^K visited sets).
@@ -94,6 +80,7 @@ class GFVLBetaBernoulliConfig(GFVLSettings):
 
 def theory_cover_slot(walk: Walk) -> float:
     """Expected 1-based slot at which every agent has been scheduled (NaN if K is large)."""
+    from bflnet.analysis.cover_time import complete_graph_cover_time, exact_cover_time
     K = walk.K
     complete = walk.graph.number_of_edges() == K * (K - 1) // 2
     if K <= EXACT_MAX_K:
@@ -104,6 +91,7 @@ def theory_cover_slot(walk: Walk) -> float:
 def default_plot(frame: pd.DataFrame) -> Figure:
     """Fig. 3: median KL over runs against iterations, one line per graph, 75 % band."""
     from bflnet.analysis.plots import plot_metric
+    from bflnet.scenarios.gfvl_common import with_run_id
 
     rows = with_run_id(frame, ["graph"]).assign(kl=frame["kl"].clip(lower=KL_FLOOR))
     fig = plot_metric(rows, "iteration", "kl", hue="graph", band=0.75, logy=True)
@@ -118,6 +106,16 @@ def default_plot(frame: pd.DataFrame) -> Figure:
           "second and bit, per topology.", plot=default_plot)
 def run(config: GFVLBetaBernoulliConfig, *, seed: int = 0,
         progress: bool = False) -> pd.DataFrame:
+    import pandas as pd
+
+    from bflnet.learners.gfvl import GFVL
+    from bflnet.protocols.random_walk import RandomWalkProtocol
+    from bflnet.protocols.topologies import require_connected
+    from bflnet.protocols.walks import make_walk
+    from bflnet.scenarios.cover_time import run_seeds
+    from bflnet.scenarios.gfvl_common import ROW_EVENTS, base_fields, progress_runs, run_rows
+    from bflnet.simulator.rng import RngStreams
+    from bflnet.simulator.simulation import Simulation
     names = comma_list("graphs", config.graphs, GRAPHS)
     setups = []
     for name in names:

@@ -28,23 +28,18 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-
-from bflnet.data.synthetic import (
-    agent_skewed_bernoulli_agents,
-    agent_skewed_exponential_agents,
-    bernoulli_agents,
-    exponential_agents,
-)
-from bflnet.protocols.walks import WALK_NAMES
+from bflnet.protocols.walk_names import WALK_NAMES
 from bflnet.scenarios.config import param
 from bflnet.scenarios.lists import int_list
 from bflnet.scenarios.network_settings import GRAPHS, NetworkSettings
-from bflnet.simulator.rng import RngStreams
-from bflnet.simulator.simulation import Simulation
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from bflnet.simulator.simulation import Simulation
 
 #: Row events kept in the G-FVL frames (token drops only show in time and bits).
 ROW_EVENTS = ("init", "iteration")
@@ -84,6 +79,7 @@ class GFVLSettings(NetworkSettings):
 
     def exponential_data(self, K: int, rng: np.random.Generator) -> dict[int, np.ndarray]:
         """The agents' exponential data under ``data`` (``theta_true``: the iid mean)."""
+        from bflnet.data.synthetic import agent_skewed_exponential_agents, exponential_agents
         if self.data == "agent-skewed":
             return agent_skewed_exponential_agents(K, self.points_per_agent, rng)
         theta = self.theta_true  # type: ignore[attr-defined]
@@ -91,6 +87,7 @@ class GFVLSettings(NetworkSettings):
 
     def bernoulli_data(self, K: int, rng: np.random.Generator) -> dict[int, np.ndarray]:
         """The agents' Bernoulli data under ``data`` (``theta_true``: the iid P(1))."""
+        from bflnet.data.synthetic import agent_skewed_bernoulli_agents, bernoulli_agents
         if self.data == "agent-skewed":
             return agent_skewed_bernoulli_agents(K, self.points_per_agent, rng)
         theta = self.theta_true  # type: ignore[attr-defined]
@@ -99,6 +96,7 @@ class GFVLSettings(NetworkSettings):
 
 def parse_baseline(text: str) -> float | str:
     """The REINFORCE baseline ``c`` from ``"loo"`` or a number (``"0"``: the paper)."""
+    import numpy as np
     if str(text).strip() == "loo":
         return "loo"
     try:
@@ -127,6 +125,9 @@ def forget_agents(text: str, K: int | None) -> list[int]:
 
 def child_seed(seed: int, name: str) -> int:
     """A root seed for a second simulation of the same run (e.g. retraining)."""
+    import numpy as np
+
+    from bflnet.simulator.rng import RngStreams
     state = RngStreams(seed).seed_sequence(name).generate_state(1, dtype=np.uint64)[0]
     return int(state >> np.uint64(1))
 
@@ -140,6 +141,7 @@ def run_rows(sim: Simulation, protocol: Any) -> list[dict[str, Any]]:
 
 def state_of(row: dict[str, Any], dim: int = 2) -> np.ndarray:
     """The state η recorded in ``row`` by a :class:`GFVL` with ``metrics="state"``."""
+    import numpy as np
     return np.array([row[f"eta_{j}"] for j in range(dim)])
 
 

@@ -55,6 +55,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from bflnet.errors import SweepError
 from bflnet.scenarios import get_scenario, run_scenario
 from bflnet.scenarios.config import make_config, parse_value
 from bflnet.scenarios.output import write_parquet
@@ -62,10 +63,6 @@ from bflnet.scenarios.provenance import canonical_config, run_record, sweep_reco
 
 META_COLUMNS = ("seed", "run_id", "config_hash")
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-
-
-class SweepError(RuntimeError):
-    """No run of a sweep succeeded."""
 
 
 def default_workers() -> int:

@@ -58,37 +58,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
-import pandas as pd
-
-from bflnet.analysis.cover_time import (
-    complete_graph_retrain_iterations,
-    expected_first_hitting,
-    harmonic_number,
-)
-from bflnet.learners.gfvl import GFVL
 from bflnet.protocols.interventions import ForgetRequest
-from bflnet.protocols.random_walk import RandomWalkProtocol
 from bflnet.protocols.stopping import StopRule
-from bflnet.protocols.topologies import require_connected
-from bflnet.protocols.walks import Walk, make_walk
 from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.cover_time import run_seeds
-from bflnet.scenarios.gfvl_common import (
-    ROW_EVENTS,
-    GFVLSettings,
-    child_seed,
-    forget_agents,
-    progress_runs,
-    run_rows,
-    state_of,
-)
+from bflnet.scenarios.gfvl_common import GFVLSettings
 from bflnet.scenarios.registry import register
-from bflnet.simulator.rng import RngStreams
-from bflnet.simulator.simulation import Simulation
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.figure import Figure
+
+    from bflnet.protocols.walks import Walk
 
 NAME = "unlearning-latency"
 #: Most targets :func:`expected_targets_cover` accepts (2^targets visited sets).
@@ -114,6 +94,7 @@ class UnlearningLatencyConfig(GFVLSettings):
     theta_true: float = param(0.3, "Bernoulli parameter of the data", ge=0, le=1)
 
     def __post_init__(self) -> None:
+        from bflnet.scenarios.gfvl_common import forget_agents
         validate(self)
         self.check_network_fields()
         forget_agents(self.forget, None if self.graph == "file" else self.K)
@@ -134,6 +115,7 @@ def complete_graph_targets_cover(K: int, targets: int) -> float:
     (m = 1) with probability t/K. ``t = 1`` gives 1/K + K − 1 (Sec. IV's unlearning);
     ``t = K - 1`` gives ``1 + 1/K + (K-1) H_{K-2}`` (retraining without one agent).
     """
+    from bflnet.analysis.cover_time import harmonic_number
     if not (isinstance(K, numbers.Integral) and isinstance(targets, numbers.Integral)
             and 1 <= targets <= K and K >= 2):
         raise ValueError(f"targets: must be an integer in 1..K={K}, got {targets!r}")
@@ -153,6 +135,7 @@ def expected_targets_cover(P: Any, targets: Sequence[int], start: Any = "uniform
     a probability vector over the nodes. At most ``TARGETS_MAX`` targets. With every node a
     target this is ``exact_cover_time + 1``; with one, ``expected_first_hitting``.
     """
+    import numpy as np
     P = np.asarray(P, dtype=np.float64)
     if P.ndim != 2 or P.shape[0] != P.shape[1] or not np.allclose(P.sum(axis=1), 1.0):
         raise ValueError("P: must be a square row-stochastic matrix")
@@ -198,6 +181,9 @@ def expected_targets_cover(P: Any, targets: Sequence[int], start: Any = "uniform
 
 def theory(walk: Walk, forget: Sequence[int], learn_iterations: int) -> dict[str, float]:
     """The theory columns (see the module docstring)."""
+    import numpy as np
+
+    from bflnet.analysis.cover_time import complete_graph_retrain_iterations, expected_first_hitting
     P = walk.transition_matrix()
     K = walk.K
     complete = walk.graph.number_of_edges() == K * (K - 1) // 2
@@ -229,6 +215,7 @@ def theory(walk: Walk, forget: Sequence[int], learn_iterations: int) -> dict[str
 
 def default_plot(frame: pd.DataFrame) -> Figure:
     """Histograms of the unlearning and retraining iterations with the theory means."""
+    import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -262,6 +249,23 @@ def default_plot(frame: pd.DataFrame) -> Figure:
           plot=default_plot)
 def run(config: UnlearningLatencyConfig, *, seed: int = 0,
         progress: bool = False) -> pd.DataFrame:
+    import pandas as pd
+
+    from bflnet.learners.gfvl import GFVL
+    from bflnet.protocols.random_walk import RandomWalkProtocol
+    from bflnet.protocols.topologies import require_connected
+    from bflnet.protocols.walks import make_walk
+    from bflnet.scenarios.cover_time import run_seeds
+    from bflnet.scenarios.gfvl_common import (
+        ROW_EVENTS,
+        child_seed,
+        forget_agents,
+        progress_runs,
+        run_rows,
+        state_of,
+    )
+    from bflnet.simulator.rng import RngStreams
+    from bflnet.simulator.simulation import Simulation
     graph = config.build_graph(RngStreams(seed).numpy("graph"))
     require_connected(graph)
     K = graph.number_of_nodes()

@@ -1,4 +1,5 @@
-"""Simulator core: clock, randomness, nodes, links, messages and the record of a run. Names are imported lazily."""
+"""Simulator core: clock, randomness, nodes, links, messages and the record of a run.
+Names are imported lazily."""
 
 from bflnet.lazy import lazy_exports
 

@@ -1,0 +1,10 @@
+"""The exceptions a run or a sweep ends with (a light module: the CLI catches them
+without loading SimPy or pandas)."""
+
+
+class SimulationError(RuntimeError):
+    """A run ended by an error; the message names the scenario, node and iteration."""
+
+
+class SweepError(RuntimeError):
+    """No run of a sweep succeeded."""

@@ -1,0 +1,38 @@
+"""Fast start-up: ``bflnet list`` and ``bflnet describe`` load no heavy package (the
+scenario modules keep numpy, pandas, NetworkX, SimPy and torch inside their functions),
+and the registry's list of scenario modules is complete. The time itself is measured by
+bench/startup.py, not here."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import bflnet.scenarios
+from bflnet.scenarios.registry import SCENARIO_MODULES, scenario_names
+
+HEAVY = ("numpy", "pandas", "networkx", "scipy", "torch", "simpy", "matplotlib", "pyarrow")
+
+
+def loaded_after(args: list[str]) -> list[str]:
+    code = ("import sys, contextlib, io\n"
+            "from bflnet.scenarios.cli import main\n"
+            f"with contextlib.redirect_stdout(io.StringIO()): assert main({args!r}) == 0\n"
+            f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True)
+    return [m for m in out.stdout.strip().split(",") if m]
+
+
+@pytest.mark.parametrize("args", [["list"], ["describe", "forget-svgd"],
+                                  ["describe", "cdbfl-local-steps"], ["--help"]])
+def test_list_and_describe_load_no_heavy_package(args):
+    assert loaded_after(args) == []
+
+
+def test_every_module_that_registers_a_scenario_is_listed():
+    folder = Path(bflnet.scenarios.__file__).parent
+    registering = {p.stem for p in folder.glob("*.py") if "\n@register(" in p.read_text()}
+    assert registering == set(SCENARIO_MODULES)
+    assert len(scenario_names()) >= len(SCENARIO_MODULES)

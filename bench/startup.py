@@ -16,7 +16,7 @@ import sys
 import time
 
 TARGET_S = 0.4
-COMMANDS = {"list": ["list"], "describe": ["describe", "forget-svgd"]}
+COMMANDS = (["list"], ["describe", "forget-svgd"])
 HEAVY = ("numpy", "pandas", "networkx", "scipy", "torch", "simpy", "matplotlib", "pyarrow")
 PROBE = ("import sys, contextlib, io\n"
          "from bflnet.scenarios.cli import main\n"
@@ -42,7 +42,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
-    for name, argv in COMMANDS.items():
+    for argv in COMMANDS:
         wall_time(argv)  # warm the file cache
         median = statistics.median(wall_time(argv) for _ in range(args.repeat))
         print(f"bflnet {' '.join(argv):<22} {median:6.3f} s  (target {TARGET_S} s: "

@@ -35,7 +35,13 @@ if TYPE_CHECKING:
     from bflnet.simulator.simulation import RunResult
 
 #: Where the examples come from.
-DATA_SOURCES = ("fashion-mnist",)
+DATA_SOURCES = ("fashion-mnist", "radar-synthetic", "radar-files")
+#: The Bayesian network: an MLP with ``hidden`` units, the classic LeNet-5 (1.42 M
+#: parameters on the 256 x 63 maps) or the paper's 2.7 M LeNet (FC1 = 229 units).
+MODELS = ("mlp", "lenet", "lenet-2.7m")
+#: Labels the CD-BFL paper calls critical (human within 1.5 m of the robot): the shifted
+#: test sets keep only these.
+CRITICAL_LABELS = (1, 2, 3, 4, 5, 6)
 COMPRESSION = ("topk", "quantize", "none")
 #: Row events kept in the frames.
 ROW_EVENTS = ("init", "round")
@@ -48,7 +54,17 @@ class CDBFLSettings(CDBFLParams, NetworkSettings):
     graph: str = param("complete", "topology of the D2D graph (paper: complete)",
                        choices=GRAPHS)
     K: int = param(10, "number of devices (paper: 10)", ge=2, le=4096)
-    data: str = param("fashion-mnist", "where the examples come from", choices=DATA_SOURCES)
+    data: str = param("fashion-mnist", "where the examples come from: Fashion-MNIST, the "
+                      "synthetic 256 x 63 radar maps (bflnet.data.radar), or the real maps "
+                      "in radar_dir", choices=DATA_SOURCES)
+    radar_dir: str | None = param(None, "folder of the real radar maps (data=radar-files): "
+                                  "day0/train_data/mmwave_data_train_<k>.mat ... (IEEE "
+                                  "Dataport, DOI 10.21227/0wmc-hq36)")
+    world_seed: int = param(0, "seed of the synthetic radar world: the day layouts "
+                            "(data=radar-synthetic)", ge=0, le=2**63 - 1)
+    model: str = param("mlp", "Bayesian network: mlp (hidden units), lenet (LeNet-5, 1.42 M "
+                       "parameters on radar maps), lenet-2.7m (the paper's size; time and "
+                       "memory grow with the size)", choices=MODELS)
     per_node: int = param(50, "training examples per device (paper: 50)", ge=1, le=60_000)
     eval_size: int = param(1000, "test examples the predictive is measured on", ge=1,
                            le=10_000)
@@ -74,6 +90,34 @@ class CDBFLSettings(CDBFLParams, NetworkSettings):
         if self.burn_in >= self.rounds:
             raise ValueError(f"burn_in: must be < rounds = {self.rounds}, got {self.burn_in}")
 
+    def check_data_fields(self, extra_maps: int = 0) -> None:
+        """No silently ignored data or model field, and a data set that can be had:
+        ``extra_maps`` test maps beyond ``eval_size`` (e.g. shifted test sets)."""
+        from bflnet.scenarios.resources import FLOAT32, check_memory
+
+        unused = {"radar_dir": self.data != "radar-files",
+                  "world_seed": self.data != "radar-synthetic",
+                  "hidden": self.model != "mlp"}
+        for name, ignored in unused.items():
+            default = type(self).__dataclass_fields__[name].default
+            if ignored and getattr(self, name) != default:
+                reads = {"radar_dir": "data=radar-files", "world_seed": "data=radar-synthetic",
+                         "hidden": "model=mlp"}[name]
+                raise ValueError(f"{name}: only read with {reads}; this run has "
+                                 f"data={self.data}, model={self.model}")
+        if self.data == "radar-files" and not self.radar_dir:
+            raise ValueError("radar_dir: must name the folder of the maps when "
+                             "data=radar-files")
+        train = self.K * self.per_node
+        if self.data == "fashion-mnist" and train > 60_000:
+            raise ValueError(f"per_node: K·per_node = {train} exceeds the 60000 training "
+                             f"images")
+        if self.data != "fashion-mnist":
+            pixels = RADAR_PIXELS
+            check_memory("K, per_node, eval_size",
+                         (train + self.eval_size + extra_maps) * pixels * FLOAT32,
+                         "the radar maps")
+
 
 def codec_for(config: CDBFLSettings, d: int) -> Any:
     """The compression operator Q as a codec (``None``: uncompressed float64)."""
@@ -92,6 +136,10 @@ def sample_codec() -> RawCodec:
     return RawCodec(32)
 
 
+#: Pixels of one radar map (256 range x 63 azimuth bins).
+RADAR_PIXELS = 256 * 63
+
+
 @dataclass(frozen=True)
 class Workspace:
     """The devices' training data, the evaluation sets and the model."""
@@ -101,26 +149,101 @@ class Workspace:
     model: Any
 
 
+def make_model(config: CDBFLSettings, height: int, width: int) -> Any:
+    """The Bayesian network of ``config.model`` on ``height`` x ``width`` inputs (given
+    flattened), 10 classes, prior N(0, I)."""
+    if config.model == "mlp":
+        from bflnet.learners.models import BayesianMLP
+
+        return BayesianMLP(height * width, config.hidden, 10, prior_var=1.0)
+    from bflnet.learners.lenet import BayesianLeNet
+
+    padding = 2 if height < 32 else 0  # 28 x 28 images: LeNet-5's 32 x 32 input
+    if config.model == "lenet-2.7m":
+        return BayesianLeNet.cdbfl(height, width, 10, prior_var=1.0, padding=padding)
+    return BayesianLeNet(height, width, 10, prior_var=1.0, padding=padding)
+
+
+def split_iid(x: np.ndarray, y: np.ndarray, config: CDBFLSettings, rng: np.random.Generator
+              ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """``K`` disjoint i.i.d. shards of ``per_node`` examples, flattened to rows."""
+    from bflnet.data import iid
+
+    if config.K * config.per_node > len(y):
+        raise ValueError(f"per_node: K·per_node = {config.K * config.per_node} exceeds the "
+                         f"{len(y)} training examples")
+    parts = iid(len(y), config.K, rng, per_agent=config.per_node)
+    return {k: (x[p].reshape(len(p), -1), y[p]) for k, p in enumerate(parts)}
+
+
 def fashion_workspace(config: CDBFLSettings, rng: np.random.Generator) -> Workspace:
     """``K`` disjoint i.i.d. shards of ``per_node`` Fashion-MNIST training images, a test
-    subset, and a 784-``hidden``-10 Bayesian MLP (prior N(0, I))."""
-    from bflnet.data import iid, load_fashion_mnist
-    from bflnet.learners.models import BayesianMLP
+    subset, and the model."""
+    from bflnet.data import load_fashion_mnist
     from bflnet.scenarios.dsvgd_common import eval_subset
 
-    if config.K * config.per_node > 60_000:
-        raise ValueError(f"per_node: K·per_node = {config.K * config.per_node} exceeds the "
-                         f"60000 training images")
     x, y = load_fashion_mnist(split="train")
-    parts = iid(len(y), config.K, rng, per_agent=config.per_node)
-    nodes = {k: (x[p], y[p]) for k, p in enumerate(parts)}
-    return Workspace(nodes, {"eval": eval_subset(config.eval_size, rng)},
-                     BayesianMLP(784, config.hidden, 10, prior_var=1.0))
+    return Workspace(split_iid(x, y, config, rng), {"eval": eval_subset(config.eval_size, rng)},
+                     make_model(config, 28, 28))
+
+
+def synthetic_radar_test(config: CDBFLSettings, n: int, day: int, rng: np.random.Generator,
+                         labels: tuple[int, ...] | None = None
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` synthetic maps of ``day`` (flattened), balanced over ``labels`` (default:
+    all ten)."""
+    import numpy as np
+
+    from bflnet.data.radar import day_layout, preprocess, radar_maps, simulate_radar
+
+    if labels is None:
+        x, y = radar_maps(n, rng, day=day, world_seed=config.world_seed)
+    else:
+        y = np.resize(np.asarray(labels, dtype=np.int64), n)
+        rng.shuffle(y)
+        scene = simulate_radar(y, rng, day_layout(day, config.world_seed))
+        x = preprocess(scene.raw)
+    return x.reshape(n, -1), y
+
+
+def radar_file_test(config: CDBFLSettings, n: int, day: int, rng: np.random.Generator,
+                    labels: tuple[int, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Up to ``n`` maps of the real test split of ``day`` (flattened), drawn without
+    replacement among ``labels`` (default: all)."""
+    import numpy as np
+
+    from bflnet.data.radar import load_radar_maps
+
+    x, y = load_radar_maps(config.radar_dir, day=day, split="test")
+    keep = np.flatnonzero(np.isin(y, labels)) if labels is not None else np.arange(len(y))
+    pick = rng.permutation(keep)[:n]
+    return x[pick].reshape(len(pick), -1), y[pick]
+
+
+def radar_workspace(config: CDBFLSettings, rng: np.random.Generator) -> Workspace:
+    """Day-0 radar maps, synthetic or the real ones in ``radar_dir``: ``K`` i.i.d. shards
+    of ``per_node`` training maps (the paper: 50 each), ``eval_size`` day-0 test maps,
+    and the model on 256 x 63 maps."""
+    import numpy as np
+
+    from bflnet.data.radar import MAP_SHAPE, load_radar_maps, radar_maps
+
+    if config.data == "radar-synthetic":
+        x, y = radar_maps(config.K * config.per_node, rng, day=0, world_seed=config.world_seed)
+        test = synthetic_radar_test(config, config.eval_size, 0, rng)
+    else:
+        devices = load_radar_maps(config.radar_dir, day=0, split="train")
+        x = np.concatenate([xy[0] for xy in devices.values()])
+        y = np.concatenate([xy[1] for xy in devices.values()])
+        test = radar_file_test(config, config.eval_size, 0, rng)
+    return Workspace(split_iid(x, y, config, rng), {"eval": test}, make_model(config, *MAP_SHAPE))
 
 
 def workspace(config: CDBFLSettings, rng: np.random.Generator) -> Workspace:
     """The data and model of ``config.data``."""
-    return fashion_workspace(config, rng)
+    if config.data == "fashion-mnist":
+        return fashion_workspace(config, rng)
+    return radar_workspace(config, rng)
 
 
 def run_consensus(name: str, config: CDBFLSettings, seed: int, learner: ConsensusLearner,

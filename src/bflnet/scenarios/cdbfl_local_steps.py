@@ -48,6 +48,7 @@ class CDBFLLocalStepsConfig(CDBFLSettings):
         validate(self)
         self.check_network_fields()
         self.check_rounds()
+        self.check_data_fields()
         int_list("local_steps_list", self.local_steps_list, 1, 10**6)
 
 

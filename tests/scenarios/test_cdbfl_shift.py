@@ -29,6 +29,7 @@ def test_rounds_then_reliability_bins_per_method(frame):
         evaluated = rounds.dropna(subset=["shift_accuracy"])
         assert evaluated["iteration"].tolist() == [0, 2, 4]
         assert evaluated["shift_accuracy"].between(0, 1).all()
+        assert evaluated["critical_accuracy"].between(0, 1).all()
         bins = rows[rows["event"] == "reliability"]
         assert bins["bin"].tolist() == list(range(5))
         assert bins["count"].sum() == 3 * 2 * 12          # K devices x 2 days x 12 maps

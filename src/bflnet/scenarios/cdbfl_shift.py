@@ -15,9 +15,11 @@ the paper's model and length).
 Rows:
 
 * per (method, round), as in ``cdbfl-local-steps``: ``iteration``, ``time_s``,
-  ``cum_bits``, ``consensus_error``, ``accuracy``/``ece``/``nll`` on day 0 and
-  ``shift_accuracy``/``shift_ece``/``shift_nll`` on the shifted critical maps (the
-  devices' mean);
+  ``cum_bits``, ``consensus_error``, ``accuracy``/``ece``/``nll`` on day 0 (all labels),
+  ``critical_accuracy``/``critical_ece``/``critical_nll`` on day 0's critical maps (the
+  unshifted reference) and ``shift_accuracy``/``shift_ece``/``shift_nll`` on the test
+  days' critical maps (the devices' mean); the shift costs ``critical_accuracy -
+  shift_accuracy``;
 * per (method, confidence bin), ``event = "reliability"``: ``bin``, ``lower``, ``upper``,
   ``count``, ``bin_accuracy``, ``bin_confidence`` of the devices' final posterior
   predictives on the ``shift`` set, pooled over the devices (each device's predictions
@@ -53,10 +55,23 @@ class CDBFLShiftConfig(CDBFLSettings):
                       "ones in radar_dir (the shift needs days)",
                       choices=("radar-synthetic", "radar-files"))
     methods: str = param("dsgld,cd-bfl,cf-fl", "comma list of methods: dsgld, cd-bfl, cf-fl")
+    hidden: int = param(32, "hidden units of the MLP (model=mlp; ours: 32 for a short CLI "
+                        "run; time and memory grow linearly)", ge=1, le=4096)
+    eval_size: int = param(200, "day-0 test maps (all labels) the predictive is measured on",
+                           ge=1, le=10_000)
+    rounds: int = param(100, "rounds T (paper: 800; ours shorter for a quick CLI run)",
+                        ge=1, le=10**6)
+    burn_in: int = param(80, "rounds T_b whose samples are discarded (paper: 700 of 800)",
+                         ge=0, le=10**6)
+    thin: int = param(5, "keep every thin-th sample after the burn-in for the predictive "
+                      "(ours: 5, fewer predictive evaluations)", ge=1, le=10**6)
+    lr: float = param(1e-4, "learning rate eta (paper: 1e-4)", gt=0, le=1e3)
+    eval_every: int = param(20, "evaluate every this many rounds (and the last)", ge=1,
+                            le=10**6)
     test_days: str = param("1,2", "comma list of the days whose test maps form the shifted "
                            "set (training is on day 0)")
-    shift_size: int = param(300, "shifted test maps per test day (critical labels 1-6 only)",
-                            ge=1, le=100_000)
+    shift_size: int = param(100, "test maps of the critical labels 1-6 per test day, and "
+                            "as many of day 0 (the unshifted reference)", ge=1, le=100_000)
     n_bins: int = param(10, "confidence bins of the reliability diagrams", ge=1, le=1000)
 
     SCENARIO: ClassVar[str] = NAME
@@ -66,7 +81,7 @@ class CDBFLShiftConfig(CDBFLSettings):
         self.check_network_fields()
         self.check_rounds()
         days = int_list("test_days", self.test_days, 1, MAX_DAY)
-        self.check_data_fields(extra_maps=len(days) * self.shift_size)
+        self.check_data_fields(extra_maps=(len(days) + 1) * self.shift_size)
         comma_list("methods", self.methods, METHODS)
 
 
@@ -96,8 +111,9 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     return fig
 
 
-def _shift_set(config: CDBFLShiftConfig, rng: Any) -> tuple[Any, Any]:
-    """The pooled test maps of ``test_days``, critical labels only (flattened)."""
+def critical_sets(config: CDBFLShiftConfig, rng: Any) -> dict[str, tuple[Any, Any]]:
+    """Test maps of the critical labels only (flattened): ``critical``, ``shift_size`` of
+    day 0, and ``shift``, ``shift_size`` of each test day, pooled."""
     import numpy as np
 
     from bflnet.scenarios.cdbfl_common import (
@@ -109,7 +125,9 @@ def _shift_set(config: CDBFLShiftConfig, rng: Any) -> tuple[Any, Any]:
     draw = synthetic_radar_test if config.data == "radar-synthetic" else radar_file_test
     parts = [draw(config, config.shift_size, day, rng, CRITICAL_LABELS)
              for day in int_list("test_days", config.test_days, 1, MAX_DAY)]
-    return np.concatenate([x for x, _ in parts]), np.concatenate([y for _, y in parts])
+    return {"critical": draw(config, config.shift_size, 0, rng, CRITICAL_LABELS),
+            "shift": (np.concatenate([x for x, _ in parts]),
+                      np.concatenate([y for _, y in parts]))}
 
 
 def reliability_rows(learner: Any, states: dict[Any, Any], n_bins: int) -> pd.DataFrame:
@@ -157,8 +175,8 @@ def run(config: CDBFLShiftConfig, *, seed: int = 0, progress: bool = False) -> p
 
     streams = RngStreams(seed)
     base = workspace(config, streams.numpy("data"))
-    space = Workspace(base.nodes, {**base.eval_sets,
-                                   "shift": _shift_set(config, streams.numpy("shift-data"))},
+    space = Workspace(base.nodes,
+                      {**base.eval_sets, **critical_sets(config, streams.numpy("shift-data"))},
                       base.model)
     graph = config.build_graph(streams.numpy("graph"))
     d = space.model.d

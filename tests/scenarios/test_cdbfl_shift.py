@@ -53,10 +53,11 @@ def test_the_shifted_set_holds_only_critical_labels_balanced():
 
 
 def test_model_field_builds_the_named_network():
-    config = get_scenario("cdbfl-shift").config({**TINY, "hidden": 100, "model": "lenet"})
+    no_hidden = {k: v for k, v in TINY.items() if k != "hidden"}
+    config = get_scenario("cdbfl-shift").config({**no_hidden, "model": "lenet"})
     assert isinstance(make_model(config, *MAP_SHAPE), BayesianLeNet)
     assert make_model(config, *MAP_SHAPE).d == 1_419_146
-    big = get_scenario("cdbfl-shift").config({**TINY, "hidden": 100, "model": "lenet-2.7m"})
+    big = get_scenario("cdbfl-shift").config({**no_hidden, "model": "lenet-2.7m"})
     assert make_model(big, *MAP_SHAPE).d == 2_705_019
 
 

@@ -225,17 +225,22 @@ class DayShift:
 
     Each field is the size of a signed offset drawn per day (per movable reflector for the
     ``clutter_*`` fields), with ``|offset|`` uniform in ``[½, 1] ×`` the field. The defaults
-    move the gain and the noise floor by 1–2 dB, rotate the radar by 2–4° (0.8–1.7
-    azimuth bins), move it 2–4 cm in range (½–1 bin), move the robot by 10–20 cm and 3–6°,
+    move the gain and the noise floor by 1–2 dB, rotate the radar by 3–6° (1.3–2.5
+    azimuth bins), move it 3.5–7 cm in range (0.8–1.7 bins), move the robot by 10–20 cm
+    and 3–6°,
     change the leakage by 0.75–1.5 dB, and move each movable reflector by 0.5–1 m and
     7.5–15° and change its strength by 1.5–3 dB. :meth:`scaled` tunes all of them at once;
     ``scaled(0)`` makes every day identical to day 0.
+
+    With these defaults the classic LeNet-5 trained on 2000 day-0 maps (99.5 % day-0 test
+    accuracy) loses 8.6 points on average on days 1-4 (3.0-19.0 by day; 5.2 on the
+    critical labels 1-6), by ``scripts/radar_day_shift.py``.
     """
 
     gain_db: float = 2.0
     noise_floor_db: float = 2.0
-    azimuth_rotation_deg: float = 4.0
-    range_offset_m: float = 0.04
+    azimuth_rotation_deg: float = 6.0
+    range_offset_m: float = 0.07
     robot_range_m: float = 0.2
     robot_azimuth_deg: float = 6.0
     leakage_db: float = 1.5

@@ -88,3 +88,16 @@ def test_missing_real_maps_give_one_line_with_where_to_get_them(tmp_path):
 def test_default_plot_draws_one_diagram_per_method(frame):
     fig = get_scenario("cdbfl-shift").plot(frame)
     assert len(fig.axes) == 3 and fig.axes[1].get_title().startswith("CD-BFL (ECE ")
+
+
+def test_bits_per_round_follow_the_formulas(frame):
+    from bflnet.protocols.codecs import position_bits
+
+    d = 256 * 63 * 4 + 4 + 4 * 10 + 10                     # the MLP on flattened maps
+    k = round(0.01 * d)
+    expected = {"dsgld": 32 * d, "cd-bfl": position_bits(d, k) + 32 * k,
+                "cf-fl": position_bits(d, k) + 32 * k}
+    for method, bits in expected.items():
+        rows = frame[(frame["method"] == method) & (frame["event"] != "reliability")]
+        assert (rows["message_bits"] == bits).all()
+        assert (rows["cum_bits"].diff().dropna() == 3 * 2 * bits).all()   # K = 3, complete

@@ -32,6 +32,12 @@ class Channel(ABC):
     #: Whether attempts change the instance (then every link needs its own copy).
     stateful: bool = False
 
+    @property
+    def draws(self) -> bool:
+        """Whether :meth:`attempt` may draw from its ``rng``; a channel that never does
+        (an ideal or lossless fixed-rate link) lets the link skip creating its stream."""
+        return True
+
     def fresh(self) -> Channel:
         """An instance for one more link: a copy with initial state if the channel is
         stateful, else the channel itself (stateless channels are safe to share)."""

@@ -39,6 +39,11 @@ class FixedRateChannel(Channel):
         """Probability that an attempt is lost."""
         return self._loss_prob
 
+    @property
+    def draws(self) -> bool:
+        """Only a lossy link draws (one uniform per attempt)."""
+        return self._loss_prob > 0.0
+
     def attempt(self, bits: int, start_s: float, rng: np.random.Generator) -> tuple[float, bool]:
         """Airtime plus latency; lost with probability ``loss_prob`` (``start_s`` unused)."""
         p = self._loss_prob

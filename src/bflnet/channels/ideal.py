@@ -16,6 +16,11 @@ class IdealChannel(Channel):
     (0.0, False)
     """
 
+    @property
+    def draws(self) -> bool:
+        """Never: no loss, no randomness."""
+        return False
+
     def attempt(self, bits: int, start_s: float, rng: np.random.Generator) -> tuple[float, bool]:
         """Every attempt takes no time and arrives."""
         return _RESULT

@@ -106,7 +106,8 @@ class Link:
         now = self.env.now if at is None or at < self.env.now else at
         busy = self.medium.busy_until
         start = busy if busy > now else now
-        attempt, rng = self.channel.attempt, self.rng
+        channel = self.channel
+        attempt, rng = channel.attempt, (self.rng if channel.draws else None)
         first = None
         if bits <= self.mtu_bits:  # the common case: one packet
             first = attempt(bits, start, rng)

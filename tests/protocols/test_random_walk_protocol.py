@@ -2,6 +2,7 @@
 
 import networkx as nx
 import numpy as np
+import pandas as pd
 import pytest
 
 from bflnet.channels import FixedRateChannel
@@ -111,3 +112,44 @@ def test_same_seed_same_frame():
     b, _ = run_walk(graph, MetropolisHastingsWalk(graph), 300, seed=9,
                     channel=FixedRateChannel(1e5, 0.001, loss_prob=0.2))
     assert a.equals(b)
+
+
+@pytest.mark.parametrize("channel", [
+    FixedRateChannel(rate_bps=2e4, latency_s=0.01, loss_prob=0.3),
+    "gilbert-elliott",
+])
+def test_runs_on_a_rebound_network_equal_runs_on_fresh_ones(channel):
+    """Monte-Carlo runs may share one network build (Simulation.use_network): with a
+    lossy, and with a stateful (Gilbert-Elliott) channel, every run's record equals the
+    record of the same seed on a network built afresh."""
+    from bflnet.channels import GilbertElliottChannel
+
+    if channel == "gilbert-elliott":
+        channel = GilbertElliottChannel(rate_bps=2e4, latency_s=0.01, p_good_to_bad=0.3,
+                                        p_bad_to_good=0.4)
+    graph = nx.cycle_graph(6)
+    walk = MetropolisHastingsWalk(graph)
+    network = None
+    for seed in range(4):
+        fresh, _ = run_walk(graph, walk, 30, channel=channel, seed=seed)
+        sim = Simulation(seed, record_messages=True)
+        if network is None:
+            network = sim.build_network(graph, channel=channel, compute=FixedStepTime(0.0))
+        else:
+            assert sim.use_network(network) is network
+        protocol = RandomWalkProtocol(VisitCounter(6), walk, StopRule(max_iterations=30),
+                                      start=0)
+        rebound = sim.run(protocol).frame
+        assert (rebound["dropped"] > 0).any() or (rebound["attempts"] > 1).any()
+        pd.testing.assert_frame_equal(rebound, fresh)
+
+
+def test_rebinding_keeps_shared_media_shared_and_starts_them_idle():
+    sim = Simulation(0)
+    net = sim.build_network(nx.path_graph(3), server=True, shared_uplink=True)
+    uplinks = [link for (src, dst), link in net.links.items() if dst == "server"]
+    uplinks[0].medium.busy_until = 5.0
+    Simulation(1).use_network(net)
+    media = {id(link.medium) for link in uplinks}
+    assert len(media) == 1 and uplinks[0].medium.busy_until == 0.0
+    assert len({id(link.medium) for link in net.links.values()}) == len(net.links) - 2

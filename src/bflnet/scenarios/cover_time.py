@@ -136,9 +136,13 @@ def run(config: CoverTimeConfig, *, seed: int = 0, progress: bool = False) -> pd
     seeds = run_seeds(seed, config.runs)
     bar = tqdm(seeds, disable=not progress, delay=2.0, desc=NAME, unit="run", leave=False,
                dynamic_ncols=True)
+    network = None
     for r, run_seed in enumerate(bar):
         sim = Simulation(run_seed, name=f"{NAME} run {r}")
-        sim.build_network(graph, **net_kwargs)
+        if network is None:  # built once, rebound to each run's clock, streams and record
+            network = sim.build_network(graph, **net_kwargs)
+        else:
+            sim.use_network(network)
         protocol = RandomWalkProtocol(Carrier(config.payload_params), walk, stop)
         sim.run_outcome(protocol)
         last = sim.recorder.rows[-1]  # the protocol stops right after the cover slot's row

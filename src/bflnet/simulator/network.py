@@ -66,11 +66,15 @@ class Network:
             self.nodes[node_id] = Node(node_id, simpy.Store(env), model)
         self.links: dict[tuple[Any, Any], Link] = {}
 
+        #: Each link's channel as built, before any attempt (see :meth:`rebind`).
+        self._initial_channels: dict[tuple[Any, Any], Channel] = {}
+
         def add(src: Any, dst: Any, spec: ChannelSpec, direction: str,
                 medium: Medium | None = None) -> None:
+            channel = _channel_for(spec, src, dst)
+            self._initial_channels[(src, dst)] = channel.fresh()
             self.links[(src, dst)] = Link(
-                env, src, dst, _channel_for(spec, src, dst),
-                partial(streams.numpy, f"link.{src}.{dst}"),
+                env, src, dst, channel, partial(streams.numpy, f"link.{src}.{dst}"),
                 recorder, inbox=self.nodes[dst].inbox, mtu_bits=mtu_bits,
                 max_attempts=max_attempts, medium=medium, direction=direction)
 
@@ -84,6 +88,25 @@ class Network:
                     "up", up_medium)
                 add(SERVER, agent,
                     downlink_channel if downlink_channel is not None else IdealChannel(), "down")
+
+    def rebind(self, env: simpy.Environment, streams: RngStreams, recorder: Recorder
+               ) -> None:
+        """Make this network as built for another run (another clock, root seed and
+        record): empty inboxes, no agent state or streams, idle media, every channel in
+        its initial state, each link's stream drawn from ``streams``. A run on the
+        rebound network gives the same record as one on a network built afresh; building
+        once saves the set-up of many short Monte-Carlo runs."""
+        self.env = env
+        for node in self.nodes.values():
+            node.inbox = simpy.Store(env)
+            node.state, node.has_state, node.rng = None, False, None
+        media: dict[int, Medium] = {}
+        for (src, dst), link in self.links.items():
+            link.env, link.recorder = env, recorder
+            link.inbox = self.nodes[dst].inbox
+            link._rng = partial(streams.numpy, f"link.{src}.{dst}")
+            link.channel = self._initial_channels[(src, dst)].fresh()
+            link.medium = media.setdefault(id(link.medium), Medium())
 
     @property
     def agents(self) -> list[Any]:

@@ -67,6 +67,15 @@ class Simulation:
         self.recorder.has_server = self.network.has_server
         return self.network
 
+    def use_network(self, network: Network) -> Network:
+        """Run on ``network``, built by another simulation, rebound to this one's clock,
+        streams and record (:meth:`Network.rebind`): the same results as
+        :meth:`build_network` with the same arguments, without the set-up."""
+        network.rebind(self.env, self.streams, self.recorder)
+        self.network = network
+        self.recorder.has_server = network.has_server
+        return network
+
     def run(self, protocol: Runnable) -> RunResult:
         """Run ``protocol`` to its stopping rule: the record as a DataFrame (``.frame``),
         the final global state and the agents' states."""

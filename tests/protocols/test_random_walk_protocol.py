@@ -153,3 +153,32 @@ def test_rebinding_keeps_shared_media_shared_and_starts_them_idle():
     media = {id(link.medium) for link in uplinks}
     assert len(media) == 1 and uplinks[0].medium.busy_until == 0.0
     assert len({id(link.medium) for link in net.links.values()}) == len(net.links) - 2
+
+
+@pytest.mark.parametrize("uses", [True, False])
+def test_agent_streams_are_made_only_for_learners_that_use_them(uses):
+    """A learner with ``uses_agent_streams = False`` gets ``rng=None`` and its agents'
+    streams are never made; the walk, times and bits are the same either way."""
+    seen = []
+
+    class Counter(VisitCounter):
+        uses_agent_streams = uses
+
+        def local_update(self, agent, state, agent_state=None, rng=None):
+            seen.append(rng)
+            return super().local_update(agent, state, agent_state, rng)
+
+    graph = nx.cycle_graph(5)
+    channel = FixedRateChannel(rate_bps=1e5, latency_s=0.01)
+    sim = Simulation(4, record_messages=True)
+    net = sim.build_network(graph, channel=channel)
+    frame = sim.run(RandomWalkProtocol(Counter(5), MetropolisHastingsWalk(graph),
+                                       StopRule(max_iterations=20), start=0)).frame
+    assert len(seen) == 20
+    assert all((r is None) != uses for r in seen)
+    assert all((node.rng is None) != uses for node in net.nodes.values()
+               if node.has_state)
+    reference, _ = run_walk(graph, MetropolisHastingsWalk(graph), 20, channel=channel,
+                            seed=4)
+    columns = ["iteration", "node", "time_s", "cum_bits"]
+    pd.testing.assert_frame_equal(frame[columns], reference[columns])

@@ -87,6 +87,11 @@ class GlobalStateLearner(ABC):
     np.float64(2.0)
     """
 
+    #: ``False`` for a learner that never draws from the agents' streams: the protocols
+    #: then hand ``None`` as ``rng`` to ``init_agent`` and ``local_update`` and skip
+    #: making the streams (a saving in Monte-Carlo studies of many short runs).
+    uses_agent_streams: bool = True
+
     @abstractmethod
     def init(self, rng: np.random.Generator) -> Any:
         """The initial global state; ``rng`` is the learner's own stream."""

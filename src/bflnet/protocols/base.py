@@ -38,15 +38,19 @@ class AgentSlots:
     """
 
     def __init__(self, sim: Simulation, init: Callable[[Any, Any], Any],
-                 agents: Sequence[Any]) -> None:
+                 agents: Sequence[Any], *, streams: bool = True) -> None:
         assert sim.network is not None
         self.nodes = sim.network.nodes
         self.streams = sim.streams
         self.init = init
         self.agents = tuple(agents)
+        self.uses_streams = streams
 
     def rng(self, agent: Any) -> Any:
-        """Agent ``agent``'s own numpy ``Generator``."""
+        """Agent ``agent``'s own numpy ``Generator`` (``None`` if the learner uses no
+        agent streams)."""
+        if not self.uses_streams:
+            return None
         node = self.nodes[agent]
         if node.rng is None:
             node.rng = self.streams.numpy(f"agent.{agent}")
@@ -166,13 +170,14 @@ class RunSetup:
 
 def start_run(sim: Simulation, stop: StopRule, *, eval_every: int, progress: bool,
               interventions: Sequence[ForgetRequest], init_agent: Callable[[Any, Any], Any],
-              agents: Sequence[Any]) -> RunSetup:
-    """The loop and agent slots every pattern starts with."""
+              agents: Sequence[Any], agent_streams: bool = True) -> RunSetup:
+    """The loop and agent slots every pattern starts with (``agent_streams=False``: the
+    learner draws from no agent stream, see ``GlobalStateLearner.uses_agent_streams``)."""
     if sim.network is None:
         raise ValueError("network: build_network() must be called before run()")
     loop = IterationLoop(sim, stop, eval_every=eval_every, progress=progress, desc=sim.name,
                          interventions=interventions)
-    return RunSetup(loop, AgentSlots(sim, init_agent, agents))
+    return RunSetup(loop, AgentSlots(sim, init_agent, agents, streams=agent_streams))
 
 
 def call(sim: Simulation, fn: Callable[..., Any], *args: Any, node: Any, iteration: int,

@@ -58,7 +58,8 @@ class ParameterServerProtocol:
         agents: Sequence[Any] = net.agents
         setup = start_run(sim, self.stop, eval_every=self.eval_every, progress=self.progress,
                           interventions=self.interventions, init_agent=learner.init_agent,
-                          agents=agents)
+                          agents=agents,
+                          agent_streams=getattr(learner, "uses_agent_streams", True))
         loop, slots = setup.loop, setup.agents
         sched_rng = sim.streams.numpy("protocol.schedule")
         state = call(sim, learner.init, sim.streams.numpy("learner"), node=SERVER,

@@ -53,7 +53,8 @@ class RandomWalkProtocol:
         env, rec, learner = sim.env, sim.recorder, self.learner
         setup = start_run(sim, self.stop, eval_every=self.eval_every, progress=self.progress,
                           interventions=self.interventions, init_agent=learner.init_agent,
-                          agents=net.agents)
+                          agents=net.agents,
+                          agent_streams=getattr(learner, "uses_agent_streams", True))
         loop, slots = setup.loop, setup.agents
         walk_rng = sim.streams.numpy("protocol.walk")
         codec_rng = sim.streams.numpy("codec.token")

@@ -69,6 +69,8 @@ class CoverTimeConfig(NetworkSettings):
 class Carrier(GlobalStateLearner):
     """A learner that only carries ``size`` float64 zeros: one local step per visit."""
 
+    uses_agent_streams = False
+
     def __init__(self, size: int) -> None:
         self.size = size
 

@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 from bflnet.learners.hyper import CDBFLParams
 from bflnet.params import param
 from bflnet.protocols.stopping import StopRule
+from bflnet.scenarios.dsvgd_common import eval_subset
 from bflnet.scenarios.network_settings import GRAPHS, NetworkSettings
+from bflnet.scenarios.resources import FLOAT32, check_memory
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -93,7 +95,6 @@ class CDBFLSettings(CDBFLParams, NetworkSettings):
     def check_data_fields(self, extra_maps: int = 0) -> None:
         """No silently ignored data or model field, and a data set that can be had:
         ``extra_maps`` test maps beyond ``eval_size`` (e.g. shifted test sets)."""
-        from bflnet.scenarios.resources import FLOAT32, check_memory
 
         unused = {"radar_dir": self.data != "radar-files",
                   "world_seed": self.data != "radar-synthetic",
@@ -180,7 +181,6 @@ def fashion_workspace(config: CDBFLSettings, rng: np.random.Generator) -> Worksp
     """``K`` disjoint i.i.d. shards of ``per_node`` Fashion-MNIST training images, a test
     subset, and the model."""
     from bflnet.data import load_fashion_mnist
-    from bflnet.scenarios.dsvgd_common import eval_subset
 
     x, y = load_fashion_mnist(split="train")
     return Workspace(split_iid(x, y, config, rng), {"eval": eval_subset(config.eval_size, rng)},

@@ -21,8 +21,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
-from bflnet.params import param, validate
-from bflnet.scenarios.cdbfl_common import CDBFLSettings
+from bflnet.learners.hyper import CDBFLParams, LangevinParams
+from bflnet.params import param, subset, validate
+from bflnet.scenarios.cdbfl_common import (
+    CDBFLSettings,
+    codec_for,
+    run_consensus,
+    sample_codec,
+    tidy,
+    workspace,
+)
 from bflnet.scenarios.lists import int_list
 from bflnet.scenarios.registry import register
 
@@ -80,20 +88,11 @@ def default_plot(frame: pd.DataFrame) -> Figure:
 def run(config: CDBFLLocalStepsConfig, *, seed: int = 0, progress: bool = False
         ) -> pd.DataFrame:
     from bflnet.protocols.progress import setup_bar
-    from bflnet.scenarios.cdbfl_common import (
-        codec_for,
-        run_consensus,
-        sample_codec,
-        tidy,
-        workspace,
-    )
     from bflnet.simulator.rng import RngStreams
     setup = setup_bar(NAME, None, progress)
     setup.set_postfix_str("loading torch and data")
     from bflnet.learners.cdbfl import CDBFL  # lazily: torch
     from bflnet.learners.dsgld import DSGLD
-    from bflnet.learners.hyper import CDBFLParams, LangevinParams
-    from bflnet.params import subset
 
     streams = RngStreams(seed)
     space = workspace(config, streams.numpy("data"))

@@ -31,8 +31,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bflnet.params import param, validate
-from bflnet.scenarios.cdbfl_common import CDBFLSettings
+from bflnet.learners.hyper import CDBFLParams, LangevinParams
+from bflnet.params import param, subset, validate
+from bflnet.scenarios.cdbfl_common import (
+    CRITICAL_LABELS,
+    CDBFLSettings,
+    Workspace,
+    codec_for,
+    radar_file_test,
+    run_consensus,
+    sample_codec,
+    synthetic_radar_test,
+    tidy,
+    workspace,
+)
 from bflnet.scenarios.lists import comma_list, int_list
 from bflnet.scenarios.registry import register
 
@@ -116,11 +128,6 @@ def critical_sets(config: CDBFLShiftConfig, rng: Any) -> dict[str, tuple[Any, An
     day 0, and ``shift``, ``shift_size`` of each test day, pooled."""
     import numpy as np
 
-    from bflnet.scenarios.cdbfl_common import (
-        CRITICAL_LABELS,
-        radar_file_test,
-        synthetic_radar_test,
-    )
 
     draw = synthetic_radar_test if config.data == "radar-synthetic" else radar_file_test
     parts = [draw(config, config.shift_size, day, rng, CRITICAL_LABELS)
@@ -161,16 +168,6 @@ def run(config: CDBFLShiftConfig, *, seed: int = 0, progress: bool = False) -> p
     from bflnet.learners.cdbfl import CDBFL
     from bflnet.learners.cffl import CFFL
     from bflnet.learners.dsgld import DSGLD
-    from bflnet.learners.hyper import CDBFLParams, LangevinParams
-    from bflnet.params import subset
-    from bflnet.scenarios.cdbfl_common import (
-        Workspace,
-        codec_for,
-        run_consensus,
-        sample_codec,
-        tidy,
-        workspace,
-    )
     from bflnet.simulator.rng import RngStreams
 
     streams = RngStreams(seed)

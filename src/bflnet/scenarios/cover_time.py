@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bflnet.learners.base import GlobalStateLearner
+from bflnet.learners.base import GlobalStateLearner, Update
 from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.network_settings import NetworkSettings
@@ -80,7 +80,6 @@ class Carrier(GlobalStateLearner):
 
     def local_update(self, agent: Any, state: np.ndarray, agent_state: Any,
                      rng: np.random.Generator) -> Update:
-        from bflnet.learners.base import Update
         return Update(state, _ONE_STEP, agent)
 
     def merge(self, state: np.ndarray, updates: Sequence[Update]) -> np.ndarray:

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from bflnet.protocols.codecs import (
         ComposedCodec,
     )
+    from bflnet.simulator.rng import RngStreams
 
 # torch and the torch learners are imported lazily, inside the functions that use them, so
 # that importing the scenarios (``bflnet list``, ``bflnet describe``, the scenarios
@@ -217,6 +218,23 @@ def iid_fashion_mnist(K: int, per_agent: int, eval_size: int,
     x, y = load_fashion_mnist(split="train")
     parts = iid(len(y), K, rng, per_agent=per_agent)
     return VisionData({k: (x[p], y[p]) for k, p in enumerate(parts)}, eval_subset(eval_size, rng))
+
+
+def iid_setup(name: str, config: DSVGDSettings, seed: int, progress: bool
+              ) -> tuple[RngStreams, VisionData, BayesianMLP]:
+    """What the i.i.d. Fashion-MNIST scenarios set up before their runs, under a set-up
+    bar: the run's streams, the agents' shards (stream ``data``) and the MLP."""
+    from bflnet.protocols.progress import setup_bar
+    from bflnet.simulator.rng import RngStreams
+
+    setup = setup_bar(name, None, progress)
+    setup.set_postfix_str("loading torch and data")
+    streams = RngStreams(seed)
+    data = iid_fashion_mnist(config.K, config.per_agent, config.eval_size,
+                             streams.numpy("data"))
+    model = mlp(config)
+    setup.close()
+    return streams, data, model
 
 
 # --------------------------------------------------------------------------- learners

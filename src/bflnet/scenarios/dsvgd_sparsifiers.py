@@ -30,7 +30,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.dsvgd_common import SPARSIFIERS, DSVGDSettings
+from bflnet.scenarios.dsvgd_common import (
+    SPARSIFIERS,
+    DSVGDSettings,
+    budget_codec,
+    dsvgd_learner,
+    iid_setup,
+    mlp_dim,
+    run_parameter_server,
+    sparsity_groups,
+    tidy,
+)
 from bflnet.scenarios.lists import comma_list
 from bflnet.scenarios.registry import register
 
@@ -61,7 +71,6 @@ class DSVGDSparsifiersConfig(DSVGDSettings):
     iterations: int = param(300, "DSVGD iterations (letter: 1000)", ge=1)
 
     def __post_init__(self) -> None:
-        from bflnet.scenarios.dsvgd_common import budget_codec, mlp_dim, sparsity_groups
         validate(self)
         self.check_network_fields()
         names = comma_list("sparsifiers", self.sparsifiers)
@@ -90,24 +99,7 @@ def default_plot(frame: pd.DataFrame) -> Figure:
           "shared and alpha-shared sparsification at the same uplink budget R_u.",
           plot=default_plot, datasets=("fashion-mnist",))
 def run(config: DSVGDSparsifiersConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
-    from bflnet.protocols.progress import setup_bar
-    from bflnet.scenarios.dsvgd_common import (
-        budget_codec,
-        dsvgd_learner,
-        iid_fashion_mnist,
-        mlp,
-        run_parameter_server,
-        sparsity_groups,
-        tidy,
-    )
-    from bflnet.simulator.rng import RngStreams
-    setup = setup_bar(NAME, None, progress)
-    setup.set_postfix_str("loading torch and data")
-    streams = RngStreams(seed)
-    data = iid_fashion_mnist(config.K, config.per_agent, config.eval_size,
-                             streams.numpy("data"))
-    model = mlp(config)
-    setup.close()
+    _, data, model = iid_setup(NAME, config, seed, progress)
     frames = []
     for sparsifier in comma_list("sparsifiers", config.sparsifiers):
         groups = sparsity_groups(sparsifier, config.particles, config.sharing_fraction)

@@ -27,7 +27,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.dsvgd_common import SPARSIFIERS, DSVGDSettings
+from bflnet.scenarios.dsvgd_common import (
+    SPARSIFIERS,
+    DSVGDSettings,
+    budget_codec,
+    dsvgd_learner,
+    fedavg_learner,
+    iid_setup,
+    mlp_dim,
+    run_parameter_server,
+    sparsity_groups,
+    tidy,
+)
 from bflnet.scenarios.lists import comma_list, float_list, int_list
 from bflnet.scenarios.registry import register
 
@@ -61,7 +72,6 @@ class DSVGDvsFedAvgConfig(DSVGDSettings):
                                            "local_iters)", ge=1)
 
     def __post_init__(self) -> None:
-        from bflnet.scenarios.dsvgd_common import budget_codec, mlp_dim, sparsity_groups
         validate(self)
         self.check_network_fields()
         methods = comma_list("methods", self.methods)
@@ -118,25 +128,7 @@ def final_rows(frame: pd.DataFrame) -> pd.DataFrame:
           "N_p particles under per-iteration uplink budgets R_u.", plot=default_plot,
           datasets=("fashion-mnist",))
 def run(config: DSVGDvsFedAvgConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
-    from bflnet.protocols.progress import setup_bar
-    from bflnet.scenarios.dsvgd_common import (
-        budget_codec,
-        dsvgd_learner,
-        fedavg_learner,
-        iid_fashion_mnist,
-        mlp,
-        run_parameter_server,
-        sparsity_groups,
-        tidy,
-    )
-    from bflnet.simulator.rng import RngStreams
-    setup = setup_bar(NAME, None, progress)
-    setup.set_postfix_str("loading torch and data")
-    streams = RngStreams(seed)
-    data = iid_fashion_mnist(config.K, config.per_agent, config.eval_size,
-                             streams.numpy("data"))
-    model = mlp(config)
-    setup.close()
+    _, data, model = iid_setup(NAME, config, seed, progress)
     methods = comma_list("methods", config.methods)
     steps = config.fedavg_local_steps or config.local_iters
     frames = []

@@ -84,7 +84,17 @@ from bflnet.learners.hyper import DSVGDParams, FedAvgParams
 from bflnet.params import subset
 from bflnet.protocols.interventions import KEEP, ForgetRequest, Phase
 from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.dsvgd_common import DSVGDSettings
+from bflnet.scenarios.dsvgd_common import (
+    DSVGDSettings,
+    VisionData,
+    budget_codec,
+    eval_subset,
+    mlp,
+    mlp_dim,
+    run_parameter_server,
+    sparsity_groups,
+    tidy,
+)
 from bflnet.scenarios.lists import float_list, int_list
 from bflnet.scenarios.registry import register
 from bflnet.scenarios.resources import FLOAT32
@@ -155,7 +165,6 @@ class ForgetSVGDConfig(DSVGDSettings):
                                    "alpha-shared sparsity): 1/g, g dividing N_p")
 
     def __post_init__(self) -> None:
-        from bflnet.scenarios.dsvgd_common import budget_codec, mlp_dim, sparsity_groups
         validate(self)
         self.check_network_fields()
         forget = int_list("forget_classes", self.forget_classes, 0, N_CLASSES - 1)
@@ -252,15 +261,6 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
     from bflnet.data import by_label, load_fashion_mnist
     from bflnet.protocols.codecs import RawCodec
     from bflnet.protocols.progress import setup_bar
-    from bflnet.scenarios.dsvgd_common import (
-        VisionData,
-        budget_codec,
-        eval_subset,
-        mlp,
-        run_parameter_server,
-        sparsity_groups,
-        tidy,
-    )
     from bflnet.simulator.rng import RngStreams
     setup = setup_bar(NAME, config.pretrain_rounds, progress, unit="round")
     setup.set_postfix_str("loading torch and data")

@@ -33,7 +33,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.gfvl_common import GFVLSettings
+from bflnet.scenarios.cover_time import run_seeds
+from bflnet.scenarios.gfvl_common import (
+    ROW_EVENTS,
+    GFVLSettings,
+    base_fields,
+    progress_runs,
+    run_rows,
+    with_run_id,
+)
 from bflnet.scenarios.lists import comma_list
 from bflnet.scenarios.network_settings import GRAPHS
 from bflnet.scenarios.registry import register
@@ -91,7 +99,6 @@ def theory_cover_slot(walk: Walk) -> float:
 def default_plot(frame: pd.DataFrame) -> Figure:
     """Fig. 3: median KL over runs against iterations, one line per graph, 75 % band."""
     from bflnet.analysis.plots import plot_metric
-    from bflnet.scenarios.gfvl_common import with_run_id
 
     rows = with_run_id(frame, ["graph"]).assign(kl=frame["kl"].clip(lower=KL_FLOOR))
     fig = plot_metric(rows, "iteration", "kl", hue="graph", band=0.75, logy=True)
@@ -112,8 +119,6 @@ def run(config: GFVLBetaBernoulliConfig, *, seed: int = 0,
     from bflnet.protocols.random_walk import RandomWalkProtocol
     from bflnet.protocols.topologies import require_connected
     from bflnet.protocols.walks import make_walk
-    from bflnet.scenarios.cover_time import run_seeds
-    from bflnet.scenarios.gfvl_common import ROW_EVENTS, base_fields, progress_runs, run_rows
     from bflnet.simulator.rng import RngStreams
     from bflnet.simulator.simulation import Simulation
     names = comma_list("graphs", config.graphs, GRAPHS)

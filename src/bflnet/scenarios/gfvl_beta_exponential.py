@@ -45,7 +45,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.gfvl_common import REINFORCE_DRAWS, GFVLSettings
+from bflnet.scenarios.cover_time import run_seeds
+from bflnet.scenarios.gfvl_common import (
+    REINFORCE_DRAWS,
+    ROW_EVENTS,
+    GFVLSettings,
+    base_fields,
+    crossings,
+    parse_baseline,
+    progress_runs,
+    run_rows,
+    state_of,
+    with_run_id,
+)
 from bflnet.scenarios.lists import int_list
 from bflnet.scenarios.registry import register
 
@@ -81,7 +93,6 @@ class GFVLBetaExponentialConfig(GFVLSettings):
                                  "point, the original code)", choices=REINFORCE_DRAWS)
 
     def __post_init__(self) -> None:
-        from bflnet.scenarios.gfvl_common import parse_baseline
         validate(self)
         self.check_network_fields()
         int_list("local_iters", self.local_iters, 1)
@@ -93,7 +104,6 @@ def default_plot(frame: pd.DataFrame, x: str = "total_local_iterations") -> Figu
     """Fig. 4: median KL over runs against ``x`` (total local iterations by default; also
     ``time_s`` or ``cum_bits``), one line per L, 75 % band."""
     from bflnet.analysis.plots import plot_metric
-    from bflnet.scenarios.gfvl_common import with_run_id
 
     fig = plot_metric(with_run_id(frame, ["L"]), x, "kl", hue="L", band=0.75, logy=True)
     fig.axes[0].set(xlabel=_X_LABELS.get(x, x), ylabel="KL(q ‖ posterior)",
@@ -112,16 +122,6 @@ def run(config: GFVLBetaExponentialConfig, *, seed: int = 0,
     from bflnet.protocols.random_walk import RandomWalkProtocol
     from bflnet.protocols.topologies import require_connected
     from bflnet.protocols.walks import make_walk
-    from bflnet.scenarios.cover_time import run_seeds
-    from bflnet.scenarios.gfvl_common import (
-        ROW_EVENTS,
-        base_fields,
-        crossings,
-        parse_baseline,
-        progress_runs,
-        run_rows,
-        state_of,
-    )
     from bflnet.simulator.rng import RngStreams
     from bflnet.simulator.simulation import Simulation
     graph = config.build_graph(RngStreams(seed).numpy("graph"))

@@ -53,7 +53,20 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from bflnet.protocols.interventions import ForgetRequest
 from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.gfvl_common import REINFORCE_DRAWS, GFVLSettings
+from bflnet.scenarios.cover_time import run_seeds
+from bflnet.scenarios.gfvl_common import (
+    REINFORCE_DRAWS,
+    ROW_EVENTS,
+    GFVLSettings,
+    base_fields,
+    child_seed,
+    forget_agents,
+    parse_baseline,
+    progress_runs,
+    run_rows,
+    state_of,
+    with_run_id,
+)
 from bflnet.scenarios.registry import register
 
 if TYPE_CHECKING:
@@ -109,7 +122,6 @@ class GFVLUnlearningConfig(GFVLSettings):
                             f"in the first {DENSE} after the request)", ge=1)
 
     def __post_init__(self) -> None:
-        from bflnet.scenarios.gfvl_common import forget_agents, parse_baseline
         validate(self)
         self.check_network_fields()
         forget_agents(self.forget, None if self.graph == "file" else self.K)
@@ -126,7 +138,6 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     """Fig. 5: median KL to the retrained posterior against iterations since the request
     (log axis, from 1), unlearning versus retraining, 75 % band."""
     from bflnet.analysis.plots import plot_metric
-    from bflnet.scenarios.gfvl_common import with_run_id
 
     rows = with_run_id(frame[frame["since_request"] >= 1], ["method"])
     fig = plot_metric(rows, "since_request", "kl_retrained", hue="method", band=0.75,
@@ -167,17 +178,6 @@ def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False) 
     from bflnet.protocols.random_walk import RandomWalkProtocol
     from bflnet.protocols.topologies import require_connected
     from bflnet.protocols.walks import make_walk
-    from bflnet.scenarios.cover_time import run_seeds
-    from bflnet.scenarios.gfvl_common import (
-        ROW_EVENTS,
-        base_fields,
-        child_seed,
-        forget_agents,
-        parse_baseline,
-        progress_runs,
-        run_rows,
-        state_of,
-    )
     from bflnet.simulator.rng import RngStreams
     from bflnet.simulator.simulation import Simulation
     graph = config.build_graph(RngStreams(seed).numpy("graph"))

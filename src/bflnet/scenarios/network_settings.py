@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.scenarios.config import param
+from bflnet.simulator.compute import FixedStepTime
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -205,7 +206,6 @@ class NetworkSettings:
 
     def network_kwargs(self, graph: nx.Graph) -> dict[str, Any]:
         """Keyword arguments for ``Simulation.build_network``."""
-        from bflnet.simulator.compute import FixedStepTime
         return dict(channel=self.build_channel(graph), mtu_bits=self.mtu_bits,
                     max_attempts=self.max_attempts,
                     compute=FixedStepTime(self.compute_s_per_step))

@@ -61,7 +61,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from bflnet.protocols.interventions import ForgetRequest
 from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.gfvl_common import GFVLSettings
+from bflnet.scenarios.cover_time import run_seeds
+from bflnet.scenarios.gfvl_common import (
+    ROW_EVENTS,
+    GFVLSettings,
+    child_seed,
+    forget_agents,
+    progress_runs,
+    run_rows,
+    state_of,
+)
 from bflnet.scenarios.registry import register
 
 if TYPE_CHECKING:
@@ -94,7 +103,6 @@ class UnlearningLatencyConfig(GFVLSettings):
     theta_true: float = param(0.3, "Bernoulli parameter of the data", ge=0, le=1)
 
     def __post_init__(self) -> None:
-        from bflnet.scenarios.gfvl_common import forget_agents
         validate(self)
         self.check_network_fields()
         forget_agents(self.forget, None if self.graph == "file" else self.K)
@@ -255,15 +263,6 @@ def run(config: UnlearningLatencyConfig, *, seed: int = 0,
     from bflnet.protocols.random_walk import RandomWalkProtocol
     from bflnet.protocols.topologies import require_connected
     from bflnet.protocols.walks import make_walk
-    from bflnet.scenarios.cover_time import run_seeds
-    from bflnet.scenarios.gfvl_common import (
-        ROW_EVENTS,
-        child_seed,
-        forget_agents,
-        progress_runs,
-        run_rows,
-        state_of,
-    )
     from bflnet.simulator.rng import RngStreams
     from bflnet.simulator.simulation import Simulation
     graph = config.build_graph(RngStreams(seed).numpy("graph"))

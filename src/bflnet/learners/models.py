@@ -37,6 +37,10 @@ from torch import Tensor
 Init = Literal["scaled", "prior"]
 
 
+#: Class counts up to which :meth:`_Classifier.predict_proba` takes the transposed softmax.
+SMALL_SOFTMAX_CLASSES = 4
+
+
 @runtime_checkable
 class ParticleModel(Protocol):
     """What SVGD-type learners need from a model; ``theta`` is always ``(N, d)``."""
@@ -201,8 +205,14 @@ class _Classifier:
         return dlogits.scatter_add_(2, index, logits.new_ones(()).expand(n, b, 1))
 
     def predict_proba(self, theta: Tensor, x: Tensor) -> Tensor:
-        """``(N, B, C)`` softmax outputs."""
-        return torch.softmax(self.logits(theta, x), dim=-1)
+        """``(N, B, C)`` softmax outputs. With at most ``SMALL_SOFTMAX_CLASSES`` classes the
+        softmax runs over the classes of a ``(N, C, B)`` copy: torch's softmax along a
+        last dimension of 2 costs ~10× the arithmetic (43 ms against 4 ms for 6 × 116 203
+        × 2 logits); results differ from the direct softmax by at most a few ulp."""
+        logits = self.logits(theta, x)
+        if logits.shape[-1] > SMALL_SOFTMAX_CLASSES:
+            return torch.softmax(logits, dim=-1)
+        return torch.softmax(logits.transpose(-1, -2).contiguous(), dim=-2).transpose(-1, -2)
 
     def init_particles(self, n: int, generator: torch.Generator) -> Tensor:
         """``(n, d)`` particles: ``"prior"`` draws ``N(0, prior_var·I)``; ``"scaled"`` draws

@@ -105,7 +105,10 @@ def _check_bins(n_bins: int, binning: str) -> None:
 
 def confidence_and_correct(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
     """Per example: the arg-max probability and whether the arg-max class is the label."""
-    p, y = check_inputs(probs, labels)
+    return _confidence_and_correct(*check_inputs(probs, labels))
+
+
+def _confidence_and_correct(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     prediction = np.argmax(p, axis=1)
     return p[np.arange(len(p)), prediction], (prediction == y).astype(np.float64)
 
@@ -137,7 +140,11 @@ def reliability_data(probs: Any, labels: Any, n_bins: int = 15,
 
     Equal-mass edges are the midpoints between the neighbouring bins' confidences."""
     _check_bins(n_bins, binning)
-    conf, correct = confidence_and_correct(probs, labels)
+    return _reliability(*confidence_and_correct(probs, labels), n_bins, binning)
+
+
+def _reliability(conf: np.ndarray, correct: np.ndarray, n_bins: int,
+                 binning: str) -> ReliabilityData:
     split = _equal_width if binning == "equal-width" else _equal_mass
     edges, groups = split(conf, int(n_bins))
     return ReliabilityData(edges, *_bin_stats(groups, conf, correct))
@@ -158,14 +165,32 @@ def nll(probs: Any, labels: Any, eps: float = 1e-12) -> float:
     ``eps`` (``eps=0`` gives ``inf`` for a zero-probability label)."""
     if not eps >= 0:
         raise ValueError(f"eps: must be a number >= 0, got {eps!r}")
-    p, y = check_inputs(probs, labels)
+    return _nll(*check_inputs(probs, labels), eps)
+
+
+def _nll(p: np.ndarray, y: np.ndarray, eps: float) -> float:
     with np.errstate(divide="ignore"):
         return float(-np.mean(np.log(np.maximum(p[np.arange(len(p)), y], eps))))
 
 
 def brier(probs: Any, labels: Any) -> float:
     """Multi-class Brier score: mean over examples of Σ_c (p_c − 1[c = y])²."""
-    p, y = check_inputs(probs, labels)
+    return _brier(*check_inputs(probs, labels))
+
+
+def _brier(p: np.ndarray, y: np.ndarray) -> float:
     onehot = np.zeros_like(p)
     onehot[np.arange(len(p)), y] = 1.0
     return float(np.mean(np.sum((p - onehot) ** 2, axis=1)))
+
+
+def scores(probs: Any, labels: Any, n_bins: int = 15,
+           binning: str = "equal-width") -> dict[str, float]:
+    """``accuracy``, ``ece``, ``nll`` and ``brier`` of one set of predictions: the values
+    of the four functions, with the inputs checked and converted once."""
+    _check_bins(n_bins, binning)
+    p, y = check_inputs(probs, labels)
+    conf, correct = _confidence_and_correct(p, y)
+    return {"accuracy": float(correct.mean()),
+            "ece": _reliability(conf, correct, n_bins, binning).ece,
+            "nll": _nll(p, y, 1e-12), "brier": _brier(p, y)}

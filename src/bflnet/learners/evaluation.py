@@ -17,17 +17,34 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from bflnet.analysis.calibration import accuracy, brier, ece, nll
+from bflnet.analysis.calibration import scores
 from bflnet.learners.models import ParticleModel
+
+#: Activations per chunk of examples (4 Mi floats, 16 MB) when the model states its width.
+CHUNK_ACTIVATIONS = 1 << 22
+
+
+def chunk_rows(model: ParticleModel, n_particles: int) -> int:
+    """Examples per chunk: 1024, or more for a model with ``activation_width()`` (the
+    widest layer per example and particle) while ``N · rows · width`` stays within
+    :data:`CHUNK_ACTIVATIONS` (a logistic regression on 2 classes takes 100 000s of rows
+    at once: per-chunk overhead, not arithmetic, is its cost)."""
+    width = getattr(model, "activation_width", None)
+    if not callable(width):
+        return 1024
+    return max(1024, CHUNK_ACTIVATIONS // max(1, n_particles * int(width())))
 
 
 def posterior_predictive(model: ParticleModel, theta: Tensor, x: Tensor | np.ndarray,
-                         batch_size: int = 1024) -> Tensor:
+                         batch_size: int | None = None) -> Tensor:
     """``(B, C)``: the particles' softmax outputs averaged over particles.
 
-    Examples are evaluated ``batch_size`` at a time (memory ``∝ N · batch_size · width``),
-    without autograd. ``x`` may be a numpy array; it is moved to ``theta``'s device/dtype.
+    Examples are evaluated ``batch_size`` at a time (memory ``∝ N · batch_size · width``;
+    default :func:`chunk_rows`), without autograd. ``x`` may be a numpy array; it is moved
+    to ``theta``'s device/dtype.
     """
+    if batch_size is None:
+        batch_size = chunk_rows(model, theta.shape[0])
     if batch_size < 1:
         raise ValueError(f"batch_size: must be >= 1, got {batch_size}")
     x = torch.as_tensor(x, dtype=theta.dtype, device=theta.device)
@@ -44,7 +61,7 @@ def posterior_predictive(model: ParticleModel, theta: Tensor, x: Tensor | np.nda
 
 def predictive_metrics(model: ParticleModel, theta: Tensor, x: Tensor | np.ndarray,
                        y: Tensor | np.ndarray, n_bins: int = 10,
-                       batch_size: int = 1024) -> dict[str, float]:
+                       batch_size: int | None = None) -> dict[str, float]:
     """``accuracy``, ``ece`` (``n_bins`` equal-width confidence bins), ``nll`` and
     ``brier`` of the posterior predictive of ``theta`` on ``(x, y)``."""
     probs = posterior_predictive(model, theta, x, batch_size)
@@ -54,12 +71,7 @@ def predictive_metrics(model: ParticleModel, theta: Tensor, x: Tensor | np.ndarr
                          f"got {tuple(labels.shape)}")
     if not torch.isfinite(probs).all():
         raise ValueError("theta: the posterior predictive has non-finite probabilities")
-    return {
-        "accuracy": float(accuracy(probs, labels)),
-        "ece": float(ece(probs, labels, n_bins=n_bins)),
-        "nll": float(nll(probs, labels)),
-        "brier": float(brier(probs, labels)),
-    }
+    return scores(probs, labels, n_bins=n_bins)
 
 
 def per_class_accuracy(probs: Tensor | np.ndarray, y: Tensor | np.ndarray,

@@ -12,6 +12,16 @@ plus an optional L2 penalty,
 agents is the MAP), and sends ``Δw = w_local − w`` (``Update.payload``). ``merge`` returns
 ``w + mean(Δw)`` over the updates that arrived (decoded by the protocol's codec): the plain
 mean, not weighted by ``N_k``. The optimiser state starts afresh at every local update.
+
+**Batched agents** (``batch_agents=True``): when several agents compute in the same round
+a protocol calls :meth:`FedAvg.local_update_batch`, which runs their local updates as one
+``(K, d)`` stack of models: per step one batched forward and backward (the model's
+hand-written ``log_likelihood_grad``; a model without one runs the agents one by one)
+and one optimiser step over the stack (SGD, momentum and Adam act element by
+element, so each row follows its own agent's update). Each agent draws its minibatches
+from its own stream as :meth:`FedAvg.local_update` does; the results equal the
+sequential ones up to float rounding (other GEMM kernels), so the option is off by
+default and the documented reproductions use the sequential path.
 """
 
 from __future__ import annotations
@@ -102,11 +112,7 @@ class FedAvg(GlobalStateLearner):
         w = check_particles(state, self.shape, self.dtype, self.device,
                             f"{where}: downloaded global state")
         param = w.clone().requires_grad_(True)
-        if self.optimizer == "sgd":
-            opt: torch.optim.Optimizer = torch.optim.SGD([param], lr=self.lr,
-                                                         momentum=self.momentum)
-        else:
-            opt = torch.optim.Adam([param], lr=self.lr)
+        opt = self._optimizer(param)
         m = self.sampler.size(agent)
         gen = torch_generator(rng, torch.device("cpu"))
         first_bad = torch.full((), -1, dtype=torch.long)
@@ -126,9 +132,90 @@ class FedAvg(GlobalStateLearner):
             at = f"local step {int(first_bad) + 1}" if int(first_bad) >= 0 else "the end"
             raise ValueError(f"{where}: non-finite loss or parameters at {at} of "
                              f"{self.local_steps}")
+        return Update(new - w, Work(steps=self.local_steps, flops=self._flops(m)), agent)
+
+    @property
+    def batches_agents(self) -> bool:
+        """Whether protocols should call :meth:`local_update_batch` for agents that compute
+        in the same round (``batch_agents``)."""
+        return bool(self.params.batch_agents)
+
+    def local_update_batch(self, agents: Sequence[Any], state: Any,
+                           agent_states: Sequence[Any],
+                           rngs: Sequence[np.random.Generator | None]) -> list[Update]:
+        """:meth:`local_update` for each of ``agents`` from the same downloaded ``w``, as
+        one stack of models (module docs); agents whose minibatch sizes differ run as one
+        stack per size. A model without ``log_likelihood_grad`` runs the agents one by
+        one. Returns the updates in ``agents`` order."""
+        unknown = [a for a in agents if a not in self.data]
+        if unknown:
+            raise ValueError(f"agents: no data for agents {unknown!r}")
+        if not (len(agent_states) == len(rngs) == len(agents)):
+            raise ValueError("agent_states, rngs: need one per agent")
+        if not callable(getattr(self.model, "log_likelihood_grad", None)):
+            return [self.local_update(agent, state, agent_state, rng)
+                    for agent, agent_state, rng in zip(agents, agent_states, rngs, strict=True)]
+        w = check_particles(state, self.shape, self.dtype, self.device,
+                            "FedAvg (batched agents): downloaded global state")
+        gens = [torch_generator(rng, torch.device("cpu")) for rng in rngs]
+        by_size: dict[int, list[int]] = {}
+        for i, agent in enumerate(agents):
+            by_size.setdefault(self.sampler.size(agent), []).append(i)
+        out: list[Update | None] = [None] * len(agents)
+        for m, rows in by_size.items():
+            new = self._stacked_steps(w, [agents[i] for i in rows], [gens[i] for i in rows], m)
+            flops = self._flops(m)
+            for row, i in enumerate(rows):
+                out[i] = Update(new[row:row + 1] - w, Work(steps=self.local_steps, flops=flops),
+                                agents[i])
+        return [u for u in out if u is not None]
+
+    def _stacked_steps(self, w: Tensor, agents: list[Any], gens: list[torch.Generator],
+                       m: int) -> Tensor:
+        """``local_steps`` optimiser steps of the ``(len(agents), d)`` stack from ``w``."""
+        k = len(agents)
+        param = w.expand(k, -1).clone().requires_grad_(True)
+        plain_sgd = self.optimizer == "sgd" and not self.momentum
+        opt = None if plain_sgd else self._optimizer(param)
+        grad_fn = self.model.log_likelihood_grad
+        xs = [self.data[a][0] for a in agents]
+        ys = [self.data[a][1] for a in agents]
+        x = torch.empty((k, m, *xs[0].shape[1:]), dtype=xs[0].dtype, device=self.device)
+        y = torch.empty((k, m), dtype=ys[0].dtype, device=self.device)
+        grad = torch.empty_like(param)
+        for _ in range(self.local_steps):
+            for row, (agent, gen) in enumerate(zip(agents, gens, strict=True)):
+                idx = self.sampler.indices(agent, gen)
+                torch.index_select(xs[row], 0, idx, out=x[row])
+                torch.index_select(ys[row], 0, idx, out=y[row])
+            with torch.no_grad():
+                grad_fn(param.detach(), x, y, out=grad)  # ∇ Σ_batch log p
+                if opt is None:  # w ← (1 − lr·wd) w + (lr/m) ∇ Σ log p, one pass
+                    if self.weight_decay:
+                        param.mul_(1.0 - self.lr * self.weight_decay)
+                    param.add_(grad, alpha=self.lr / m)
+                    continue
+                grad.mul_(-1.0 / m)
+                if self.weight_decay:
+                    grad.add_(param.detach(), alpha=self.weight_decay)
+            param.grad = grad
+            opt.step()
+        new = param.detach()
+        bad = ~torch.isfinite(new).all(dim=1)
+        if bool(bad.any()):
+            which = [a for a, b in zip(agents, bad.tolist(), strict=True) if b]
+            raise ValueError(f"FedAvg (agents {which!r}): non-finite parameters after "
+                             f"{self.local_steps} local steps")
+        return new
+
+    def _optimizer(self, param: Tensor) -> torch.optim.Optimizer:
+        if self.optimizer == "sgd":
+            return torch.optim.SGD([param], lr=self.lr, momentum=self.momentum)
+        return torch.optim.Adam([param], lr=self.lr)
+
+    def _flops(self, m: int) -> float:
         flops_fn = getattr(self.model, "flops_per_example", None)
-        flops = self.local_steps * m * (float(flops_fn()) if callable(flops_fn) else 0.0)
-        return Update(new - w, Work(steps=self.local_steps, flops=flops), agent)
+        return self.local_steps * m * (float(flops_fn()) if callable(flops_fn) else 0.0)
 
     def merge(self, state: Any, updates: Sequence[Update]) -> Tensor:
         """``w + mean(Δw)`` over the updates that arrived."""

@@ -51,6 +51,8 @@ class FedAvgParams:
     optimizer: str = param("sgd", "local optimiser", choices=OPTIMIZERS)
     momentum: float = param(0.0, "SGD momentum (sgd only)", ge=0, lt=1)
     weight_decay: float = param(0.0, "L2 penalty weight (weight_decay/2)·‖w‖²", ge=0, le=1e6)
+    batch_agents: bool = param(False, "agents scheduled in the same round compute as one "
+                               "batch (a stack of models; equal up to float rounding)")
 
     def __post_init__(self) -> None:
         validate(self)

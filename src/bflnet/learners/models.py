@@ -266,6 +266,10 @@ class LogisticRegression(_Classifier):
         torch.bmm(xt, dlogits, out=grad["W"])
         torch.sum(dlogits, dim=1, out=grad["b"])
 
+    def activation_width(self) -> int:
+        """Activations per example and particle: the classes."""
+        return self.n_classes
+
     def flops_per_example(self) -> float:
         """≈ 3 × the forward multiply-adds (backward costs about twice the forward)."""
         return 3.0 * 2.0 * self.n_in * self.n_classes
@@ -327,6 +331,10 @@ class BayesianMLP(_Classifier):
         torch.sum(dlogits, dim=1, out=grad["b2"])
         torch.bmm(xs.transpose(1, 2), dh, out=grad["W1"])
         torch.sum(dh, dim=1, out=grad["b1"])
+
+    def activation_width(self) -> int:
+        """The widest layer's activations per example and particle."""
+        return max(self.n_hidden, self.n_classes)
 
     def flops_per_example(self) -> float:
         """≈ 3 × the forward multiply-adds (backward costs about twice the forward)."""

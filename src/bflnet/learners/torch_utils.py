@@ -81,16 +81,23 @@ class MinibatchSampler:
         """``M`` for ``agent``."""
         return min(self.batch_size, self.data[agent][0].shape[0])
 
-    def __call__(self, agent: Any, generator: torch.Generator) -> tuple[Tensor, Tensor]:
-        x, y = self.data[agent]
+    def indices(self, agent: Any, generator: torch.Generator) -> Tensor:
+        """The ``M`` row indices of the next minibatch (on the data's device)."""
+        x = self.data[agent][0]
         n = x.shape[0]
         if self.batch_size >= n:
-            return x, y
-        if n > LARGE_SET_ROWS and 8 * self.batch_size <= n:
+            idx = torch.arange(n)
+        elif n > LARGE_SET_ROWS and 8 * self.batch_size <= n:
             idx = sample_without_replacement(n, self.batch_size, generator)
         else:
             idx = torch.randperm(n, generator=generator)[:self.batch_size]
-        idx = idx.to(x.device)
+        return idx.to(x.device)
+
+    def __call__(self, agent: Any, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        x, y = self.data[agent]
+        if self.batch_size >= x.shape[0]:
+            return x, y
+        idx = self.indices(agent, generator)
         return x[idx], y[idx]
 
 

@@ -35,6 +35,13 @@ class ParameterServerProtocol:
 
     ``interventions`` are :class:`ForgetRequest` events on the same timeline; a request's
     ``then`` phase can change the scheduled agents, the uplink codec and ``eval_every``.
+
+    A learner whose ``batches_agents`` is true computes the scheduled agents' updates as
+    one ``local_update_batch`` call when the round starts (its inputs, the one downlink
+    payload, the agents' states and streams, are known then). Links, times and bits are
+    as without batching: each agent still waits for its downlink, its compute time and
+    its uplink, and an agent whose downlink is lost has its stream rewound to where it
+    was, so its draws are those of the sequential path.
     """
 
     def __init__(self, learner: GlobalStateLearner, stop: StopRule, *,
@@ -69,6 +76,7 @@ class ParameterServerProtocol:
         down_rng = sim.streams.numpy("codec.down")
         up_rngs = {agent: sim.streams.numpy(f"codec.up.{agent}") for agent in agents}
         uplink_codec = self.uplink_codec
+        batched = bool(getattr(learner, "batches_agents", False))
         iteration = 0
         while True:
             for request in loop.due_requests(iteration):
@@ -84,8 +92,11 @@ class ParameterServerProtocol:
             rec.iteration = iteration
             chosen = self.selector.select(iteration, agents, sched_rng)
             down_payload, down_bits = wire.encode(self.downlink_codec, state, down_rng)
+            ready = (self._batch(sim, slots, chosen, state, down_payload, iteration)
+                     if batched and len(chosen) > 1 else {})
             jobs = [env.process(self._serve(sim, slots, agent, state, down_payload, down_bits,
-                                            iteration, up_rngs[agent], uplink_codec))
+                                            iteration, up_rngs[agent], uplink_codec,
+                                            ready.get(agent)))
                     for agent in chosen]
             done = yield env.all_of(jobs)
             updates: list[Update] = [u for u in done.values() if u is not None]
@@ -107,19 +118,44 @@ class ParameterServerProtocol:
 
         loop.apply_forget(request, forget, iteration)
 
+    def _batch(self, sim: Simulation, slots: AgentSlots, chosen: Sequence[Any], state: Any,
+               down_payload: Any, iteration: int) -> dict[Any, tuple[Update, Any]]:
+        """Every scheduled agent's update from one ``local_update_batch`` call, with the
+        state of its stream before the call (to rewind it if its downlink is lost)."""
+        received = wire.decode(self.downlink_codec, down_payload, state)
+        agents = list(chosen)
+        states = [slots.state(agent) for agent in agents]  # (an init's draws come first)
+        rngs = [slots.rng(agent) for agent in agents]
+        before = [None if rng is None else rng.bit_generator.state for rng in rngs]
+        updates = call(sim, self.learner.local_update_batch, agents, received, states, rngs,
+                       node=SERVER,
+                       iteration=iteration, what=f"learner.local_update_batch of {agents!r}")
+        if len(updates) != len(agents):
+            raise sim.error(ValueError(f"returned {len(updates)} updates for "
+                                       f"{len(agents)} agents"), node=SERVER,
+                            iteration=iteration, what="learner.local_update_batch")
+        return {agent: (update, saved)
+                for agent, update, saved in zip(agents, updates, before, strict=True)}
+
     def _serve(self, sim: Simulation, slots: AgentSlots, agent: Any, state: Any,
                down_payload: Any, down_bits: int, iteration: int, up_rng: Any,
-               uplink_codec: CodecSpec) -> Generator[simpy.Event, Any, Update | None]:
+               uplink_codec: CodecSpec, ready: tuple[Update, Any] | None = None
+               ) -> Generator[simpy.Event, Any, Update | None]:
         net = sim.network
         assert net is not None
         down = yield from net.links[(SERVER, agent)].send(
             Message(SERVER, agent, "state", down_payload, down_bits, iteration), deliver=False)
         if not down.delivered:
+            if ready is not None and ready[1] is not None:
+                slots.rng(agent).bit_generator.state = ready[1]
             return None
-        received = wire.decode(self.downlink_codec, down_payload, state)
-        update: Update = call(sim, self.learner.local_update, agent, received,
-                              slots.state(agent), slots.rng(agent), node=agent,
-                              iteration=iteration, what="learner.local_update")
+        if ready is not None:
+            update = ready[0]
+        else:
+            received = wire.decode(self.downlink_codec, down_payload, state)
+            update = call(sim, self.learner.local_update, agent, received,
+                          slots.state(agent), slots.rng(agent), node=agent,
+                          iteration=iteration, what="learner.local_update")
         duration = net.nodes[agent].compute_time(update.work)
         if duration:
             yield sim.env.timeout(duration)

@@ -6,6 +6,7 @@ import networkx as nx
 import numpy as np
 import pytest
 import torch
+from tests.protocols.test_agent_state import Counter
 
 from bflnet.channels import FixedRateChannel
 from bflnet.learners.fedavg import FedAvg
@@ -15,7 +16,6 @@ from bflnet.protocols.parameter_server import ParameterServerProtocol
 from bflnet.protocols.scheduling import AllAgents
 from bflnet.protocols.stopping import StopRule
 from bflnet.simulator import FixedStepTime, Simulation
-from tests.protocols.test_agent_state import Counter
 
 
 def classification_agents(sizes=(40, 40, 5, 40), n_in=12, n_classes=3, seed=0):

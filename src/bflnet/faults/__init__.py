@@ -1,0 +1,1 @@
+"""Faults: when devices and links are down (availability processes and traces)."""

@@ -86,6 +86,7 @@ from bflnet.learners.svgd import (
     run_svgd,
     svgd_iteration_flops,
 )
+from bflnet.learners.svgd_small import SMALL_PROBLEM, run_svgd_numpy
 from bflnet.learners.torch_utils import (
     MinibatchSampler,
     apply_mean_delta,
@@ -196,20 +197,18 @@ class DSVGD(GlobalStateLearner):
         if factor.local is not None:
             terms += [KDETerm(factor.local, -1.0), KDETerm(factor.reference, 1.0)]
         score, scale = self._data_score(agent, factor, torch_generator(rng, torch.device("cpu")))
-        new = run_svgd(theta, self.local_iters, score=score, score_scale=scale,
-                       kde_terms=terms, context=f" ({where}, tilted target)",
-                       **self._svgd_kwargs())
+        new = self._svgd(theta, self.local_iters, score=score, score_scale=scale,
+                         kde_terms=terms, context=f" ({where}, tilted target)")
         flops = self.local_iters * (
             svgd_iteration_flops(self.n_particles, self.d, len(terms) * self.n_particles)
             + self.n_particles * self.sampler.size(agent) * self._model_flops())
         if factor.local is None:  # t̃_k^(0) = r_k = q^(i-1): the target is q^(i) itself
             local, reference = new.clone(), theta.clone()
         else:
-            local = run_svgd(factor.local, self.local_particle_iters,
-                             kde_terms=[KDETerm(new, 1.0), KDETerm(theta, -1.0),
-                                        KDETerm(factor.local, 1.0)],
-                             context=f" ({where}, distillation of the local particles)",
-                             **self._svgd_kwargs())
+            local = self._svgd(factor.local, self.local_particle_iters,
+                               kde_terms=[KDETerm(new, 1.0), KDETerm(theta, -1.0),
+                                          KDETerm(factor.local, 1.0)],
+                               context=f" ({where}, distillation of the local particles)")
             reference = factor.reference
             flops += self.local_particle_iters * svgd_iteration_flops(
                 self.n_particles, self.d, 3 * self.n_particles, with_score=False)
@@ -265,6 +264,29 @@ class DSVGD(GlobalStateLearner):
         return out
 
     # -- helpers ------------------------------------------------------------------------
+    def _svgd(self, theta: Tensor, n_iter: int, *, kde_terms: list[KDETerm], context: str,
+              score: Score | None = None, score_scale: float = 1.0) -> Tensor:
+        """:func:`run_svgd`, or for small particle sets on the CPU (``N × d <=
+        SMALL_PROBLEM``) its NumPy twin :func:`run_svgd_numpy` (module
+        :mod:`bflnet.learners.svgd_small`), with the model's NumPy likelihood gradient
+        when it has one."""
+        if self.device.type != "cpu" or self.n_particles * self.d > SMALL_PROBLEM:
+            return run_svgd(theta, n_iter, score=score, score_scale=score_scale,
+                            kde_terms=kde_terms, context=context, **self._svgd_kwargs())
+        new, bad = run_svgd_numpy(
+            theta.numpy(), n_iter, score=None if score is None else _numpy_score(score),
+            score_scale=score_scale,
+            kde_sets=[(t.particles.numpy(), float(t.sign)) for t in kde_terms],
+            kde_bandwidth=self.kde_bandwidth, step_size=self.step_size,
+            step_rule=self.step_rule, decay=self.adagrad_decay, fudge=self.adagrad_fudge,
+            bandwidth=self.svgd_bandwidth)
+        if bad == 0:
+            raise ValueError(f"SVGD: the initial particles are not finite{context}")
+        if bad is not None:
+            raise ValueError(f"SVGD: non-finite particles after local iteration {bad} of "
+                             f"{n_iter}{context}")
+        return torch.from_numpy(new)
+
     def _svgd_kwargs(self) -> dict[str, Any]:
         optimizer = ConstantStep(self.step_size) if self.step_rule == "constant" else None
         return dict(kde_bandwidth=self.kde_bandwidth, step_size=self.step_size,
@@ -292,6 +314,17 @@ class DSVGD(GlobalStateLearner):
         model, sampler = self.model, self.sampler
         grad_fn = getattr(model, "log_likelihood_grad", None)
 
+        numpy_grad = getattr(model, "log_likelihood_grad_numpy", None)
+        if callable(numpy_grad) and self.device.type == "cpu" \
+                and self.n_particles * self.d <= SMALL_PROBLEM:
+
+            def numpy_score(theta: np.ndarray) -> np.ndarray:
+                x, y = sampler(agent, gen)
+                return numpy_grad(theta, x.numpy(), y.numpy())
+
+            numpy_score.is_numpy = True  # type: ignore[attr-defined]
+            return numpy_score, scale  # type: ignore[return-value]
+
         if callable(grad_fn):
             buffer: list[Tensor] = []
 
@@ -313,3 +346,10 @@ class DSVGD(GlobalStateLearner):
             return grad
 
         return score, scale
+
+
+def _numpy_score(score: Any) -> Any:
+    """``score`` as a function of NumPy particles (a torch score is wrapped)."""
+    if getattr(score, "is_numpy", False):
+        return score
+    return lambda theta: score(torch.from_numpy(theta)).numpy()

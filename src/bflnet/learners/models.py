@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from typing import Literal, Protocol, runtime_checkable
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -265,6 +266,25 @@ class LogisticRegression(_Classifier):
         xt = x.T.expand(theta.shape[0], -1, -1) if x.ndim == 2 else x.transpose(1, 2)
         torch.bmm(xt, dlogits, out=grad["W"])
         torch.sum(dlogits, dim=1, out=grad["b"])
+
+    def log_likelihood_grad_numpy(self, theta: np.ndarray, x: np.ndarray,
+                                  y: np.ndarray) -> np.ndarray:
+        """:meth:`log_likelihood_grad` in NumPy for a shared minibatch ``x`` ``(B, n_in)``
+        (small particle sets, :mod:`bflnet.learners.svgd_small`): the logits of all
+        particles as one ``(B, n_in) × (n_in, N·C)`` product, ``dW = xᵀ dlogits`` as another."""
+        n, c, k = theta.shape[0], self.n_classes, self.n_in * self.n_classes
+        weights = theta[:, :k].reshape(n, self.n_in, c).transpose(1, 0, 2).reshape(self.n_in,
+                                                                                 n * c)
+        logits = (x @ weights).reshape(-1, n, c) + theta[:, k:]
+        logits -= logits.max(axis=2, keepdims=True)
+        dlogits = np.exp(logits)
+        dlogits /= -dlogits.sum(axis=2, keepdims=True)
+        dlogits[np.arange(len(y)), :, y] += 1.0
+        out = np.empty_like(theta)
+        out[:, :k] = (x.T @ dlogits.reshape(-1, n * c)).reshape(self.n_in, n, c) \
+            .transpose(1, 0, 2).reshape(n, k)
+        out[:, k:] = dlogits.sum(axis=0)
+        return out
 
     def activation_width(self) -> int:
         """Activations per example and particle: the classes."""

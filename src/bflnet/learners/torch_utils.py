@@ -55,15 +55,20 @@ def sample_without_replacement(n: int, m: int, generator: torch.Generator) -> Te
     uniform draws (a value seen before is skipped), drawn ``m + m/8 + 8`` at a time."""
     if not 0 <= m <= n:
         raise ValueError(f"m: must be in 0..{n}, got {m}")
+    draws = torch.randint(n, (m + m // 8 + 8,), generator=generator)
+    if torch.unique(draws[:m]).numel() == m:  # the usual case: the first m are distinct
+        return draws[:m]
     picked = torch.empty(0, dtype=torch.int64)
-    while picked.numel() < m:
-        draws = torch.randint(n, (m + m // 8 + 8,), generator=generator)
-        stream = torch.cat([picked, draws])
+    stream = draws
+    while True:
         values, inverse = torch.unique(stream, return_inverse=True)
         first = torch.full((values.numel(),), stream.numel(), dtype=torch.int64)
         first.scatter_reduce_(0, inverse, torch.arange(stream.numel()), "amin")
         picked = stream[first.sort().values]
-    return picked[:m]
+        if picked.numel() >= m:
+            return picked[:m]
+        draws = torch.randint(n, (m + m // 8 + 8,), generator=generator)
+        stream = torch.cat([picked, draws])
 
 
 class MinibatchSampler:

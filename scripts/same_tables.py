@@ -1,0 +1,92 @@
+"""Do the scenarios give the same tables as at another commit?
+
+Runs a fixed set of scenario calls (short settings, seed 3; the torch scenarios with
+1500-3000 evaluation rows) with the code of ``REV`` (a temporary ``git worktree``) and
+with the working tree, and compares the DataFrames column for column (wall-clock columns
+aside). Exit status 1 when any differs.
+
+    .venv/bin/python scripts/same_tables.py 6cdcd5e
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES: dict[str, tuple[str, dict]] = {
+    "sparsifiers": ("dsvgd-sparsifiers", {"per_agent": 100, "eval_size": 3000,
+                                          "local_iters": 2, "iterations": 6,
+                                          "eval_every": 3}),
+    "vs-fedavg": ("dsvgd-vs-fedavg", {"per_agent": 100, "eval_size": 3000, "local_iters": 2,
+                                      "iterations": 6, "eval_every": 3, "particles": "5"}),
+    "forget": ("forget-svgd", {"pretrain_rounds": 3, "learn_iterations": 4,
+                               "unlearn_iterations": 4, "scratch_iterations": 4,
+                               "eval_every": 2, "local_iters": 2}),
+    "shift": ("cdbfl-shift", {"rounds": 6, "burn_in": 3, "thin": 1, "eval_every": 3,
+                              "eval_size": 1500}),
+    "local-steps": ("cdbfl-local-steps", {"rounds": 4, "burn_in": 2, "eval_every": 2}),
+    "gfvl": ("gfvl-beta-bernoulli", {}),
+    "cover": ("cover-time", {"runs": 50}),
+    "consensus": ("consensus-averaging", {}),
+}
+
+
+def run_cases(out: Path) -> None:
+    """Write each case's table to ``out/<case>.pkl`` (run in the code under test)."""
+    from bflnet.scenarios import run_scenario
+
+    for name, (scenario, overrides) in CASES.items():
+        run_scenario(scenario, overrides, seed=3).to_pickle(out / f"{name}.pkl")
+        print(f"  {name}", flush=True)
+
+
+def run_with(src: Path, out: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    subprocess.run([sys.executable, __file__, "--cases-into", str(out)], env=env,
+                   check=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("rev", nargs="?", help="the commit to compare with")
+    parser.add_argument("--cases-into", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.cases_into:
+        run_cases(Path(args.cases_into))
+        return
+    if not args.rev:
+        parser.error("give the commit to compare with")
+    with tempfile.TemporaryDirectory() as tmp:
+        old, new, tree = Path(tmp, "old"), Path(tmp, "new"), Path(tmp, "tree")
+        old.mkdir()
+        new.mkdir()
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q",
+                        str(tree), args.rev], check=True)
+        try:
+            print(f"at {args.rev}:")
+            run_with(tree / "src", old)
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
+                            str(tree)], check=True)
+        print("working tree:")
+        run_with(ROOT / "src", new)
+        differ = []
+        for name in CASES:
+            a, b = pd.read_pickle(old / f"{name}.pkl"), pd.read_pickle(new / f"{name}.pkl")
+            wall = [c for c in a.columns if "wall" in c]
+            same = a.drop(columns=wall).equals(b.drop(columns=wall, errors="ignore"))
+            print(f"{name:12s} {'same' if same else 'DIFFERENT'}")
+            if not same:
+                differ.append(name)
+    sys.exit(1 if differ else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -26,6 +26,21 @@ class Medium:
         self.busy_until = 0.0
 
 
+class Interrupted(tuple):
+    """A schedule ``(start, end, attempts, bits_on_air, ok=False)`` whose message an outage
+    of the link stopped: ``reason`` is ``"link_down"`` (the link was down when the message
+    was handed to it: nothing sent) or ``"link_cut"`` (the outage began mid-air: the
+    transmission ends at the outage, ``end``, with the bits already on the air counted)."""
+
+    reason: str
+
+
+def interrupted(schedule: tuple[float, float, int, int, bool], reason: str) -> Interrupted:
+    out = Interrupted(schedule)
+    out.reason = reason
+    return out
+
+
 class Link:
     """A directed link ``src -> dst`` over a channel.
 
@@ -36,6 +51,12 @@ class Link:
     drawn when the message is handed to the link (FIFO order), so one SimPy timeout
     covers the whole transmission. ``rng`` may be a zero-argument factory, called on the
     first transmission (networks with many idle links then build fast).
+
+    ``outages`` (a :class:`bflnet.faults.availability.Timeline`, or ``None``: never down)
+    makes the link fail while it is down: a message handed to it then is lost at once, and
+    one in flight when an outage begins is cut there, its packet in flight counting on
+    the air in proportion to the airtime it had (:class:`Interrupted`; :meth:`complete`
+    records a ``fault`` row). Without outages nothing of this runs.
 
     >>> import simpy
     >>> from bflnet.channels import FixedRateChannel
@@ -63,6 +84,7 @@ class Link:
         max_attempts: int | None = 8,
         medium: Medium | None = None,
         direction: str = "d2d",
+        outages: Any = None,
     ) -> None:
         if int(mtu_bits) != mtu_bits or mtu_bits < 1:
             raise ValueError(f"mtu_bits: must be an integer >= 1, got {mtu_bits!r}")
@@ -81,6 +103,7 @@ class Link:
         self.max_attempts = max_attempts
         self.medium = medium if medium is not None else Medium()
         self.direction = direction
+        self.outages = outages
 
     @property
     def rng(self) -> np.random.Generator:
@@ -106,6 +129,8 @@ class Link:
         now = self.env.now if at is None or at < self.env.now else at
         busy = self.medium.busy_until
         start = busy if busy > now else now
+        if self.outages is not None:
+            return self._schedule_with_outages(bits, start)
         channel = self.channel
         attempt, rng = channel.attempt, (self.rng if channel.draws else None)
         first = None
@@ -139,12 +164,48 @@ class Link:
         self.medium.busy_until = t
         return start, t, attempts, on_air, delivered
 
+    def _schedule_with_outages(self, bits: int, start: float
+                               ) -> tuple[float, float, int, int, bool]:
+        """:meth:`schedule` on a link with outages: the same draws, attempt by attempt,
+        until the message is delivered, dropped, or stopped by an outage."""
+        line = self.outages
+        if not line.is_up(start):
+            return interrupted((start, start, 0, 0, False), "link_down")
+        cut = line.next_change(start)
+        full, rest = divmod(bits, self.mtu_bits)
+        sizes = ([self.mtu_bits] * full + ([rest] if rest else [])) or [0]
+        attempt, rng = self.channel.attempt, (self.rng if self.channel.draws else None)
+        t, attempts, on_air, cap = start, 0, 0, self.max_attempts
+        for size in sizes:
+            tries = 0
+            while True:
+                step, lost = attempt(size, t, rng)
+                if t + step > cut:  # the outage begins during this attempt
+                    on_air += int(size * (cut - t) / step) if step > 0 else 0
+                    self.medium.busy_until = cut
+                    return interrupted((start, cut, attempts + tries + 1, on_air, False),
+                                       "link_cut")
+                t += step
+                tries += 1
+                on_air += size
+                if not lost:
+                    break
+                if cap is not None and tries >= cap:
+                    self.medium.busy_until = t
+                    return start, t, attempts + tries, on_air, False
+            attempts += tries
+        self.medium.busy_until = t
+        return start, t, attempts, on_air, True
+
     def complete(self, message: Message, schedule: tuple[float, float, int, int, bool],
                  deliver: bool = True) -> bool:
         """Account for a transmission that has ended (bits, record row, inbox delivery);
         returns whether the message arrived."""
         start, _, attempts, on_air, delivered = schedule
         recorder = self.recorder
+        if schedule.__class__ is Interrupted:
+            recorder.record("fault", node=self.src, peer=self.dst, kind=schedule.reason,
+                            bits=message.bits, bits_on_air=on_air, start_s=start)
         recorder.count_bits(on_air, delivered=delivered, direction=self.direction,
                             bits_delivered=message.bits)
         if recorder.record_messages:

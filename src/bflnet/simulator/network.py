@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from typing import Any
 
@@ -37,6 +37,12 @@ class Network:
     share one medium (TDMA at the server). ``channel`` is a channel template (each link
     gets a fresh copy) or a ``(src, dst) -> Channel`` factory, e.g. for distance-dependent
     fading.
+
+    ``link_outages``: when links are down (:mod:`bflnet.faults.availability`): one
+    availability for every link, or a mapping from node pairs ``(u, v)`` (either order;
+    ``(agent, SERVER)`` for an agent's server links) to availabilities. Both directions of
+    a pair share one timeline, drawn from the stream ``fault.link.<u>.<v>`` (redrawn for
+    each run by :meth:`rebind`). ``None``: links never fail (no cost).
     """
 
     def __init__(
@@ -54,6 +60,7 @@ class Network:
         compute: ComputeModel | Callable[[Any], ComputeModel] | None = None,
         mtu_bits: int = 12_000,
         max_attempts: int | None = 8,
+        link_outages: Any = None,
     ) -> None:
         self.env = env
         self.graph = graph
@@ -88,6 +95,17 @@ class Network:
                     "up", up_medium)
                 add(SERVER, agent,
                     downlink_channel if downlink_channel is not None else IdealChannel(), "down")
+        self._outage_specs = outage_specs(link_outages, self.links)
+        self._draw_outages(streams)
+
+    def _draw_outages(self, streams: RngStreams) -> None:
+        """Each failing pair's timeline for this run, on both of its links."""
+        for pair, spec in self._outage_specs.items():
+            a, b = pair
+            line = spec.timeline(streams.numpy(f"fault.link.{a}.{b}"))
+            for key in ((a, b), (b, a)):
+                if key in self.links:
+                    self.links[key].outages = line
 
     def rebind(self, env: simpy.Environment, streams: RngStreams, recorder: Recorder
                ) -> None:
@@ -107,6 +125,7 @@ class Network:
             link._rng = partial(streams.numpy, f"link.{src}.{dst}")
             link.channel = self._initial_channels[(src, dst)].fresh()
             link.medium = media.setdefault(id(link.medium), Medium())
+        self._draw_outages(streams)
 
     @property
     def agents(self) -> list[Any]:
@@ -126,3 +145,28 @@ class Network:
 
     def neighbours(self, node: Any) -> Iterator[Any]:
         return iter(self.graph.neighbors(node))
+
+
+def outage_specs(link_outages: Any, links: dict[tuple[Any, Any], Link]
+                 ) -> dict[tuple[Any, Any], Any]:
+    """``{(u, v): availability}`` over the node pairs that have links (one key per pair,
+    ordered as the first of its links), from one availability for all or a mapping."""
+    if link_outages is None:
+        return {}
+    pairs: dict[frozenset, tuple[Any, Any]] = {}
+    for src, dst in links:
+        pairs.setdefault(frozenset((src, dst)), (src, dst))
+    if not isinstance(link_outages, Mapping):
+        if not callable(getattr(link_outages, "timeline", None)):
+            raise ValueError("link_outages: must be an availability (OnOff, Trace) or a "
+                             f"mapping of node pairs to them, got {type(link_outages).__name__}")
+        return {pair: link_outages for pair in pairs.values()}
+    out = {}
+    for key, spec in link_outages.items():
+        if not (isinstance(key, tuple) and len(key) == 2 and frozenset(key) in pairs):
+            raise ValueError(f"link_outages: {key!r} is not a pair of nodes with a link")
+        if not callable(getattr(spec, "timeline", None)):
+            raise ValueError(f"link_outages[{key!r}]: must be an availability (OnOff, Trace), "
+                             f"got {type(spec).__name__}")
+        out[pairs[frozenset(key)]] = spec
+    return out

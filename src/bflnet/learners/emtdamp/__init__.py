@@ -1,0 +1,15 @@
+"""EM-TDAMP (Xu, Liu, Zhang, Lau): Bayesian federated learning by server EM and client TDAMP.
+
+Submodules, each with one job (import them directly; this package imports nothing heavy):
+
+* :mod:`.moments` — posterior moments of the nonlinear nodes: ReLU in precision form,
+  probit tilts, the probit-product and Gaussian output nodes.
+* :mod:`.group_sparse` — Module B, exact sum-product over the group-sparse
+  Bernoulli-Gaussian prior (eqs. 25-26).
+* :mod:`.server_em` — the server's E-step aggregation (eqs. 12-15), the noise-variance
+  M-step (eqs. 18-23) and the target-sparsity rule.
+* :mod:`.damp` — Module A, first piece: GAMP for one linear layer with known inputs.
+
+The derivation, the deviations from the paper and the plan for Module A are in
+``docs/em-tdamp.md``.
+"""

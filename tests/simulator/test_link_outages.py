@@ -60,7 +60,7 @@ def test_a_message_handed_to_a_down_link_is_lost_at_once():
     assert not d.delivered and d.bits_on_air == 0 and d.end_s == 1.5
     faults = rec.to_frame().query("event == 'fault'")
     assert faults[["kind", "node", "peer", "bits", "bits_on_air"]].values.tolist() == [
-        ["link_down", "a", "b", 8000, 0]]
+        ["sent_while_down", "a", "b", 8000, 0]]
 
 
 def test_an_outage_mid_air_cuts_the_message_and_counts_the_bits_sent():
@@ -71,7 +71,7 @@ def test_an_outage_mid_air_cuts_the_message_and_counts_the_bits_sent():
     assert (d.delivered, d.end_s, d.bits_on_air, d.attempts) == (False, 0.004, 4000, 1)
     assert rec.cum_bits == 4000 and rec.cum_bits_delivered == 0
     frame = rec.to_frame()
-    assert frame.query("event == 'fault'")["kind"].tolist() == ["link_cut"]
+    assert frame.query("event == 'fault'")["kind"].tolist() == ["cut_mid_air"]
     assert frame.query("event == 'message'")["dropped"].tolist() == [1]
 
 
@@ -84,7 +84,7 @@ def test_after_the_outage_the_link_carries_again():
 def test_interrupted_is_a_five_tuple():
     _env, link, _ = link_with(Trace([(0.0, 1.0)]))
     schedule = link.schedule(100)
-    assert isinstance(schedule, Interrupted) and schedule.reason == "link_down"
+    assert isinstance(schedule, Interrupted) and schedule.reason == "sent_while_down"
     assert tuple(schedule) == (0.0, 0.0, 0, 0, False)
 
 
@@ -116,9 +116,12 @@ def test_random_link_outages_under_the_parameter_server():
     a, b = server_run(link_outages=spec), server_run(link_outages=spec)
     assert a.frame.equals(b.frame)
     faults = a.frame.query("event == 'fault'")
-    assert len(faults) > 0 and set(faults["kind"]) <= {"link_down", "link_cut"}
+    lost = faults[faults["kind"].isin(["sent_while_down", "cut_mid_air"])]
+    assert len(lost) > 0
+    assert set(faults["kind"]) == {"sent_while_down", "cut_mid_air", "link_down", "link_up"}
     messages = a.frame.query("event == 'message'")
-    assert int(messages["dropped"].sum()) == len(faults)
+    assert int(messages["dropped"].sum()) == len(lost)
+    assert a.frame["time_s"].is_monotonic_increasing
     assert a.state[0] < 4 * 40  # some updates were lost
     assert server_run(seed=1, link_outages=spec).frame["time_s"].iloc[-1] != \
         a.frame["time_s"].iloc[-1]
@@ -155,3 +158,34 @@ def test_a_rebound_network_redraws_the_outages_as_a_fresh_one():
     rebound = again.run(ParameterServerProtocol(Count(), StopRule(max_iterations=40),
                                                 selector=AllAgents())).frame
     assert rebound.equals(fresh)
+
+
+def test_a_down_node_takes_its_links_down_and_every_change_is_a_row():
+    """Agent 2 is down on [0.05, 0.2): its uplinks and downlinks fail then, the other
+    agents' do not; node_down and node_up rows at 0.05 and 0.2."""
+    result = server_run(node_outages={2: Trace([(0.05, 0.2)])})
+    frame = result.frame
+    changes = frame.query("event == 'fault' and kind in ['node_down', 'node_up']")
+    assert changes[["time_s", "node", "kind"]].values.tolist() == [[0.05, 2, "node_down"],
+                                                                  [0.2, 2, "node_up"]]
+    lost = frame.query("event == 'message' and dropped == 1")
+    assert len(lost) > 0
+    assert set(lost["node"]) | set(lost["peer"]) <= {2, "server"}
+    assert ((lost["time_s"] >= 0.05) & (lost["start_s"] < 0.2)).all()  # cut or refused
+
+
+def test_union_of_node_and_link_outages():
+    from bflnet.faults.availability import UnionTimeline
+
+    line = UnionTimeline([Trace([(1.0, 2.0)]).timeline(), Trace([(1.5, 3.0), (4, 5)]).timeline()])
+    assert [line.is_up(t) for t in (0.5, 1.2, 2.5, 3.0, 4.5)] == [True, False, False, True,
+                                                                 False]
+    assert line.next_change(0.0) == 1.0 and line.next_change(1.2) == 3.0
+    assert line.next_change(3.5) == 4.0 and line.next_change(4.5) == 5.0
+
+
+def test_bad_node_outages_name_the_field():
+    with pytest.raises(ValueError, match="node_outages: 7 is not an agent of the graph"):
+        Simulation(0).build_network(nx.path_graph(3), node_outages={7: OnOff(1.0, 1.0)})
+    with pytest.raises(ValueError, match="node_outages: must be an availability"):
+        Simulation(0).build_network(nx.path_graph(3), node_outages=0.2)

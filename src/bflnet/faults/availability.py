@@ -97,6 +97,27 @@ class Timeline:
         return list(zip(self.starts[:hi], self.ends[:hi], strict=True))
 
 
+class UnionTimeline:
+    """Down whenever any of ``lines`` is down (e.g. a link and the two nodes at its ends):
+    the same queries as :class:`Timeline`."""
+
+    def __init__(self, lines: Sequence[Timeline]) -> None:
+        self.lines = list(lines)
+
+    def is_up(self, t: float) -> bool:
+        return all(line.is_up(t) for line in self.lines)
+
+    def next_change(self, t: float) -> float:
+        """The first time after ``t`` at which the union changes state."""
+        if self.is_up(t):
+            return min(line.next_change(t) for line in self.lines)
+        while not self.is_up(t):  # the end of the union's down interval
+            t = max(line.next_change(t) for line in self.lines if not line.is_up(t))
+            if t == math.inf:
+                break
+        return t
+
+
 class OnOffDraws:
     """The draws of one :class:`OnOff` timeline: exponential up and down times."""
 

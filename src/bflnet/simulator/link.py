@@ -28,8 +28,8 @@ class Medium:
 
 class Interrupted(tuple):
     """A schedule ``(start, end, attempts, bits_on_air, ok=False)`` whose message an outage
-    of the link stopped: ``reason`` is ``"link_down"`` (the link was down when the message
-    was handed to it: nothing sent) or ``"link_cut"`` (the outage began mid-air: the
+    of the link stopped: ``reason`` is ``"sent_while_down"`` (the link was down when the message
+    was handed to it: nothing sent) or ``"cut_mid_air"`` (the outage began mid-air: the
     transmission ends at the outage, ``end``, with the bits already on the air counted)."""
 
     reason: str
@@ -170,7 +170,7 @@ class Link:
         until the message is delivered, dropped, or stopped by an outage."""
         line = self.outages
         if not line.is_up(start):
-            return interrupted((start, start, 0, 0, False), "link_down")
+            return interrupted((start, start, 0, 0, False), "sent_while_down")
         cut = line.next_change(start)
         full, rest = divmod(bits, self.mtu_bits)
         sizes = ([self.mtu_bits] * full + ([rest] if rest else [])) or [0]
@@ -184,7 +184,7 @@ class Link:
                     on_air += int(size * (cut - t) / step) if step > 0 else 0
                     self.medium.busy_until = cut
                     return interrupted((start, cut, attempts + tries + 1, on_air, False),
-                                       "link_cut")
+                                       "cut_mid_air")
                 t += step
                 tries += 1
                 on_air += size

@@ -11,6 +11,7 @@ import simpy
 
 from bflnet.channels.base import Channel
 from bflnet.channels.ideal import IdealChannel
+from bflnet.faults.availability import UnionTimeline
 from bflnet.simulator.compute import ComputeModel, FixedStepTime
 from bflnet.simulator.link import Link, Medium
 from bflnet.simulator.node import SERVER, Node
@@ -42,7 +43,11 @@ class Network:
     availability for every link, or a mapping from node pairs ``(u, v)`` (either order;
     ``(agent, SERVER)`` for an agent's server links) to availabilities. Both directions of
     a pair share one timeline, drawn from the stream ``fault.link.<u>.<v>`` (redrawn for
-    each run by :meth:`rebind`). ``None``: links never fail (no cost).
+    each run by :meth:`rebind`). ``node_outages``: likewise for the agents (one
+    availability for all, or ``{agent: availability}``; stream ``fault.node.<k>``); a link
+    is down while either of its ends is. ``None``: nothing fails (no cost). Each change of
+    a failing component is a ``fault`` row (``node_down``/``node_up``,
+    ``link_down``/``link_up`` with ``peer``), written as the run passes it.
     """
 
     def __init__(
@@ -61,8 +66,10 @@ class Network:
         mtu_bits: int = 12_000,
         max_attempts: int | None = 8,
         link_outages: Any = None,
+        node_outages: Any = None,
     ) -> None:
         self.env = env
+        self.recorder = recorder
         self.graph = graph
         channel = channel if channel is not None else IdealChannel()
         compute = compute if compute is not None else FixedStepTime(0.0)
@@ -96,16 +103,48 @@ class Network:
                 add(SERVER, agent,
                     downlink_channel if downlink_channel is not None else IdealChannel(), "down")
         self._outage_specs = outage_specs(link_outages, self.links)
+        self._node_outage_specs = node_outage_specs(node_outages, list(graph.nodes))
         self._draw_outages(streams)
 
     def _draw_outages(self, streams: RngStreams) -> None:
-        """Each failing pair's timeline for this run, on both of its links."""
-        for pair, spec in self._outage_specs.items():
-            a, b = pair
-            line = spec.timeline(streams.numpy(f"fault.link.{a}.{b}"))
-            for key in ((a, b), (b, a)):
-                if key in self.links:
-                    self.links[key].outages = line
+        """Each failing node's and pair's timeline for this run; each link is down while
+        its pair or either end is."""
+        if not (self._outage_specs or self._node_outage_specs):
+            return
+        self._pair_lines = {}
+        for node_id, spec in self._node_outage_specs.items():
+            self.nodes[node_id].outages = spec.timeline(streams.numpy(f"fault.node.{node_id}"))
+        for (a, b), spec in self._outage_specs.items():
+            self._pair_lines[(a, b)] = spec.timeline(streams.numpy(f"fault.link.{a}.{b}"))
+        for (src, dst), link in self.links.items():
+            pair = self._pair_lines.get((src, dst), self._pair_lines.get((dst, src)))
+            lines = [line for line in (pair, self.nodes[src].outages, self.nodes[dst].outages)
+                     if line is not None]
+            link.outages = (None if not lines else lines[0] if len(lines) == 1
+                            else UnionTimeline(lines))
+
+    def start_fault_records(self) -> None:
+        """Start the processes that write a ``fault`` row at each change of a failing node
+        or link pair (called by :meth:`Simulation.run_outcome`)."""
+        for node_id in self._node_outage_specs:
+            self.env.process(self._changes(self.nodes[node_id].outages, "node", node_id, None))
+        for (a, b) in self._outage_specs:
+            self.env.process(self._changes(self._pair_lines[(a, b)], "link", a, b))
+
+    def _changes(self, line: Any, what: str, node: Any, peer: Any
+                 ) -> Iterator[simpy.Event]:
+        env, extra = self.env, ({} if peer is None else {"peer": peer})
+        t = env.now
+        while True:
+            up = line.is_up(t)
+            if not up:
+                self.recorder.record("fault", node=node, kind=f"{what}_down", **extra)
+            t = line.next_change(t)
+            if t == float("inf"):
+                return
+            yield env.timeout(t - env.now)
+            if not up:
+                self.recorder.record("fault", node=node, kind=f"{what}_up", **extra)
 
     def rebind(self, env: simpy.Environment, streams: RngStreams, recorder: Recorder
                ) -> None:
@@ -114,7 +153,7 @@ class Network:
         its initial state, each link's stream drawn from ``streams``. A run on the
         rebound network gives the same record as one on a network built afresh; building
         once saves the set-up of many short Monte-Carlo runs."""
-        self.env = env
+        self.env, self.recorder = env, recorder
         for node in self.nodes.values():
             node.inbox = simpy.Store(env)
             node.state, node.has_state, node.rng = None, False, None
@@ -170,3 +209,22 @@ def outage_specs(link_outages: Any, links: dict[tuple[Any, Any], Link]
                              f"got {type(spec).__name__}")
         out[pairs[frozenset(key)]] = spec
     return out
+
+
+def node_outage_specs(node_outages: Any, agents: list[Any]) -> dict[Any, Any]:
+    """``{agent: availability}`` from one availability for all agents or a mapping."""
+    if node_outages is None:
+        return {}
+    if not isinstance(node_outages, Mapping):
+        if not callable(getattr(node_outages, "timeline", None)):
+            raise ValueError("node_outages: must be an availability (OnOff, Trace) or a "
+                             f"mapping of agents to them, got {type(node_outages).__name__}")
+        return dict.fromkeys(agents, node_outages)
+    known = set(agents)
+    for key, spec in node_outages.items():
+        if key not in known:
+            raise ValueError(f"node_outages: {key!r} is not an agent of the graph")
+        if not callable(getattr(spec, "timeline", None)):
+            raise ValueError(f"node_outages[{key!r}]: must be an availability (OnOff, Trace), "
+                             f"got {type(spec).__name__}")
+    return dict(node_outages)

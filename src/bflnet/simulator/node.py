@@ -27,6 +27,8 @@ class Node:
     has_state: bool = False
     #: The agent's own random stream (created on first use).
     rng: np.random.Generator | None = None
+    #: When the node is down in this run (a ``faults`` timeline), or ``None``: never.
+    outages: Any = None
 
     @property
     def is_server(self) -> bool:

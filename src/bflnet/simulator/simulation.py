@@ -89,6 +89,7 @@ class Simulation:
         if self.network is None:
             raise SimulationError(f"{self.name}: build_network() must be called before run()")
         done = self.env.process(protocol.process(self))
+        self.network.start_fault_records()
         self.env.run(until=done)
         value = done.value
         return value if isinstance(value, Outcome) else Outcome()

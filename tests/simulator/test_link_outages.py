@@ -54,13 +54,29 @@ def test_outages_that_miss_every_transmission_change_nothing():
         assert send_all(env, link, plan) == plain
 
 
-def test_a_message_handed_to_a_down_link_is_lost_at_once():
+def test_attempts_while_the_link_is_down_are_lost():
+    """8000 bits at 1 Mbit/s handed over at 1.5 s, the link down on [1, 2): the sender
+    cannot tell, so its 8 ARQ attempts take their airtime and are lost."""
     env, link, rec = link_with(Trace([(1.0, 2.0)]))
     d = send_all(env, link, [(1.5, 8000)])[0]
-    assert not d.delivered and d.bits_on_air == 0 and d.end_s == 1.5
+    assert (d.delivered, d.attempts, d.bits_on_air) == (False, 8, 64_000)
+    assert d.end_s == pytest.approx(1.564)
     faults = rec.to_frame().query("event == 'fault'")
     assert faults[["kind", "node", "peer", "bits", "bits_on_air"]].values.tolist() == [
-        ["sent_while_down", "a", "b", 8000, 0]]
+        ["lost_in_outage", "a", "b", 8000, 64_000]]
+
+
+def test_arq_carries_the_message_once_the_link_is_back():
+    env, link, _ = link_with(Trace([(0.0, 0.02)]), max_attempts=None)
+    d = send_all(env, link, [(0.0, 8000)])[0]
+    assert d.delivered and d.attempts == 4 and d.end_s == pytest.approx(0.032)
+
+
+def test_a_link_down_for_good_stops_unlimited_arq():
+    env, link, rec = link_with(Trace([(0.0, 1e15)]), max_attempts=None)
+    d = send_all(env, link, [(0.0, 8000)])[0]
+    assert not d.delivered and d.attempts == 1
+    assert rec.to_frame().query("event == 'fault'")["kind"].tolist() == ["lost_in_outage"]
 
 
 def test_an_outage_mid_air_cuts_the_message_and_counts_the_bits_sent():
@@ -82,10 +98,10 @@ def test_after_the_outage_the_link_carries_again():
 
 
 def test_interrupted_is_a_five_tuple():
-    _env, link, _ = link_with(Trace([(0.0, 1.0)]))
+    env, link, _ = link_with(Trace([(0.0, 1.0)]))
     schedule = link.schedule(100)
-    assert isinstance(schedule, Interrupted) and schedule.reason == "sent_while_down"
-    assert tuple(schedule) == (0.0, 0.0, 0, 0, False)
+    assert isinstance(schedule, Interrupted) and schedule.reason == "lost_in_outage"
+    assert tuple(schedule) == (0.0, pytest.approx(8e-4), 8, 800, False)
 
 
 class Count(GlobalStateLearner):
@@ -116,9 +132,9 @@ def test_random_link_outages_under_the_parameter_server():
     a, b = server_run(link_outages=spec), server_run(link_outages=spec)
     assert a.frame.equals(b.frame)
     faults = a.frame.query("event == 'fault'")
-    lost = faults[faults["kind"].isin(["sent_while_down", "cut_mid_air"])]
+    lost = faults[faults["kind"].isin(["lost_in_outage", "cut_mid_air"])]
     assert len(lost) > 0
-    assert set(faults["kind"]) == {"sent_while_down", "cut_mid_air", "link_down", "link_up"}
+    assert set(faults["kind"]) == {"lost_in_outage", "cut_mid_air", "link_down", "link_up"}
     messages = a.frame.query("event == 'message'")
     assert int(messages["dropped"].sum()) == len(lost)
     assert a.frame["time_s"].is_monotonic_increasing

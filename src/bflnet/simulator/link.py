@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -28,9 +29,9 @@ class Medium:
 
 class Interrupted(tuple):
     """A schedule ``(start, end, attempts, bits_on_air, ok=False)`` whose message an outage
-    of the link stopped: ``reason`` is ``"sent_while_down"`` (the link was down when the message
-    was handed to it: nothing sent) or ``"cut_mid_air"`` (the outage began mid-air: the
-    transmission ends at the outage, ``end``, with the bits already on the air counted)."""
+    of the link stopped: ``reason`` is ``"lost_in_outage"`` (attempts made while the link
+    was down were lost, and ARQ gave up) or ``"cut_mid_air"`` (an outage began mid-air:
+    the transmission ends there, ``end``, with the bits already on the air counted)."""
 
     reason: str
 
@@ -53,10 +54,11 @@ class Link:
     first transmission (networks with many idle links then build fast).
 
     ``outages`` (a :class:`bflnet.faults.availability.Timeline`, or ``None``: never down)
-    makes the link fail while it is down: a message handed to it then is lost at once, and
-    one in flight when an outage begins is cut there, its packet in flight counting on
-    the air in proportion to the airtime it had (:class:`Interrupted`; :meth:`complete`
-    records a ``fault`` row). Without outages nothing of this runs.
+    makes the link fail while it is down: an attempt made then is lost (the sender cannot
+    tell; ARQ goes on), and a message in flight when an outage begins is cut there, its
+    packet in flight counting on the air in proportion to the airtime it had
+    (:class:`Interrupted`; :meth:`complete` records a ``fault`` row). Without outages
+    nothing of this runs.
 
     >>> import simpy
     >>> from bflnet.channels import FixedRateChannel
@@ -166,25 +168,33 @@ class Link:
 
     def _schedule_with_outages(self, bits: int, start: float
                                ) -> tuple[float, float, int, int, bool]:
-        """:meth:`schedule` on a link with outages: the same draws, attempt by attempt,
-        until the message is delivered, dropped, or stopped by an outage."""
+        """:meth:`schedule` on a link with outages: the same draws, attempt by attempt. An
+        attempt that starts while the link is down is lost (the sender cannot tell: it
+        takes its airtime and ARQ goes on); one during which an outage begins cuts the
+        message there. A link down for good stops ARQ (no endless retries)."""
         line = self.outages
-        if not line.is_up(start):
-            return interrupted((start, start, 0, 0, False), "sent_while_down")
-        cut = line.next_change(start)
         full, rest = divmod(bits, self.mtu_bits)
         sizes = ([self.mtu_bits] * full + ([rest] if rest else [])) or [0]
         attempt, rng = self.channel.attempt, (self.rng if self.channel.draws else None)
-        t, attempts, on_air, cap = start, 0, 0, self.max_attempts
+        t, attempts, on_air, cap, in_outage = start, 0, 0, self.max_attempts, 0
         for size in sizes:
             tries = 0
             while True:
                 step, lost = attempt(size, t, rng)
-                if t + step > cut:  # the outage begins during this attempt
-                    on_air += int(size * (cut - t) / step) if step > 0 else 0
-                    self.medium.busy_until = cut
-                    return interrupted((start, cut, attempts + tries + 1, on_air, False),
+                up = line.is_up(t)
+                change = line.next_change(t)
+                if up and t + step > change:  # an outage begins during this attempt
+                    on_air += int(size * (change - t) / step) if step > 0 else 0
+                    self.medium.busy_until = change
+                    return interrupted((start, change, attempts + tries + 1, on_air, False),
                                        "cut_mid_air")
+                if not up:
+                    lost, in_outage = True, in_outage + 1
+                    if step <= 0 or change == math.inf:  # no time passes, or never up again
+                        t = max(t, t + step)
+                        self.medium.busy_until = t
+                        return interrupted((start, t, attempts + tries + 1, on_air + size,
+                                            False), "lost_in_outage")
                 t += step
                 tries += 1
                 on_air += size
@@ -192,7 +202,8 @@ class Link:
                     break
                 if cap is not None and tries >= cap:
                     self.medium.busy_until = t
-                    return start, t, attempts + tries, on_air, False
+                    schedule = (start, t, attempts + tries, on_air, False)
+                    return interrupted(schedule, "lost_in_outage") if in_outage else schedule
             attempts += tries
         self.medium.busy_until = t
         return start, t, attempts, on_air, True

@@ -16,13 +16,19 @@ node as the number of nodes K grows.
 
 All links are 1 Mbit/s, 5 ms fixed-rate links (``gossip_scale.CHANNEL``), no compute time.
 Rates are marginal: (t(long run) - t(short run)) / (difference in hops or messages), each
-length the best of ``--repeat`` runs, so set-up and the protocol's start are left out; the
-set-up (graph, walk or weights, network) and the start (the intercept) are printed
-separately; the hop and message counts come from the protocol's own record. Time spent in
-Python's garbage collector is measured the same way (``gc.callbacks``). The last lines say
-from which K the cost is more than 25 % above the smallest K's and why, from cProfile
-statistics of the two run lengths (their difference, per hop or message) at the smallest
-and the largest K. One process; torch is not imported.
+length the best of ``--repeat`` runs, so set-up and the protocol's start are left out. The
+runs go in rounds, every length of every K in turn, and "x first" is the median over the
+rounds of the cost against the smallest K's in the same round (the machine is shared, and
+its speed drifts over minutes). The set-up (graph; walk or weights, and network) is
+printed apart, and so is the start: a run of one iteration less one unit's cost. The hop
+and message counts are the protocol's own record. Each run starts after a full
+collection (not timed), so the garbage of the set-up and of earlier runs is not collected
+inside it; the time the run itself spends in Python's garbage collector is measured
+(``gc.callbacks``) and printed. The last lines say from which K the cost is more than
+25 % above the smallest K's, and why: the cost per unit at the smallest and largest K with
+the collector disabled, and cProfile's calls and own time per unit there (the difference
+of the two run lengths). One process at a time (the memory part runs each case in a fresh
+child process, one after another); torch is not imported.
 
     python bench/scale_curve.py [--quick] [--repeat 3]
 """
@@ -31,12 +37,14 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import gc
 import itertools
 import linecache
 import math
 import os
 import pstats
+import statistics
 import sys
 import time
 import tracemalloc
@@ -79,7 +87,7 @@ class Sizes:
 
 FULL = Sizes((10, 100, 1000, 10_000), (16, 64, 256, 1024, 4096), (10_000, 60_000),
              (16_000, 176_000))
-QUICK = Sizes((10, 100), (16, 64), (2_000, 12_000), (4_000, 44_000))
+QUICK = Sizes((10, 100), (16, 64), (2_000, 10_000), (4_000, 32_000))
 
 
 @dataclass
@@ -106,13 +114,21 @@ class Curve:
     gc_per_unit_s: float
     start_s: float       # a run of one iteration less its unit cost
     units: tuple[int, int]
-    short: Run
+    short: Run           # the best run of each length
     long: Run
+    per_unit_each: list[float]     # per round of runs (see ``in_turn``)
+    gc_per_unit_each: list[float]
 
-    @property
-    def rest_per_unit_s(self) -> float:
-        """The cost per unit outside the garbage collector."""
-        return self.per_unit_s - self.gc_per_unit_s
+    def ratio(self, base: Curve) -> float:
+        """Cost per unit against ``base``'s: median of the ratios in the same round."""
+        return paired(self.per_unit_each, base.per_unit_each)
+
+    def rest_ratio(self, base: Curve) -> float:
+        """The same outside the garbage collector."""
+        return paired([t - g for t, g in zip(self.per_unit_each, self.gc_per_unit_each,
+                                             strict=True)],
+                      [t - g for t, g in zip(base.per_unit_each, base.gc_per_unit_each,
+                                             strict=True)])
 
 
 # ------------------------------------------------------------------ timing helpers
@@ -158,8 +174,20 @@ def record_counts(sim: Simulation, event: str) -> tuple[int, int]:
     return iterations, bits // TOKEN_BITS
 
 
-def best(runs: list[Run]) -> Run:
+def best(runs: Sequence[Run]) -> Run:
     return min(runs, key=lambda r: r.seconds)
+
+
+def in_turn(runs: Sequence[Callable[[], Run]], repeat: int) -> list[list[Run]]:
+    """``repeat`` rounds of calling each of ``runs`` in turn, as [run][round]: a slow spell
+    of the machine (it is shared) hits all of a round alike."""
+    rounds = [[run() for run in runs] for _ in range(repeat)]
+    return [list(column) for column in zip(*rounds, strict=True)]
+
+
+def paired(costs: Sequence[float], base: Sequence[float]) -> float:
+    """The median over the rounds of cost / base cost in the same round."""
+    return statistics.median(c / b for c, b in zip(costs, base, strict=True))
 
 
 @dataclass
@@ -174,20 +202,32 @@ class Setup:
     weights: Any = None
 
 
-def curve(setup: Setup, run: Callable[[Setup, int], Run], lengths: tuple[int, int],
-          repeat: int, count: Callable[[Run], int]) -> Curve:
-    """The cost per unit (``count``: hops or messages of a run) from the best of ``repeat``
-    runs of each length, and the start from the best of ``repeat`` runs of one iteration."""
-    first, short, long = (best([run(setup, n) for _ in range(repeat)])
-                          for n in (1, *lengths))
+def curves(setups: Sequence[Setup], run: Callable[[Setup, int], Run],
+           lengths: Sequence[tuple[int, int]], repeat: int, count: Callable[[Run], int]
+           ) -> list[Curve]:
+    """For each set-up: the cost per unit (``count``: hops or messages of a run) from the
+    best of ``repeat`` runs of each of its two lengths, and the start from the best of
+    ``repeat`` runs of one iteration; all runs of all K taken in turn."""
+    jobs = [functools.partial(run, setup, n) for setup, pair in zip(setups, lengths, strict=True)
+            for n in (1, *pair)]
+    results = in_turn(jobs, repeat)
+    return [make_curve(setup, *results[3 * i:3 * i + 3], count)
+            for i, setup in enumerate(setups)]
+
+
+def make_curve(setup: Setup, firsts: list[Run], shorts: list[Run], longs: list[Run],
+               count: Callable[[Run], int]) -> Curve:
+    first, short, long = best(firsts), best(shorts), best(longs)
     units = (count(short), count(long))
-    per_unit = (long.seconds - short.seconds) / (units[1] - units[0])
-    gc_per_unit = (long.gc_seconds - short.gc_seconds) / (units[1] - units[0])
+    n = units[1] - units[0]
+    per_unit = (long.seconds - short.seconds) / n
     graph = setup.graph
     return Curve(graph.number_of_nodes(), graph.number_of_nodes(),
                  2 * graph.number_of_edges() / graph.number_of_nodes(), setup.graph_s,
-                 setup.network_s, per_unit, gc_per_unit,
-                 first.seconds - count(first) * per_unit, units, short, long)
+                 setup.network_s, per_unit, (long.gc_seconds - short.gc_seconds) / n,
+                 first.seconds - count(first) * per_unit, units, short, long,
+                 [(b.seconds - a.seconds) / n for a, b in zip(shorts, longs, strict=True)],
+                 [(b.gc_seconds - a.gc_seconds) / n for a, b in zip(shorts, longs, strict=True)])
 
 
 # ------------------------------------------------------------------ random walk
@@ -248,9 +288,12 @@ def walk_run(setup: Setup, hops: int, seed: int = 1, measure: Measure = timed) -
     return Run(seconds, gc_seconds, iterations, messages, moved)
 
 
-def walk_curve(K: int, hops: tuple[int, int], repeat: int) -> Curve:
-    result = curve(walk_setup(K), walk_run, hops, repeat, lambda run: run.iterations)
-    result.K = K
+def walk_curves(sizes: Sequence[int], hops: tuple[int, int], repeat: int) -> list[Curve]:
+    """The random walk's curve for each K in ``sizes``."""
+    result = curves([walk_setup(K) for K in sizes], walk_run, [hops] * len(sizes), repeat,
+                    lambda run: run.iterations)
+    for K, row in zip(sizes, result, strict=True):
+        row.K = K
     return result
 
 
@@ -287,9 +330,11 @@ def gossip_rounds(K: int, messages: tuple[int, int]) -> tuple[int, int]:
     return short, short + max(10, round((messages[1] - messages[0]) / (4 * K)))
 
 
-def gossip_curve(K: int, messages: tuple[int, int], repeat: int) -> Curve:
-    return curve(gossip_setup(K), gossip_run, gossip_rounds(K, messages), repeat,
-                 lambda run: run.messages)
+def gossip_curves(sizes: Sequence[int], messages: tuple[int, int], repeat: int
+                  ) -> list[Curve]:
+    """Gossip's curve for each K in ``sizes``."""
+    return curves([gossip_setup(K) for K in sizes], gossip_run,
+                  [gossip_rounds(K, messages) for K in sizes], repeat, lambda run: run.messages)
 
 
 # ------------------------------------------------------------------ memory
@@ -332,7 +377,7 @@ def source_line(frame: tracemalloc.Frame, width: int = 60) -> str:
 
 def memory(protocol: str, K: int) -> Memory:
     """Run in a fresh process: a warm-up (imports, caches), then the work untraced (RSS
-    growth), then traced (peak and the largest source files)."""
+    growth), then traced (peak and the largest allocation sites)."""
     short_work(protocol, 16)
     gc.collect()
     before = rss_bytes()
@@ -391,21 +436,65 @@ def per_unit(short: Profile, long: Profile, units: int) -> Profile:
             for f, (c, t) in long.items()}
 
 
-def walk_profile(K: int, hops: tuple[int, int]) -> Profile:
-    setup = walk_setup(K)
-    a, b = Profiled(), Profiled()
-    walk_run(setup, hops[0], measure=a)
-    walk_run(setup, hops[1], measure=b)
-    return per_unit(a.stats, b.stats, hops[1] - hops[0])
+def collector_off(fn: Callable[[], Any]) -> tuple[float, float]:
+    """A ``Measure``: (wall seconds, 0) of ``fn()`` with the garbage collector disabled."""
+    gc.collect()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        fn()
+        return time.perf_counter() - start, 0.0
+    finally:
+        gc.enable()
 
 
-def gossip_profile(K: int, messages: tuple[int, int]) -> Profile:
-    setup = gossip_setup(K)
-    r1, r2 = gossip_rounds(K, messages)
-    a, b = Profiled(), Profiled()
-    gossip_run(setup, r1, measure=a)
-    gossip_run(setup, r2, measure=b)
-    return per_unit(a.stats, b.stats, (r2 - r1) * 4 * K)
+@dataclass
+class Diagnosis:
+    """One K looked at closer: the cost per unit with the garbage collector disabled, and
+    cProfile's {function: (calls, own seconds)} per unit (the collector off too)."""
+
+    K: int
+    per_unit_off_each: list[float]   # per round (see ``in_turn``)
+    profile: Profile
+
+    @property
+    def per_unit_off_s(self) -> float:
+        return min(self.per_unit_off_each)
+
+
+def diagnose(setups: Sequence[Setup], run: Callable[..., Run],
+             lengths: Sequence[tuple[int, int]], repeat: int, count: Callable[[Run], int]
+             ) -> list[Diagnosis]:
+    """For each set-up: the cost per unit with the collector disabled (``repeat`` rounds,
+    all runs taken in turn) and a profile of the two lengths."""
+    jobs = [functools.partial(run, setup, n, measure=collector_off)
+            for setup, pair in zip(setups, lengths, strict=True) for n in pair]
+    off = in_turn(jobs, repeat)
+    out = []
+    for i, (setup, pair) in enumerate(zip(setups, lengths, strict=True)):
+        shorts, longs = off[2 * i:2 * i + 2]
+        units = count(longs[0]) - count(shorts[0])
+        a, b = Profiled(), Profiled()
+        run(setup, pair[0], measure=a)
+        run(setup, pair[1], measure=b)
+        out.append(Diagnosis(setup.graph.number_of_nodes(),
+                             [(y.seconds - x.seconds) / units
+                              for x, y in zip(shorts, longs, strict=True)],
+                             per_unit(a.stats, b.stats, units)))
+    return out
+
+
+def walk_diagnosis(sizes: Sequence[int], hops: tuple[int, int], repeat: int
+                   ) -> list[Diagnosis]:
+    return diagnose([walk_setup(K) for K in sizes], walk_run, [hops] * len(sizes), repeat,
+                    lambda run: run.iterations)
+
+
+def gossip_diagnosis(sizes: Sequence[int], messages: tuple[int, int], repeat: int
+                     ) -> list[Diagnosis]:
+    return diagnose([gossip_setup(K) for K in sizes], gossip_run,
+                    [gossip_rounds(K, messages) for K in sizes], repeat,
+                    lambda run: run.messages)
 
 
 def why(small: Profile, large: Profile, unit: str) -> str:
@@ -416,8 +505,11 @@ def why(small: Profile, large: Profile, unit: str) -> str:
     grown = sorted(large, key=lambda f: large[f][1] - small.get(f, (0, 0.0))[1], reverse=True)
     parts = [f"{f} {1e6 * small.get(f, (0, 0.0))[1]:.2f} -> {1e6 * large[f][1]:.2f}"
              for f in grown[:3]]
+    more = [f"{f} {small.get(f, (0, 0.0))[0]:.1f} -> {large[f][0]:.1f}" for f in large
+            if large[f][0] - small.get(f, (0, 0.0))[0] >= 0.5]
     return (f"{calls[0]:.1f} -> {calls[1]:.1f} calls and {total[0]:.1f} -> {total[1]:.1f} µs "
-            f"per {unit}; own µs grown most: {'; '.join(parts)}")
+            f"per {unit}; own µs grown most: {'; '.join(parts)}"
+            + (f"; calls grown: {'; '.join(more)}" if more else ""))
 
 
 # ------------------------------------------------------------------ printing
@@ -441,7 +533,8 @@ def print_walk(rows: list[Curve], repeat: int) -> None:
     h = rows[0].units
     print(f"1. Random walk (Metropolis-Hastings) on random geometric graphs, expected mean "
           f"degree {DEGREE:g}, largest component; µs/hop = (t({h[1]:,} hops) - "
-          f"t({h[0]:,} hops)) / {h[1] - h[0]:,}, best of {repeat} each")
+          f"t({h[0]:,} hops)) / {h[1] - h[0]:,}, best of {repeat} each; x first: median of "
+          f"{repeat} same-round ratios")
     print("      K   nodes  degree  graph s  net s  start ms   µs/hop     hops/s  moved  "
           "gc µs/hop  x first")
     for c in rows:
@@ -449,19 +542,20 @@ def print_walk(rows: list[Curve], repeat: int) -> None:
         print(f"{c.K:7d} {c.nodes:7d} {c.degree:7.2f} {c.graph_s:8.3f} {c.network_s:6.3f} "
               f"{1e3 * c.start_s:9.1f} {1e6 * c.per_unit_s:8.2f} {1 / c.per_unit_s:10,.0f} "
               f"{100 * moved:4.0f} % {1e6 * c.gc_per_unit_s:10.2f} "
-              f"{c.per_unit_s / rows[0].per_unit_s:8.2f}")
+              f"{c.ratio(rows[0]):8.2f}")
 
 
 def print_gossip(rows: list[Curve], repeat: int) -> None:
     print(f"2. Gossip (consensus protocol, ConsensusAveraging) on a torus, 4 neighbours; "
           f"µs/msg = difference of runs of about {rows[0].units[0]:,} and "
-          f"{rows[0].units[1]:,} messages, best of {repeat} each")
+          f"{rows[0].units[1]:,} messages, best of {repeat} each; x first: median of {repeat} "
+          f"same-round ratios")
     print("      K    rounds  graph s  net s  start ms   µs/msg     msgs/s  gc µs/msg  x first")
     for c in rows:
         rounds = f"{c.short.iterations}/{c.long.iterations}"
         print(f"{c.K:7d} {rounds:>9s} {c.graph_s:8.3f} {c.network_s:6.3f} "
               f"{1e3 * c.start_s:9.1f} {1e6 * c.per_unit_s:8.2f} {1 / c.per_unit_s:10,.0f} "
-              f"{1e6 * c.gc_per_unit_s:10.2f} {c.per_unit_s / rows[0].per_unit_s:8.2f}")
+              f"{1e6 * c.gc_per_unit_s:10.2f} {c.ratio(rows[0]):8.2f}")
 
 
 def print_memory(rows: list[Memory]) -> None:
@@ -480,16 +574,15 @@ def print_memory(rows: list[Memory]) -> None:
             print(f"   {size / m.peak_bytes:6.1%}  {line}")
 
 
-def ratios(rows: list[Curve], cost: Callable[[Curve], float]) -> str:
-    return ", ".join(f"{cost(c) / cost(rows[0]):.2f}" for c in rows)
+def ratios(rows: list[Curve], ratio: Callable[[Curve, Curve], float]) -> str:
+    return ", ".join(f"{ratio(c, rows[0]):.2f}" for c in rows)
 
 
-def flat_lines(unit: str, rows: list[Curve], small: Profile, large: Profile,
+def flat_lines(unit: str, rows: list[Curve], small: Diagnosis, large: Diagnosis,
                mem: Memory) -> str:
     """Where the cost per unit first exceeds NOT_FLAT x the smallest K's, the share of the
     garbage collector, and what cProfile and the memory say at the largest K."""
-    base = rows[0].per_unit_s
-    over = [c for c in rows if c.per_unit_s > NOT_FLAT * base]
+    over = [c for c in rows if c.ratio(rows[0]) > NOT_FLAT]
     if over:
         flat = max([c.K for c in rows if c.K < over[0].K], default=rows[0].K)
         verdict = f"flat up to K = {flat}, not from K = {over[0].K}"
@@ -497,12 +590,15 @@ def flat_lines(unit: str, rows: list[Curve], small: Profile, large: Profile,
         verdict = f"flat up to K = {rows[-1].K}"
     first, last = rows[0], rows[-1]
     return (
-        f"per {unit}: {verdict} (cost x {ratios(rows, lambda c: c.per_unit_s)} of "
+        f"per {unit}: {verdict} (cost x {ratios(rows, Curve.ratio)} of "
         f"K = {first.K}'s; not flat = over +{NOT_FLAT - 1:.0%}). Outside the garbage collector: "
-        f"x {ratios(rows, lambda c: c.rest_per_unit_s)}; in it: "
-        f"{1e6 * first.gc_per_unit_s:.2f} -> {1e6 * last.gc_per_unit_s:.2f} µs per {unit}.\n"
-        f"  why, cProfile with the collector off, per {unit} (difference of the two runs), "
-        f"K = {first.K} -> {last.K}: {why(small, large, unit)}.\n"
+        f"x {ratios(rows, Curve.rest_ratio)}; in it: "
+        f"{1e6 * first.gc_per_unit_s:.2f} -> {1e6 * last.gc_per_unit_s:.2f} µs per {unit}. "
+        f"With the collector disabled: {1e6 * small.per_unit_off_s:.2f} -> "
+        f"{1e6 * large.per_unit_off_s:.2f} µs per {unit} "
+        f"(x {paired(large.per_unit_off_each, small.per_unit_off_each):.2f}).\n"
+        f"  cProfile, collector disabled, per {unit} (difference of the two runs), "
+        f"K = {first.K} -> {last.K}: {why(small.profile, large.profile, unit)}.\n"
         f"  At K = {mem.K} set-up + short run peak at {mem.peak_bytes / 1e6:.1f} MB traced "
         f"(CPU caches: {cache_sizes()}).")
 
@@ -516,17 +612,17 @@ def main() -> None:
     sizes = QUICK if args.quick else FULL
     walk_run(walk_setup(10), 100)  # warm-up: first-call imports and caches
     gossip_run(gossip_setup(16), 2)
-    walk = [walk_curve(K, sizes.hops, args.repeat) for K in sizes.walk_K]
+    walk = walk_curves(sizes.walk_K, sizes.hops, args.repeat)
     print_walk(walk, args.repeat)
-    gossip = [gossip_curve(K, sizes.messages, args.repeat) for K in sizes.gossip_K]
+    gossip = gossip_curves(sizes.gossip_K, sizes.messages, args.repeat)
     print_gossip(gossip, args.repeat)
     mem = memory_table(sizes)
     print_memory(mem)
-    print(flat_lines("hop", walk, walk_profile(sizes.walk_K[0], sizes.hops),
-                     walk_profile(sizes.walk_K[-1], sizes.hops),
-                     [m for m in mem if m.protocol == "walk"][-1]))
-    print(flat_lines("message", gossip, gossip_profile(sizes.gossip_K[0], sizes.messages),
-                     gossip_profile(sizes.gossip_K[-1], sizes.messages),
+    walk_ends = walk_diagnosis(sizes.walk_K[::len(sizes.walk_K) - 1], sizes.hops, args.repeat)
+    gossip_ends = gossip_diagnosis(sizes.gossip_K[::len(sizes.gossip_K) - 1], sizes.messages,
+                                   args.repeat)
+    print(flat_lines("hop", walk, *walk_ends, [m for m in mem if m.protocol == "walk"][-1]))
+    print(flat_lines("message", gossip, *gossip_ends,
                      [m for m in mem if m.protocol == "gossip"][-1]))
 
 

@@ -25,7 +25,7 @@ def sc():
 
 
 def test_walk_counts_are_the_records_hops_and_moves(sc):
-    curve = sc.walk_curve(10, (200, 1200), repeat=1)
+    curve = sc.walk_curves([10], (200, 1200), repeat=1)[0]
     assert (curve.short.iterations, curve.long.iterations) == (200, 1200)
     assert curve.units == (200, 1200)
     # every move of the token is one 64-bit message in the record, a stay is none
@@ -39,7 +39,7 @@ def test_gossip_counts_are_the_records_rounds_and_messages(sc):
     K = 16
     rounds = sc.gossip_rounds(K, (640, 1920))
     assert rounds == (10, 30)
-    curve = sc.gossip_curve(K, (640, 1920), repeat=1)
+    curve = sc.gossip_curves([K], (640, 1920), repeat=1)[0]
     assert (curve.short.iterations, curve.long.iterations) == rounds
     assert curve.units == (4 * K * rounds[0], 4 * K * rounds[1])
     assert (curve.short.messages, curve.long.messages) == curve.units

@@ -98,7 +98,7 @@ def test_after_the_outage_the_link_carries_again():
 
 
 def test_interrupted_is_a_five_tuple():
-    env, link, _ = link_with(Trace([(0.0, 1.0)]))
+    _env, link, _ = link_with(Trace([(0.0, 1.0)]))
     schedule = link.schedule(100)
     assert isinstance(schedule, Interrupted) and schedule.reason == "lost_in_outage"
     assert tuple(schedule) == (0.0, pytest.approx(8e-4), 8, 800, False)

@@ -9,7 +9,10 @@ Submodules, each with one job (import them directly; this package imports nothin
 * :mod:`.server_em` — the server's E-step aggregation (eqs. 12-15), the noise-variance
   M-step (eqs. 18-23) and the target-sparsity rule.
 * :mod:`.damp` — Module A, first piece: GAMP for one linear layer with known inputs.
+* :mod:`.damp_mlp` — Module A over a ReLU MLP with biases: BiG-AMP layers, forward and
+  backward sweeps, Module B as the weights' prior.
+* :mod:`.tdamp_client` — client TDAMP (Algorithm 1): minibatches, sweeps, PasP with the
+  extrinsic reset; returns ``φ^k`` and ``σ^k`` for the server.
 
-The derivation, the deviations from the paper and the plan for Module A are in
-``docs/em-tdamp.md``.
+The derivation and the deviations from the paper are in ``docs/em-tdamp.md``.
 """

@@ -14,7 +14,7 @@ Gaussian or Module-B prior:
 
 Safeguards (BiG-AMP's defaults): ``ν_z/ν_p`` capped at ``ratio_cap`` and ``ν_q`` at
 ``var_cap``, each clip counted in :class:`LayerGampResult.clips`; damping on ``ŝ``, ``ν_s``
-and ``ŵ``. A non-finite quantity stops the run with an error naming it.
+and ``ŵ``. A non-finite quantity stops the run with a :class:`NonFiniteError` naming it.
 """
 
 from __future__ import annotations
@@ -25,7 +25,13 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-__all__ = ["LayerGampResult", "gaussian_prior_moments", "linear_layer_gamp"]
+__all__ = [
+    "LayerGampResult",
+    "NonFiniteError",
+    "check_finite",
+    "gaussian_prior_moments",
+    "linear_layer_gamp",
+]
 
 Denoiser = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
 
@@ -54,10 +60,20 @@ def gaussian_prior_moments(prior_mean: Tensor, prior_var: Tensor) -> Denoiser:
     return denoise
 
 
-def _finite(name: str, value: Tensor) -> Tensor:
-    if not bool(torch.isfinite(value).all()):
-        raise FloatingPointError(f"layer 1: {name} is not finite")
+class NonFiniteError(ValueError, FloatingPointError):
+    """A message passing quantity became NaN or infinite; the message names the layer and
+    the quantity (a ``ValueError`` and, for older callers, a ``FloatingPointError``)."""
+
+
+def check_finite(name: str, value: Tensor, layer: int = 1) -> Tensor:
+    """``value`` unchanged if finite everywhere, else :class:`NonFiniteError` naming it."""
+    # A finite sum is the cheap common case; an overflowing sum falls back to the full test.
+    if not bool(torch.isfinite(value.sum())) and not bool(torch.isfinite(value).all()):
+        raise NonFiniteError(f"layer {layer}: {name} is not finite")
     return value
+
+
+_finite = check_finite
 
 
 def linear_layer_gamp(

@@ -1,0 +1,438 @@
+"""Module A (DAMP) over a ReLU MLP with biases: one forward and one backward sweep per call.
+
+Each layer ``Z_l = W̃_l Ũ_{l−1}`` (``W̃ = [W, b]``, ``Ũ = [U; 1ᵀ]``) gets BiG-AMP's Gaussian
+approximations with the Onsager corrections; layer 1 sees the data (``ν_u = 0``), which is
+GAMP with the data as sensing matrix, and with one layer a sweep is exactly one iteration
+of :func:`~bflnet.learners.emtdamp.damp.linear_layer_gamp`. Hidden nodes ``u = max(0, z)``
+use :func:`~bflnet.learners.emtdamp.moments.relu_moments` with the backward message in
+precision form (``0`` before the first backward sweep). Weights get their prior from
+Module B (:func:`~bflnet.learners.emtdamp.group_sparse.group_sparse_messages`), which is
+sent Module A's messages ``A → B`` in precision form. Equations (6.10)-(6.22) of
+docs/em-tdamp.md, Sec. 6.4.
+
+Safeguards, each clip counted in ``clips["layer<l>/<quantity>"]``: ``ν_z/ν_p`` capped at
+``ratio_cap``; ``ν_p`` floored at ``var_floor``; ``ν_q``, ``ν_r`` capped at ``var_cap``
+(their precisions floored at ``1/var_cap``); BiG-AMP's gain factors clipped to ``[0, 1]``;
+damping on ``ŝ``, ``ν_s`` and the weight means. Non-finite values raise
+:class:`~bflnet.learners.emtdamp.damp.NonFiniteError` naming the layer and the quantity.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+from .damp import check_finite
+from .group_sparse import (
+    GroupSparseMessages,
+    bernoulli_gaussian_moments,
+    group_sparse_messages,
+)
+from .moments import gaussian_output_moments, probit_product_moments, relu_moments
+
+__all__ = [
+    "DampSettings",
+    "DampState",
+    "LayerPrior",
+    "OutputNode",
+    "backward_sweep",
+    "damp_sweep",
+    "forward_sweep",
+    "gaussian_layer_prior",
+    "gaussian_output",
+    "init_state",
+    "layer_means",
+    "layer_weight_posterior",
+    "mlp_forward",
+    "probit_output",
+    "random_layer_priors",
+    "run_damp",
+    "weight_moments",
+]
+
+OutputNode = Callable[[Tensor, Tensor], tuple[Tensor, Tensor, int]]
+
+
+class LayerPrior(NamedTuple):
+    """Group Bernoulli-Gaussian prior (or posterior) of one layer, in Module B's layout.
+
+    ``weight_activity``: ``(N_in,)`` ``ρ`` of each input neuron's outgoing weights (one
+    column of ``W``); ``weight_mean``, ``weight_var``: ``(N_in, N_out)`` the slab, i.e.
+    ``Wᵀ``; ``bias_activity``: ``(N_out,)``; ``bias_mean``, ``bias_var``: ``(N_out, 1)``
+    (each bias is a group of one). This is also the server's ``(G, M)`` layout.
+    """
+
+    weight_activity: Tensor
+    weight_mean: Tensor
+    weight_var: Tensor
+    bias_activity: Tensor
+    bias_mean: Tensor
+    bias_var: Tensor
+
+
+@dataclass(frozen=True)
+class DampSettings:
+    """Damping (weight of the new value, 1 = none) and the clip bounds."""
+
+    damping: float = 1.0
+    ratio_cap: float = 0.99
+    var_floor: float = 1e-12
+    var_cap: float = 1e6
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.damping <= 1.0:
+            raise ValueError(f"damping: must be in (0, 1], got {self.damping!r}")
+        if not 0.0 < self.ratio_cap < 1.0:
+            raise ValueError(f"ratio_cap: must be in (0, 1), got {self.ratio_cap!r}")
+        if not 0.0 < self.var_floor < self.var_cap < math.inf:
+            raise ValueError("var_floor: must be > 0 and below a finite var_cap")
+
+
+@dataclass
+class DampState:
+    """Module A's state for one minibatch; lists run over layers ``l = 1..L``.
+
+    ``weight_*``: ``(N_l, N_{l−1} + 1)`` posterior means/variances of ``W̃_l``;
+    ``s_hat``, ``s_var``: ``(N_l, B)``; ``r_precision``, ``r_shift``: backward message on
+    ``u_{l−1}`` (``None`` for ``l = 1``); ``q_precision``, ``q_shift``: ``A → B``
+    messages on ``W̃_l``; ``p_hat``, ``p_var``: forward messages on ``z_l``; ``u_mean``,
+    ``u_var``: posterior of ``Ũ_{l−1}`` (with the row of ones); ``z_mean``, ``z_var``:
+    output posterior; ``weight_posterior``: Module B's output per layer from the last
+    backward sweep (for PasP); ``sweeps``: sweeps run.
+    """
+
+    weight_mean: list[Tensor]
+    weight_var: list[Tensor]
+    s_hat: list[Tensor]
+    s_var: list[Tensor]
+    r_precision: list[Tensor | None]
+    r_shift: list[Tensor | None]
+    q_precision: list[Tensor]
+    q_shift: list[Tensor]
+    p_hat: list[Tensor] = field(default_factory=list)
+    p_var: list[Tensor] = field(default_factory=list)
+    u_mean: list[Tensor] = field(default_factory=list)
+    u_var: list[Tensor | None] = field(default_factory=list)
+    z_mean: Tensor | None = None
+    z_var: Tensor | None = None
+    weight_posterior: list[tuple[GroupSparseMessages, GroupSparseMessages]] = field(
+        default_factory=list
+    )
+    sweeps: int = 0
+
+
+def gaussian_layer_prior(mean: Tensor, var: Tensor) -> LayerPrior:
+    """A Gaussian prior (``ρ = 1``) from ``(N_out, N_in + 1)`` means/variances of ``W̃``."""
+    if mean.dim() != 2 or var.shape != mean.shape:
+        raise ValueError("mean: must be (N_out, N_in + 1) and match var")
+    n_out, n_in = mean.shape[0], mean.shape[1] - 1
+    ones = torch.ones(n_in, dtype=mean.dtype)
+    return LayerPrior(
+        ones, mean[:, :-1].T.clone(), var[:, :-1].T.clone(),
+        torch.ones(n_out, dtype=mean.dtype), mean[:, -1:].clone(), var[:, -1:].clone(),
+    )
+
+
+def random_layer_priors(
+    sizes: list[int],
+    generator: torch.Generator,
+    *,
+    activity: float = 1.0,
+    mean_scale: float = 1.0,
+    var_scale: float = 1.0,
+    bias_var: float = 1.0,
+) -> list[LayerPrior]:
+    """Priors for an MLP ``sizes = [N_0, ..., N_L]``: slab means ``N(0, mean_scale/N_in)``
+    (random, to break the hidden units' permutation symmetry), slab variances
+    ``var_scale/N_in``, biases ``N(0, bias_var)`` with mean 0; activity ``ρ`` everywhere."""
+    if len(sizes) < 2 or min(sizes) < 1:
+        raise ValueError(f"sizes: must list at least 2 positive layer widths, got {sizes!r}")
+    if not 0.0 < activity <= 1.0:
+        raise ValueError(f"activity: must be in (0, 1], got {activity!r}")
+    priors = []
+    for n_in, n_out in itertools.pairwise(sizes):
+        f64 = torch.float64
+        mean = torch.randn(n_in, n_out, generator=generator, dtype=f64) * math.sqrt(
+            mean_scale / n_in
+        )
+        priors.append(
+            LayerPrior(
+                torch.full((n_in,), activity, dtype=f64), mean,
+                torch.full((n_in, n_out), var_scale / n_in, dtype=f64),
+                torch.full((n_out,), activity, dtype=f64), torch.zeros(n_out, 1, dtype=f64),
+                torch.full((n_out, 1), bias_var, dtype=f64),
+            )
+        )
+    return priors
+
+
+def gaussian_output(targets: Tensor, noise_var: float) -> OutputNode:
+    """Gaussian likelihood ``N(y; z, v)`` (paper eq. 5) as an output node (eq. 2.15)."""
+
+    def node(p_hat: Tensor, p_var: Tensor) -> tuple[Tensor, Tensor, int]:
+        return (*gaussian_output_moments(p_hat, p_var, targets, noise_var), 0)
+
+    return node
+
+
+def probit_output(labels: Tensor, noise_var: float) -> OutputNode:
+    """Probit-product likelihood (paper eq. 6) as an output node (eqs. 2.10-2.14); the
+    third value counts the extrinsic precisions clipped at zero."""
+
+    def node(p_hat: Tensor, p_var: Tensor) -> tuple[Tensor, Tensor, int]:
+        return tuple(probit_product_moments(p_hat, p_var, labels, noise_var))  # type: ignore[return-value]
+
+    return node
+
+
+def layer_weight_posterior(
+    prior: LayerPrior, q_precision: Tensor, q_shift: Tensor
+) -> tuple[GroupSparseMessages, GroupSparseMessages]:
+    """Module B for one layer (eqs. 3.1-3.5) given the ``A → B`` messages on ``W̃``
+    (``(N_out, N_in + 1)``, precision form): weight groups and bias groups."""
+    weights = group_sparse_messages(
+        prior.weight_activity, prior.weight_mean, prior.weight_var,
+        q_precision[:, :-1].T.contiguous(), q_shift[:, :-1].T.contiguous(),  # strided is slower
+    )
+    biases = group_sparse_messages(
+        prior.bias_activity, prior.bias_mean, prior.bias_var,
+        q_precision[:, -1:], q_shift[:, -1:],
+    )
+    return weights, biases
+
+
+def weight_moments(
+    weights: GroupSparseMessages, biases: GroupSparseMessages
+) -> tuple[Tensor, Tensor]:
+    """Marginal posterior mean and variance of ``W̃ = [W, b]`` (eq. 3.5), ``(N_out, N_in + 1)``."""
+    mean = torch.cat([weights.marginal_mean.T, biases.marginal_mean], dim=1)
+    var = torch.cat([weights.marginal_var.T, biases.marginal_var], dim=1)
+    return mean, var
+
+
+def init_state(priors: list[LayerPrior], batch: int) -> DampState:
+    """Algorithm 1's initialisation for one minibatch: every message flat (``ŝ = 0``,
+    ``A → B`` and backward messages of precision 0), weights at the prior's moments."""
+    if batch < 1:
+        raise ValueError(f"batch: must be >= 1, got {batch}")
+    state = DampState([], [], [], [], [], [], [], [])
+    for index, prior in enumerate(priors):
+        n_in, n_out = prior.weight_mean.shape
+        dtype = prior.weight_mean.dtype
+        zero_q = torch.zeros(n_out, n_in + 1, dtype=dtype)
+        # Flat A → B messages: Module B's marginals are the prior's (3.5 with τ = h = 0).
+        w_mean, w_var = bernoulli_gaussian_moments(
+            prior.weight_activity[:, None], prior.weight_mean, prior.weight_var
+        )
+        b_mean, b_var = bernoulli_gaussian_moments(
+            prior.bias_activity[:, None], prior.bias_mean, prior.bias_var
+        )
+        mean = torch.cat([w_mean.T, b_mean], dim=1)
+        var = torch.cat([w_var.T, b_var], dim=1)
+        state.weight_mean.append(mean)
+        state.weight_var.append(var)
+        state.s_hat.append(torch.zeros(n_out, batch, dtype=dtype))
+        state.s_var.append(torch.zeros(n_out, batch, dtype=dtype))
+        zero_r = torch.zeros(n_in, batch, dtype=dtype) if index > 0 else None
+        state.r_precision.append(zero_r)
+        state.r_shift.append(None if zero_r is None else zero_r.clone())
+        state.q_precision.append(zero_q)
+        state.q_shift.append(zero_q.clone())
+    return state
+
+
+def _count(clips: dict[str, int], key: str, mask: Tensor) -> None:
+    clips[key] = clips.get(key, 0) + int(mask.sum())
+
+
+def _floor(clips: dict[str, int], key: str, value: Tensor, bound: float) -> Tensor:
+    below = value < bound
+    _count(clips, key, below)
+    return torch.where(below, bound, value)
+
+
+def forward_sweep(
+    state: DampState, inputs: Tensor, settings: DampSettings, clips: dict[str, int]
+) -> None:
+    """Layers ``l = 1..L``: input posteriors (6.10), forward messages (6.11)-(6.12)."""
+    state.p_hat, state.p_var, state.u_mean, state.u_var = [], [], [], []
+    ones = torch.ones(1, inputs.shape[1], dtype=inputs.dtype)
+    u_mean, u_var = inputs, None
+    for index, (w_mean, w_var) in enumerate(zip(state.weight_mean, state.weight_var, strict=True)):
+        layer = index + 1
+        if index > 0:  # (6.10) ReLU node: forward message below, backward message above
+            relu = relu_moments(
+                state.p_hat[-1], state.p_var[-1], state.r_precision[index], state.r_shift[index]
+            )
+            u_mean = check_finite("û", relu.u_mean, layer - 1)
+            u_var = check_finite("ν_u", torch.clamp(relu.u_var, min=0.0), layer - 1)
+        u_t = torch.cat([u_mean, ones])
+        u2 = u_t * u_t
+        p_bar_var = w_var @ u2  # (6.11)
+        p_var = p_bar_var
+        if u_var is not None:
+            u_var_t = torch.cat([u_var, torch.zeros_like(ones)])
+            p_bar_var = p_bar_var + (w_mean * w_mean) @ u_var_t
+            p_var = p_bar_var + w_var @ u_var_t
+            state.u_var.append(u_var_t)
+        else:
+            state.u_var.append(None)
+        p_var = _floor(clips, f"layer{layer}/p_var_floor", check_finite("ν_p", p_var, layer),
+                       settings.var_floor)
+        p_hat = w_mean @ u_t - state.s_hat[index] * p_bar_var  # (6.12) Onsager correction
+        state.p_hat.append(check_finite("p̂", p_hat, layer))
+        state.p_var.append(p_var)
+        state.u_mean.append(u_t)
+
+
+def _damp(new: Tensor, old: Tensor, damping: float, first: bool) -> Tensor:
+    return new if first else damping * new + (1.0 - damping) * old
+
+
+def backward_sweep(
+    state: DampState,
+    priors: list[LayerPrior],
+    output: OutputNode,
+    settings: DampSettings,
+    clips: dict[str, int],
+) -> None:
+    """Layers ``l = L..1``: node posteriors (6.13), ``ŝ``, ``ν_s`` (6.14), messages to the
+    inputs (6.15)-(6.16) and to the weights (6.17)-(6.18), Module B and the weight
+    update (6.19)-(6.20)."""
+    first = state.sweeps == 0
+    depth = len(priors)
+    state.weight_posterior = [None] * depth  # type: ignore[list-item]
+    for index in reversed(range(depth)):
+        layer = index + 1
+        p_hat, p_var = state.p_hat[index], state.p_var[index]
+        if index == depth - 1:  # (6.13) output node
+            z_mean, z_var, clipped = output(p_hat, p_var)
+            clips[f"layer{layer}/output_precision"] = (
+                clips.get(f"layer{layer}/output_precision", 0) + clipped
+            )
+            state.z_mean, state.z_var = z_mean, z_var
+        else:  # (6.13) ReLU node with the backward message just sent down by layer l + 1
+            relu = relu_moments(
+                p_hat, p_var, state.r_precision[index + 1], state.r_shift[index + 1]
+            )
+            z_mean, z_var = relu.z_mean, relu.z_var
+        check_finite("ẑ", z_mean, layer)
+        ratio = check_finite("ν_z", z_var, layer) / p_var
+        over = ratio > settings.ratio_cap
+        _count(clips, f"layer{layer}/z_to_p_ratio", over)
+        ratio = torch.where(over, settings.ratio_cap, ratio)
+        s_new = check_finite("ŝ", (z_mean - p_hat) / p_var, layer)  # (6.14)
+        s_var_new = check_finite("ν_s", (1.0 - ratio) / p_var, layer)
+        s_hat = _damp(s_new, state.s_hat[index], settings.damping, first)
+        s_var = _damp(s_var_new, state.s_var[index], settings.damping, first)
+        state.s_hat[index], state.s_var[index] = s_hat, s_var
+        w_mean, w_var = state.weight_mean[index], state.weight_var[index]
+        u_t, u_var_t = state.u_mean[index], state.u_var[index]
+        if index > 0:  # (6.15)-(6.16) backward message on u_{l−1}, precision form
+            w_in, w_var_in = w_mean[:, :-1], w_var[:, :-1]
+            r_precision = _floor(
+                clips, f"layer{layer}/r_var_cap",
+                check_finite("1/ν_r", (w_in * w_in).T @ s_var, layer), 1.0 / settings.var_cap,
+            )
+            gain = r_precision - w_var_in.T @ s_var
+            low = gain < 0.0
+            _count(clips, f"layer{layer}/r_gain", low)
+            gain = torch.where(low, 0.0, gain)
+            r_shift = u_t[:-1] * gain + w_in.T @ s_hat
+            state.r_precision[index] = r_precision
+            state.r_shift[index] = check_finite("r̂/ν_r", r_shift, layer)
+        # (6.17)-(6.18) A → B messages on W̃_l, precision form
+        q_precision = _floor(
+            clips, f"layer{layer}/q_var_cap",
+            check_finite("1/ν_q", s_var @ (u_t * u_t).T, layer), 1.0 / settings.var_cap,
+        )
+        gain = q_precision
+        if u_var_t is not None:
+            gain = q_precision - s_var @ u_var_t.T
+            low = gain < 0.0
+            _count(clips, f"layer{layer}/q_gain", low)
+            gain = torch.where(low, 0.0, gain)
+        q_shift = check_finite("q̂/ν_q", w_mean * gain + s_hat @ u_t.T, layer)
+        state.q_precision[index], state.q_shift[index] = q_precision, q_shift
+        # (6.19)-(6.20) Module B's posterior of W̃_l, damped means
+        posterior = layer_weight_posterior(priors[index], q_precision, q_shift)
+        state.weight_posterior[index] = posterior
+        new_mean, new_var = weight_moments(*posterior)
+        check_finite("ŵ", new_mean, layer)
+        state.weight_mean[index] = settings.damping * new_mean + (1.0 - settings.damping) * w_mean
+        state.weight_var[index] = check_finite("ν_w", new_var, layer)
+    state.sweeps += 1
+
+
+def damp_sweep(
+    state: DampState,
+    inputs: Tensor,
+    priors: list[LayerPrior],
+    output: OutputNode,
+    settings: DampSettings,
+    clips: dict[str, int],
+) -> None:
+    """One DAMP iteration (Algorithm 1, lines 7-18): forward then backward sweep."""
+    forward_sweep(state, inputs, settings, clips)
+    backward_sweep(state, priors, output, settings, clips)
+
+
+def _check_priors(priors: list[LayerPrior], inputs: Tensor) -> None:
+    if not priors:
+        raise ValueError("priors: must hold one LayerPrior per layer, got none")
+    if inputs.dim() != 2 or inputs.shape[0] != priors[0].weight_mean.shape[0]:
+        raise ValueError(
+            f"inputs: must be (N_0 = {priors[0].weight_mean.shape[0]}, B), "
+            f"got shape {tuple(inputs.shape)}"
+        )
+    for index in range(1, len(priors)):
+        if priors[index].weight_mean.shape[0] != priors[index - 1].weight_mean.shape[1]:
+            raise ValueError(f"priors: layer {index + 1}'s input width must match layer {index}'s")
+
+
+def run_damp(
+    inputs: Tensor,
+    priors: list[LayerPrior],
+    output: OutputNode,
+    *,
+    sweeps: int = 1,
+    settings: DampSettings | None = None,
+    state: DampState | None = None,
+) -> tuple[DampState, dict[str, int]]:
+    """``sweeps`` DAMP iterations on one minibatch ``inputs`` (``(N_0, B)``) from ``state``
+    (default: Algorithm 1's flat initialisation). Returns the state and the clip counts."""
+    _check_priors(priors, inputs)
+    if sweeps < 1:
+        raise ValueError(f"sweeps: must be >= 1, got {sweeps}")
+    settings = settings or DampSettings()
+    state = state or init_state(priors, inputs.shape[1])
+    clips: dict[str, int] = {}
+    for _ in range(sweeps):
+        damp_sweep(state, inputs, priors, output, settings, clips)
+    return state, clips
+
+
+def mlp_forward(weight_means: list[Tensor], inputs: Tensor) -> Tensor:
+    """The point-estimate network ``z_L`` for ``(N_l, N_{l−1} + 1)`` weights ``[W, b]``
+    (ReLU on hidden layers), e.g. the posterior means."""
+    u = inputs
+    for index, w in enumerate(weight_means):
+        z = w[:, :-1] @ u + w[:, -1:]
+        u = torch.relu(z) if index < len(weight_means) - 1 else z
+    return u
+
+
+def layer_means(priors: list[LayerPrior]) -> list[Tensor]:
+    """Marginal means ``ρ μ`` of each layer's ``W̃ = [W, b]`` (``(N_l, N_{l−1} + 1)``):
+    the paper's point estimate for testing."""
+    return [
+        torch.cat([p.weight_mean.T * p.weight_activity, p.bias_mean * p.bias_activity[:, None]],
+                  dim=1)
+        for p in priors
+    ]

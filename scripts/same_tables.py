@@ -35,6 +35,8 @@ CASES: dict[str, tuple[str, dict]] = {
     "gfvl": ("gfvl-beta-bernoulli", {}),
     "cover": ("cover-time", {"runs": 50}),
     "consensus": ("consensus-averaging", {}),
+    "unlearning": ("unlearning-latency", {}),
+    "gfvl-unlearning": ("gfvl-unlearning", {}),
 }
 
 

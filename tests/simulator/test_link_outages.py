@@ -13,7 +13,7 @@ from bflnet.learners.base import GlobalStateLearner, Update, Work
 from bflnet.protocols import ParameterServerProtocol, StopRule
 from bflnet.protocols.scheduling import AllAgents
 from bflnet.simulator import Simulation
-from bflnet.simulator.link import Interrupted, Link
+from bflnet.simulator.link import OUTAGE_ATTEMPTS, Interrupted, Link
 from bflnet.simulator.message import Message
 from bflnet.simulator.recorder import Recorder
 
@@ -75,7 +75,7 @@ def test_arq_carries_the_message_once_the_link_is_back():
 def test_a_link_down_for_good_stops_unlimited_arq():
     env, link, rec = link_with(Trace([(0.0, 1e15)]), max_attempts=None)
     d = send_all(env, link, [(0.0, 8000)])[0]
-    assert not d.delivered and d.attempts == 1
+    assert not d.delivered and d.attempts == OUTAGE_ATTEMPTS
     assert rec.to_frame().query("event == 'fault'")["kind"].tolist() == ["lost_in_outage"]
 
 

@@ -8,12 +8,14 @@ from typing import Any
 import networkx as nx
 import simpy
 
+from bflnet.checks import check_real
 from bflnet.learners.base import GlobalStateLearner
 from bflnet.protocols import wire
 from bflnet.protocols.base import NO_METRICS, call, check_eval_every, check_interventions, start_run
 from bflnet.protocols.interventions import ForgetRequest
 from bflnet.protocols.stopping import StopRule
 from bflnet.protocols.wire import CodecSpec
+from bflnet.simulator.link import Interrupted
 from bflnet.simulator.message import Message
 from bflnet.simulator.simulation import Outcome, Simulation
 
@@ -32,12 +34,23 @@ class RandomWalkProtocol:
     a shortest path. Iteration ``i`` is recorded when node ``k⁽ⁱ⁾`` has finished computing.
     A forget request with ``hold_token`` makes a forgetting agent that holds the token keep
     it until its forget is complete (the walk rule is not consulted meanwhile).
+
+    Faults (nodes with ``outages``, :mod:`bflnet.faults`): a token lost to an outage on a
+    direct hop (the neighbour or the link is down) makes the holder decide again (a new
+    walk draw), so the walk goes on over the live graph. A holder that goes down before
+    its update is done loses the update (a ``token_lost`` row with the steps lost; the
+    iteration does not count, nor does the visit towards cover); ``token_timeout_s``
+    later the node that handed it the token regenerates the token from the copy it kept
+    (``token_regenerated``) and decides where it goes next. Without outages none of this
+    runs.
     """
 
     def __init__(self, learner: GlobalStateLearner, walk: Any, stop: StopRule, *,
                  codec: CodecSpec = None, eval_every: int = 1, start: Any = None,
-                 progress: bool = False, interventions: Sequence[ForgetRequest] = ()) -> None:
+                 progress: bool = False, interventions: Sequence[ForgetRequest] = (),
+                 token_timeout_s: float = 0.1) -> None:
         self.learner = learner
+        self.token_timeout_s = check_real("token_timeout_s", token_timeout_s, ge=0, le=1e9)
         self.walk = walk
         self.stop = stop
         self.codec = codec
@@ -73,6 +86,8 @@ class RandomWalkProtocol:
         next_node, timeout = self.walk.next_node, env.timeout
         n_agents = len(net.agents)
         seen: set[Any] = set()
+        crashes = {k: node.outages for k, node in net.nodes.items()}
+        previous: Any = None  # the node that handed the token to the holder
         requests = bool(self.interventions)
         holders: set[Any] = set()  # agents of hold_token requests
         iteration = 0
@@ -85,50 +100,104 @@ class RandomWalkProtocol:
                         holders.update(request.agents)
             iteration += 1
             rec.iteration = iteration
-            visits.append(current)
-            if not loop.covered:
-                seen.add(current)
-                loop.covered = len(seen) == n_agents
             try:
                 update = local_update(current, state, agent_state(current), agent_rng(current))
-                state = merge(state, (update,))
+                new_state = merge(state, (update,))
             except Exception as exc:
                 raise sim.error(exc, node=current, iteration=iteration,
                                 what="learner.local_update") from exc
-            commit(current, update.agent_state)
-            if update.event is not None:
-                if update.agent is None:
-                    update.agent = current
-                loop.merged(update)
             duration = compute[current].duration(update.work)
-            if duration:
-                yield timeout(duration)
-            metrics = (loop.evaluate(iteration, lambda s=state: evaluate(s), node=current)
-                       if loop.due(iteration) else NO_METRICS)
-            if loop.end_iteration(iteration, "iteration", metrics, node=current):
-                return loop.outcome(state, slots)
-            if holders and current in holders and current in loop.pending:
-                continue  # a forgetting agent keeps the token until it is done
-            nxt = next_node(current, walk_rng)
-            if nxt == current:
-                continue
-            hops = (nxt,) if nxt in adjacency[current] else nx.shortest_path(
-                net.graph, current, nxt)[1:]
-            payload, bits = wire.encode(codec, state, codec_rng)
-            sender = current
-            for hop in hops:
-                link = links[(sender, hop)]
-                for _ in range(MAX_TOKEN_RETRIES):
-                    schedule = link.schedule(bits)
-                    yield timeout(schedule[1] - env.now)
-                    message = Message(sender, hop, "token", payload, bits, iteration)
-                    if link.complete(message, schedule, deliver=False):
+            outages = crashes[current]
+            if outages is not None and not _up_throughout(outages, env.now, duration):
+                # the holder crashed: its update is lost, the token is regenerated
+                current = yield from self._regenerate(sim, current, previous, outages,
+                                                      update, iteration)
+                iteration -= 1
+                rec.iteration = iteration
+                previous = None
+                regenerated = True
+            else:
+                regenerated = False
+                state = new_state
+                visits.append(current)
+                if not loop.covered:
+                    seen.add(current)
+                    loop.covered = len(seen) == n_agents
+                commit(current, update.agent_state)
+                if update.event is not None:
+                    if update.agent is None:
+                        update.agent = current
+                    loop.merged(update)
+                if duration:
+                    yield timeout(duration)
+            if not regenerated:
+                metrics = (loop.evaluate(iteration, lambda s=state: evaluate(s), node=current)
+                           if loop.due(iteration) else NO_METRICS)
+                if loop.end_iteration(iteration, "iteration", metrics, node=current):
+                    return loop.outcome(state, slots)
+                if holders and current in holders and current in loop.pending:
+                    continue  # a forgetting agent keeps the token until it is done
+            for _ in range(MAX_TOKEN_RETRIES):  # walk decisions until the token moves
+                nxt = next_node(current, walk_rng)
+                if nxt == current:
+                    break
+                direct = nxt in adjacency[current]
+                hops = (nxt,) if direct else nx.shortest_path(net.graph, current, nxt)[1:]
+                payload, bits = wire.encode(codec, state, codec_rng)
+                sender, moved = current, True
+                for hop in hops:
+                    link = links[(sender, hop)]
+                    for _ in range(MAX_TOKEN_RETRIES):
+                        schedule = link.schedule(bits)
+                        yield timeout(schedule[1] - env.now)
+                        message = Message(sender, hop, "token", payload, bits, iteration)
+                        if link.complete(message, schedule, deliver=False):
+                            break
+                        rec.record("token_dropped", node=sender, peer=hop)
+                        if direct and schedule.__class__ is Interrupted:
+                            moved = False  # an outage: the holder decides again
+                            break
+                    else:
+                        raise sim.error(
+                            RuntimeError(f"token dropped {MAX_TOKEN_RETRIES} times in a row"),
+                            node=sender, iteration=iteration, what=f"link {sender} -> {hop}")
+                    if not moved:
                         break
-                    rec.record("token_dropped", node=sender, peer=hop)
-                else:
-                    raise sim.error(
-                        RuntimeError(f"token dropped {MAX_TOKEN_RETRIES} times in a row"),
-                        node=sender, iteration=iteration, what=f"link {sender} -> {hop}")
-                sender = hop
-            state = wire.decode(codec, payload, state)
-            current = nxt
+                    sender = hop
+                if moved:
+                    state = wire.decode(codec, payload, state)
+                    previous, current = current, nxt
+                    break
+            else:
+                raise sim.error(RuntimeError(f"no reachable neighbour in {MAX_TOKEN_RETRIES} "
+                                             "walk decisions (outages)"), node=current,
+                                iteration=iteration, what="random walk")
+
+    def _regenerate(self, sim: Simulation, holder: Any, previous: Any, outages: Any,
+                    update: Any, iteration: int) -> Generator[simpy.Event, Any, Any]:
+        """The token holder ``holder`` went down before its update was done: the update
+        is lost (a ``fault`` row ``token_lost`` with the work lost), and after
+        ``token_timeout_s`` the node that handed it the token (or the holder itself, once
+        it is up again, when there is none) regenerates the token from the copy it kept
+        (``token_regenerated``); returns the new holder."""
+        env, rec = sim.env, sim.recorder
+        crash = env.now if not outages.is_up(env.now) else outages.next_change(env.now)
+        yield env.timeout(crash - env.now)
+        rec.record("fault", node=holder, kind="token_lost", lost_steps=update.work.steps)
+        yield env.timeout(self.token_timeout_s)
+        keeper = previous if previous is not None else holder
+        line = sim.network.nodes[keeper].outages
+        while line is not None and not line.is_up(env.now):
+            up = line.next_change(env.now)
+            if up == float("inf"):
+                raise sim.error(RuntimeError("the token was lost and its keeper is down for "
+                                             "good"), node=keeper, iteration=iteration,
+                                what="random walk")
+            yield env.timeout(up - env.now)
+        rec.record("fault", node=keeper, kind="token_regenerated", peer=holder)
+        return keeper
+
+
+def _up_throughout(outages: Any, start: float, duration: float) -> bool:
+    """Whether a node with these outages is up over ``[start, start + duration]``."""
+    return outages.is_up(start) and outages.next_change(start) > start + duration

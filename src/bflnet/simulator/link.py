@@ -27,6 +27,11 @@ class Medium:
         self.busy_until = 0.0
 
 
+#: Attempts lost in an outage after which unlimited ARQ (``max_attempts=None``) gives a
+#: message up (an outage of hours would otherwise be simulated attempt by attempt).
+OUTAGE_ATTEMPTS = 1000
+
+
 class Interrupted(tuple):
     """A schedule ``(start, end, attempts, bits_on_air, ok=False)`` whose message an outage
     of the link stopped: ``reason`` is ``"lost_in_outage"`` (attempts made while the link
@@ -171,7 +176,8 @@ class Link:
         """:meth:`schedule` on a link with outages: the same draws, attempt by attempt. An
         attempt that starts while the link is down is lost (the sender cannot tell: it
         takes its airtime and ARQ goes on); one during which an outage begins cuts the
-        message there. A link down for good stops ARQ (no endless retries)."""
+        message there. A link down for good, or :data:`OUTAGE_ATTEMPTS` attempts lost in
+        an outage under unlimited ARQ, ends the message (no endless retries)."""
         line = self.outages
         full, rest = divmod(bits, self.mtu_bits)
         sizes = ([self.mtu_bits] * full + ([rest] if rest else [])) or [0]
@@ -190,7 +196,9 @@ class Link:
                                        "cut_mid_air")
                 if not up:
                     lost, in_outage = True, in_outage + 1
-                    if step <= 0 or change == math.inf:  # no time passes, or never up again
+                    if step <= 0 or change == math.inf or (
+                            cap is None and in_outage >= OUTAGE_ATTEMPTS):
+                        # no time passes, never up again, or unlimited ARQ gives up
                         t = max(t, t + step)
                         self.medium.busy_until = t
                         return interrupted((start, t, attempts + tries + 1, on_air + size,

@@ -87,6 +87,7 @@ class RandomWalkProtocol:
         n_agents = len(net.agents)
         seen: set[Any] = set()
         crashes = {k: node.outages for k, node in net.nodes.items()}
+        can_crash = any(line is not None for line in crashes.values())
         previous: Any = None  # the node that handed the token to the holder
         requests = bool(self.interventions)
         holders: set[Any] = set()  # agents of hold_token requests
@@ -107,7 +108,7 @@ class RandomWalkProtocol:
                 raise sim.error(exc, node=current, iteration=iteration,
                                 what="learner.local_update") from exc
             duration = compute[current].duration(update.work)
-            outages = crashes[current]
+            outages = crashes[current] if can_crash else None
             if outages is not None and not _up_throughout(outages, env.now, duration):
                 # the holder crashed: its update is lost, the token is regenerated
                 current = yield from self._regenerate(sim, current, previous, outages,
@@ -137,7 +138,8 @@ class RandomWalkProtocol:
                     return loop.outcome(state, slots)
                 if holders and current in holders and current in loop.pending:
                     continue  # a forgetting agent keeps the token until it is done
-            for _ in range(MAX_TOKEN_RETRIES):  # walk decisions until the token moves
+            decisions = 0
+            while True:  # walk decisions until the token moves (or stays)
                 nxt = next_node(current, walk_rng)
                 if nxt == current:
                     break
@@ -168,10 +170,11 @@ class RandomWalkProtocol:
                     state = wire.decode(codec, payload, state)
                     previous, current = current, nxt
                     break
-            else:
-                raise sim.error(RuntimeError(f"no reachable neighbour in {MAX_TOKEN_RETRIES} "
-                                             "walk decisions (outages)"), node=current,
-                                iteration=iteration, what="random walk")
+                decisions += 1
+                if decisions >= MAX_TOKEN_RETRIES:
+                    raise sim.error(RuntimeError(f"no reachable neighbour in {decisions} walk "
+                                                 "decisions (outages)"), node=current,
+                                    iteration=iteration, what="random walk")
 
     def _regenerate(self, sim: Simulation, holder: Any, previous: Any, outages: Any,
                     update: Any, iteration: int) -> Generator[simpy.Event, Any, Any]:

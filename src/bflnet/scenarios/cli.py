@@ -44,7 +44,8 @@ def describe(name: Annotated[str, typer.Argument(help="scenario name")]) -> None
                    f"{r['help']}")
 
 
-CONFIG_HELP = "a TOML file: scenario, [params], seed, out (the command line overrides it)"
+CONFIG_HELP = ("a TOML file: scenario, its \\[params] table, seed and out (the command line "
+               "overrides it)")
 
 
 @app.command()
@@ -81,8 +82,8 @@ def sweep(
     name: Annotated[str | None, typer.Argument(
         help="scenario name (default: the --config file's)")] = None,
     config: Annotated[Path | None, typer.Option(
-        help="a TOML file: scenario, [params], [grid], seeds, out (the command line "
-             "overrides it)")] = None,
+        help="a TOML file: scenario, its \\[params] and \\[grid] tables, seeds and out "
+             "(the command line overrides it)")] = None,
     out: Annotated[str | None, typer.Option(help="a directory (parts, manifest, "
                                             "table.parquet) or FILE.parquet (parts in "
                                             "FILE.parts/)")] = None,

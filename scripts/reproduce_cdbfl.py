@@ -23,14 +23,13 @@ and backward passes of 10 maps per round), a DSGLD job about 12 (one step per ro
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from parts_runner import pm, run_parts, seed_of
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ("cd-bfl", "dsgld", "cf-fl")
@@ -71,38 +70,7 @@ def execute(job: Job) -> tuple[Job, pd.DataFrame, float]:
     return job, frame, time.perf_counter() - start
 
 
-def run_all(todo: list[Job], parts: Path, workers: int) -> None:
-    """Run the jobs whose part is missing, writing each part as it finishes."""
-    pending = [j for j in todo if not (parts / j.part).exists()]
-    print(f"{len(todo) - len(pending)} of {len(todo)} parts on disk; running {len(pending)}",
-          flush=True)
-    if not pending:
-        return
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
-        futures = [pool.submit(execute, j) for j in pending]
-        for future in as_completed(futures):
-            job, frame, seconds = future.result()
-            frame.to_csv(parts / job.part, index=False)
-            with (parts / "timings.txt").open("a") as log:
-                log.write(f"{job.part} {seconds:.0f}\n")
-            print(f"  done {job.part} in {seconds:.0f} s", flush=True)
-
-
 # --------------------------------------------------------------------------- summaries
-
-
-def pm(values: pd.Series, digits: int = 3) -> str:
-    """``mean ± std [min, max] (n)`` over seeds."""
-    v = values.dropna().to_numpy(dtype=float)
-    if not len(v):
-        return "n/a"
-    std = v.std(ddof=1) if len(v) > 1 else 0.0
-    return (f"{v.mean():.{digits}f} ± {std:.{digits}f} [{v.min():.{digits}f}, "
-            f"{v.max():.{digits}f}] (n={len(v)})")
-
-
-def seed_of(frame: pd.DataFrame) -> pd.Series:
-    return frame["run_id"].str.extract(r"-s(\d+)$")[0].astype(int)
 
 
 def final_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -177,7 +145,7 @@ def main() -> None:
     parts.mkdir(parents=True, exist_ok=True)
     todo = jobs(args.seeds, args.quick)
     if not args.summary_only:
-        run_all(todo, parts, args.workers)
+        run_parts(todo, parts, args.workers, execute)
     found = [parts / j.part for j in todo if (parts / j.part).exists()]
     if not found:
         print("no parts on disk yet")

@@ -17,10 +17,8 @@ thread each), and writes
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from parts_runner import pm, run_parts, seed_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -116,36 +115,7 @@ def execute(job: Job) -> tuple[Job, pd.DataFrame, float]:
     return job, frame, time.perf_counter() - start
 
 
-def run_all(todo: list[Job], parts: Path, workers: int) -> dict[str, float]:
-    """Run the jobs whose part is missing; seconds per finished job."""
-    pending = [j for j in todo if not (parts / j.part).exists()]
-    elapsed: dict[str, float] = {}
-    if not pending:
-        return elapsed
-    ctx = mp.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = [pool.submit(execute, j) for j in pending]
-        for future in as_completed(futures):
-            job, frame, seconds = future.result()
-            frame.to_csv(parts / job.part, index=False)
-            elapsed[job.part] = seconds
-            with (parts / "timings.txt").open("a") as log:
-                log.write(f"{job.part} {seconds:.0f}\n")
-            print(f"  done {job.part} in {seconds:.0f} s", flush=True)
-    return elapsed
-
-
 # --------------------------------------------------------------------------- summaries
-
-
-def pm(values: pd.Series, digits: int = 3) -> str:
-    """``mean ± std [min, max] (n)`` over seeds."""
-    v = values.dropna().to_numpy(dtype=float)
-    if not len(v):
-        return "n/a"
-    std = v.std(ddof=1) if len(v) > 1 else 0.0
-    return (f"{v.mean():.{digits}f} ± {std:.{digits}f} [{v.min():.{digits}f}, "
-            f"{v.max():.{digits}f}] (n={len(v)})")
 
 
 def at_iteration(frame: pd.DataFrame, iteration: int) -> pd.DataFrame:
@@ -153,10 +123,6 @@ def at_iteration(frame: pd.DataFrame, iteration: int) -> pd.DataFrame:
     rows = frame.dropna(subset=["accuracy"])
     rows = rows[rows["iteration"] <= iteration]
     return rows.loc[rows.groupby("run_id", sort=False)["iteration"].idxmax()]
-
-
-def seed_of(frame: pd.DataFrame) -> pd.Series:
-    return frame["run_id"].str.extract(r"-s(\d+)$")[0].astype(int)
 
 
 def summarise_fig3(frame: pd.DataFrame, lines: list[str]) -> None:
@@ -376,7 +342,7 @@ def main() -> None:
     parts.mkdir(parents=True, exist_ok=True)
     todo = [j for j in jobs(args.seeds, args.quick) if not args.only or j.figure in args.only]
     start = time.perf_counter()
-    elapsed = run_all(todo, parts, args.workers)
+    elapsed = run_parts(todo, parts, args.workers, execute)
     wall = time.perf_counter() - start
     lines = [f"# compressed-DSVGD reproductions ({'quick' if args.quick else 'reduced'}); "
              f"wall {wall:.0f} s for {len(elapsed)} new jobs, "

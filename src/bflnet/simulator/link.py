@@ -136,14 +136,12 @@ class Link:
         now = self.env.now if at is None or at < self.env.now else at
         busy = self.medium.busy_until
         start = busy if busy > now else now
-        if self.outages is not None:
-            return self._schedule_with_outages(bits, start)
-        channel = self.channel
+        channel, line = self.channel, self.outages
         attempt, rng = channel.attempt, (self.rng if channel.draws else None)
         first = None
         if bits <= self.mtu_bits:  # the common case: one packet
             first = attempt(bits, start, rng)
-            if not first[1]:
+            if not first[1] and line is None:
                 end = start + first[0]
                 self.medium.busy_until = end
                 return start, end, 1, bits, True
@@ -152,11 +150,30 @@ class Link:
             full, rest = divmod(bits, self.mtu_bits)
             sizes = [self.mtu_bits] * full + ([rest] if rest else [])
         t, attempts, on_air, delivered, cap = start, 0, 0, True, self.max_attempts
+        in_outage = 0  # attempts lost because the link was down
         for size in sizes:
             tries = 0
             while True:
                 step, lost = first if first is not None else attempt(size, t, rng)
                 first = None
+                if line is not None:
+                    # an attempt started while down is lost (the sender cannot tell: ARQ
+                    # goes on); an outage beginning during an attempt cuts the message
+                    up, change = line.is_up(t), line.next_change(t)
+                    if up and t + step > change:
+                        on_air += int(size * (change - t) / step) if step > 0 else 0
+                        self.medium.busy_until = change
+                        return interrupted((start, change, attempts + tries + 1, on_air,
+                                            False), "cut_mid_air")
+                    if not up:
+                        lost, in_outage = True, in_outage + 1
+                        if step <= 0 or change == math.inf or (
+                                cap is None and in_outage >= OUTAGE_ATTEMPTS):
+                            # no time passes, never up again, or unlimited ARQ gives up
+                            t += max(step, 0.0)
+                            self.medium.busy_until = t
+                            return interrupted((start, t, attempts + tries + 1,
+                                                on_air + size, False), "lost_in_outage")
                 t += step
                 tries += 1
                 on_air += size
@@ -169,52 +186,9 @@ class Link:
             if not delivered:
                 break
         self.medium.busy_until = t
-        return start, t, attempts, on_air, delivered
-
-    def _schedule_with_outages(self, bits: int, start: float
-                               ) -> tuple[float, float, int, int, bool]:
-        """:meth:`schedule` on a link with outages: the same draws, attempt by attempt. An
-        attempt that starts while the link is down is lost (the sender cannot tell: it
-        takes its airtime and ARQ goes on); one during which an outage begins cuts the
-        message there. A link down for good, or :data:`OUTAGE_ATTEMPTS` attempts lost in
-        an outage under unlimited ARQ, ends the message (no endless retries)."""
-        line = self.outages
-        full, rest = divmod(bits, self.mtu_bits)
-        sizes = ([self.mtu_bits] * full + ([rest] if rest else [])) or [0]
-        attempt, rng = self.channel.attempt, (self.rng if self.channel.draws else None)
-        t, attempts, on_air, cap, in_outage = start, 0, 0, self.max_attempts, 0
-        for size in sizes:
-            tries = 0
-            while True:
-                step, lost = attempt(size, t, rng)
-                up = line.is_up(t)
-                change = line.next_change(t)
-                if up and t + step > change:  # an outage begins during this attempt
-                    on_air += int(size * (change - t) / step) if step > 0 else 0
-                    self.medium.busy_until = change
-                    return interrupted((start, change, attempts + tries + 1, on_air, False),
-                                       "cut_mid_air")
-                if not up:
-                    lost, in_outage = True, in_outage + 1
-                    if step <= 0 or change == math.inf or (
-                            cap is None and in_outage >= OUTAGE_ATTEMPTS):
-                        # no time passes, never up again, or unlimited ARQ gives up
-                        t = max(t, t + step)
-                        self.medium.busy_until = t
-                        return interrupted((start, t, attempts + tries + 1, on_air + size,
-                                            False), "lost_in_outage")
-                t += step
-                tries += 1
-                on_air += size
-                if not lost:
-                    break
-                if cap is not None and tries >= cap:
-                    self.medium.busy_until = t
-                    schedule = (start, t, attempts + tries, on_air, False)
-                    return interrupted(schedule, "lost_in_outage") if in_outage else schedule
-            attempts += tries
-        self.medium.busy_until = t
-        return start, t, attempts, on_air, True
+        schedule = (start, t, attempts, on_air, delivered)
+        return interrupted(schedule, "lost_in_outage") if in_outage and not delivered \
+            else schedule
 
     def complete(self, message: Message, schedule: tuple[float, float, int, int, bool],
                  deliver: bool = True) -> bool:

@@ -121,3 +121,54 @@ class GFVLParams:
         if self.reinforce_draws != "per-agent" and self.method == "exact":
             raise ValueError(f"reinforce_draws: {self.reinforce_draws!r} needs "
                              f"method='natgrad' (exact G-FVL draws nothing)")
+
+
+#: EM-TDAMP's likelihoods: Gaussian (regression, eq. 5) or probit-product (eq. 6).
+EMTDAMP_LIKELIHOODS = ("gaussian", "probit")
+#: Which Gumbel the classification noise update moment-matches (docs/em-tdamp.md, Sec. 4.3).
+GUMBEL_SIDES = ("min", "max")
+
+
+@dataclass(frozen=True)
+class EMTDAMPParams:
+    """EM-TDAMP's hyper-parameters: client TDAMP (Algorithm 1), the server's EM
+    (Algorithm 2) and the prior's initialisation (docs/em-tdamp.md)."""
+
+    likelihood: str = param("gaussian", "likelihood: 'gaussian' (regression) or 'probit' "
+                            "(classification)", choices=EMTDAMP_LIKELIHOODS)
+    batch_size: int = param(101, "minibatch size of TDAMP (paper: 101 for Boston)", ge=1,
+                            le=10**6)
+    tau_max: int = param(1, "passes over the local data per round (Algorithm 1's tau_max; "
+                         "paper: 10 with several clients)", ge=1, le=10**4)
+    sweeps: int = param(5, "DAMP forward/backward sweeps per minibatch (Algorithm 1 as "
+                        "transcribed: 1)", ge=1, le=10**4)
+    damping: float = param(0.5, "weight of the new value in the damped s, nu_s and weight "
+                           "means (1: no damping)", gt=0, le=1)
+    power: float = param(1.0, "PasP power lambda of eq. 27 (paper: 1)", gt=0, le=1)
+    noise_var: float = param(1.0, "initial noise variance v", gt=0, le=1e6)
+    noise_damping: float = param(0.5, "damping of the classification noise update (eq. 23; "
+                                 "paper 0.5; regression uses eq. 18 undamped)", ge=0, le=1)
+    min_noise_var: float = param(1e-6, "smallest noise variance the M-step may set", gt=0,
+                                 le=1e6)
+    gumbel_side: str = param("min", "Gumbel of eq. 21: 'min' (as transcribed) or 'max'",
+                             choices=GUMBEL_SIDES)
+    initial_activity: float = param(1.0, "rho_0: initial activity of every weight group "
+                                    "and bias, and the value the sparsity rule resets "
+                                    "survivors to", gt=0, le=1)
+    target_density: float = param(1.0, "rho: fraction of the weight groups (neurons) kept "
+                                  "by the target-sparsity rule (1: the rule never fires)",
+                                  gt=0, le=1)
+    threshold: float = param(0.99, "rho_th: a group counts as confident above it", gt=0,
+                             lt=1)
+    sparsify_from: int = param(1, "first round whose merge applies the target-sparsity "
+                               "rule (with rho_0 = 1 every group is confident at once, so "
+                               "later rounds prune on learned weights)", ge=1, le=10**8)
+    prior_var_scale: float = param(1.0, "initial slab variance of a weight: "
+                                   "prior_var_scale / fan_in", gt=0, le=1e6)
+    prior_mean_scale: float = param(1.0, "initial slab means drawn N(0, prior_mean_scale / "
+                                    "fan_in) (breaks the hidden units' symmetry)", ge=0,
+                                    le=1e6)
+    bias_var: float = param(1.0, "initial slab variance of a bias", gt=0, le=1e6)
+
+    def __post_init__(self) -> None:
+        validate(self)

@@ -42,6 +42,9 @@ class ParameterServerProtocol:
     as without batching: each agent still waits for its downlink, its compute time and
     its uplink, and an agent whose downlink is lost has its stream rewound to where it
     was, so its draws are those of the sequential path.
+
+    The ``metrics`` of the updates merged in a round (e.g. a learner's clip counts) are
+    summed key by key into the round's row.
     """
 
     def __init__(self, learner: GlobalStateLearner, stop: StopRule, *,
@@ -107,6 +110,8 @@ class ParameterServerProtocol:
                     slots.commit(update.agent, update.agent_state)
                     loop.merged(update)
             metrics = loop.evaluate(iteration, lambda s=state: learner.evaluate(s), node=SERVER)
+            if any(u.metrics for u in updates):
+                metrics = {**summed_metrics(updates), **metrics}
             if loop.end_iteration(iteration, "iteration", metrics, node=SERVER,
                                   scheduled=len(chosen), updates=len(updates)):
                 return loop.outcome(state, slots)
@@ -167,3 +172,12 @@ class ParameterServerProtocol:
         update.payload = wire.decode(uplink_codec, up_payload, update.payload)
         update.agent = agent
         return update
+
+
+def summed_metrics(updates: Sequence[Update]) -> dict[str, float]:
+    """The merged updates' ``metrics`` (e.g. clip counts), summed key by key."""
+    total: dict[str, float] = {}
+    for update in updates:
+        for key, value in (update.metrics or {}).items():
+            total[key] = total.get(key, 0.0) + value
+    return total

@@ -21,7 +21,7 @@ PlotFunction = Callable[["pd.DataFrame"], "Figure"]
 #: their heavy imports inside ``run``, so that ``bflnet list`` starts fast).
 SCENARIO_MODULES = (
     "cdbfl_local_steps", "cdbfl_shift", "consensus_averaging", "cover_time", "dsvgd_sparsifiers",
-    "dsvgd_vs_fedavg", "forget_svgd", "gfvl_beta_bernoulli", "gfvl_beta_exponential",
+    "dsvgd_vs_fedavg", "emtdamp", "forget_svgd", "gfvl_beta_bernoulli", "gfvl_beta_exponential",
     "gfvl_unlearning", "unlearning_latency",
 )
 

@@ -1,0 +1,192 @@
+"""Scenario ``emtdamp`` (EM-TDAMP paper, Sec. V): EM-TDAMP under a parameter server, test
+loss against rounds, simulated seconds and bits.
+
+Tasks (``task``):
+
+* ``boston-synthetic``: the paper's 13-64-64-1 regression network on synthetic data of
+  the Boston housing set's shape (:func:`bflnet.data.regression.boston_shaped`: 404
+  training examples split evenly over ``K`` clients, 102 test examples), Gaussian
+  likelihood, batch 101. Paper: ``K = 4``, ``τ_max = 10``.
+* ``fashion-mnist``: 784-128-10 classification with the probit-product likelihood,
+  batch 100, ``K`` i.i.d. shards of ``per_agent`` Fashion-MNIST images (the paper uses
+  MNIST with ``K = 10``); pixels are divided by 255 and centred by the pooled training
+  mean (TDAMP needs centred inputs, docs/em-tdamp.md Sec. 6.6).
+
+Every round, all ``K`` clients download ``ψ, v`` and run TDAMP on their data; the server
+merges what arrived (EM, target sparsity). The uplink carries ``φ^k`` and ``σ^k`` as
+separate arrays, each ``uplink_bits`` bits per value (64 or 32); the downlink ``ψ``, ``v``
+and the round counter, ``downlink_bits`` per value. Both directions use the config's
+channel (default 1 Mbit/s, 5 ms); ``compute_s_per_step`` is per minibatch.
+
+One row per round (``iteration``; 0 is the initial prior): ``task``, ``time_s``,
+``cum_bits``, ``cum_bits_up``, ``cum_bits_down``, ``uplink_bits``; the test loss of the
+posterior-mean network (``test_nmse``, ``test_mse`` or ``accuracy``, ``test_error``);
+``noise_var``; ``active_groups``, ``confident_groups``, ``target_groups`` (weight groups,
+i.e. neurons); ``clips`` and ``clip_<quantity>``, the safeguards that fired in the
+clients' TDAMP this round (docs/em-tdamp.md, Sec. 6.4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from bflnet.learners.hyper import EMTDAMPParams
+from bflnet.protocols.stopping import StopRule
+from bflnet.scenarios.config import param, validate
+from bflnet.scenarios.network_settings import GRAPH_FIELDS, NetworkSettings
+from bflnet.scenarios.registry import register
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+NAME = "emtdamp"
+TASKS = ("boston-synthetic", "fashion-mnist")
+#: Network sizes, likelihood and batch size of each task (paper, Sec. V).
+TASK_SETUP: dict[str, tuple[tuple[int, ...], str, int]] = {
+    "boston-synthetic": ((13, 64, 64, 1), "gaussian", 101),
+    "fashion-mnist": ((784, 128, 10), "probit", 100),
+}
+ROW_EVENTS = ("init", "iteration")
+FASHION_TRAIN, FASHION_TEST = 60_000, 10_000
+
+
+@dataclass(frozen=True)
+class EMTDAMPConfig(EMTDAMPParams, NetworkSettings):
+    """Parameters of ``emtdamp``: the task, the clients, EM-TDAMP's hyper-parameters and
+    the links to the server."""
+
+    SCENARIO: ClassVar[str] = NAME
+    DECIDED_ELSEWHERE: ClassVar[dict[str, str]] = {
+        name: "clients talk to a parameter server over their links (no D2D graph); K "
+              "decides the number of clients" for name in GRAPH_FIELDS if name != "K"}
+
+    def graphs_in_use(self) -> tuple[str, ...]:
+        return ()
+
+    task: str = param("boston-synthetic", "data set and network", choices=TASKS)
+    likelihood: str = param("gaussian", "not used here (an error if set): the task decides "
+                            "(boston-synthetic: gaussian, fashion-mnist: probit)",
+                            choices=("gaussian", "probit"))
+    K: int = param(4, "number of clients (paper: 4 for Boston, 10 for MNIST)", ge=1,
+                   le=FASHION_TRAIN)
+    rounds: int = param(50, "communication rounds", ge=1, le=10**7)
+    per_agent: int = param(1000, "fashion-mnist: training images per client", ge=1,
+                           le=FASHION_TRAIN)
+    eval_size: int = param(2000, "fashion-mnist: test images used for evaluation", ge=1,
+                           le=FASHION_TEST)
+    batch_size: int | None = param(None, "TDAMP minibatch size (none: 101 for "
+                                   "boston-synthetic, 100 for fashion-mnist)", ge=1, le=10**6)
+    sparsify_from: int = param(10, "first round whose merge applies the target-sparsity "
+                               "rule (ours; the paper applies it from the first)", ge=1,
+                               le=10**8)
+    uplink_bits: int = param(64, "bits per value of every uplink array (64 or 32)",
+                             choices=(32, 64))
+    downlink_bits: int = param(64, "bits per value of every downlink array (64 or 32)",
+                               choices=(32, 64))
+    eval_every: int = param(1, "evaluate every this many rounds (and the last)", ge=1,
+                            le=10**9)
+    threads: int = param(1, "torch threads inside the run", ge=1, le=1024)
+
+    def __post_init__(self) -> None:
+        validate(self)
+        self.check_network_fields()
+        if self.likelihood != "gaussian":
+            raise ValueError("likelihood: not used by emtdamp; the task decides "
+                             "(boston-synthetic: gaussian, fashion-mnist: probit)")
+        if self.task == "boston-synthetic":
+            from bflnet.data.regression import BOSTON_TRAIN
+            if self.K > BOSTON_TRAIN:
+                raise ValueError(f"K: must be <= {BOSTON_TRAIN} (one training example per "
+                                 f"client at least) for task=boston-synthetic")
+            for name, default in (("per_agent", 1000), ("eval_size", 2000)):
+                if getattr(self, name) != default:
+                    raise ValueError(f"{name}: used only with task=fashion-mnist")
+        elif self.K * self.per_agent > FASHION_TRAIN:
+            raise ValueError(f"per_agent: K·per_agent = {self.K * self.per_agent} exceeds "
+                             f"the {FASHION_TRAIN} training images")
+
+    def learner_params(self) -> EMTDAMPParams:
+        """The learner's hyper-parameters, with the task's likelihood and batch size."""
+        _, likelihood, batch = TASK_SETUP[self.task]
+        names = [f for f in EMTDAMPParams.__dataclass_fields__]
+        values = {name: getattr(self, name) for name in names}
+        values.update(likelihood=likelihood,
+                      batch_size=self.batch_size if self.batch_size is not None else batch)
+        return EMTDAMPParams(**values)
+
+
+def task_data(config: EMTDAMPConfig, rng: np.random.Generator
+              ) -> tuple[dict[int, tuple[Any, Any]], tuple[Any, Any]]:
+    """The clients' ``(x, y)`` and the test set of the config's task."""
+    import numpy as np
+
+    if config.task == "boston-synthetic":
+        from bflnet.data.regression import boston_shaped
+        (x, y), test = boston_shaped(rng)
+        parts = np.array_split(np.arange(len(y)), config.K)
+        return {k: (x[p], y[p]) for k, p in enumerate(parts)}, test
+    from bflnet.data import iid, load_fashion_mnist
+    from bflnet.scenarios.dsvgd_common import eval_subset
+    images, labels = load_fashion_mnist(split="train")
+    parts = iid(len(labels), config.K, rng, per_agent=config.per_agent)
+    test_x, test_y = eval_subset(config.eval_size, rng)
+    mean = np.mean([images[p].mean(0) for p in parts], axis=0)  # pooled: equal shards
+    agents = {k: (images[p] - mean, labels[p]) for k, p in enumerate(parts)}
+    return agents, (test_x - mean, test_y)
+
+
+def default_plot(frame: pd.DataFrame) -> Figure:
+    """Test loss against rounds and against cumulative bits."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    rows = frame[frame["event"] == "iteration"]
+    metric = "test_nmse" if "test_nmse" in rows else "test_error"
+    fig = Figure(figsize=(9.0, 3.6), layout="constrained")
+    FigureCanvasAgg(fig)
+    for ax, x, label in zip(fig.subplots(1, 2), ("iteration", "cum_bits"),
+                            ("round", "cumulative bits (up + down)"), strict=True):
+        ax.plot(rows[x], rows[metric], marker=".")
+        ax.set(xlabel=label, ylabel=metric.replace("_", " "), yscale="log")
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"EM-TDAMP, {rows['task'].iloc[0]}, K = {int(rows['K'].iloc[0])}")
+    return fig
+
+
+@register(NAME, EMTDAMPConfig,
+          "EM-TDAMP (server EM + client TDAMP) under a parameter server: test loss, noise "
+          "variance, active neurons and clip counts per round.", plot=default_plot)
+def run(config: EMTDAMPConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+    import networkx as nx
+    import torch
+
+    from bflnet.learners.emtdamp.learner import EMTDAMP, part_codecs
+    from bflnet.protocols.codecs import RawCodec
+    from bflnet.protocols.parameter_server import ParameterServerProtocol
+    from bflnet.protocols.scheduling import RoundRobinSelector
+    from bflnet.simulator.simulation import Simulation
+
+    torch.set_num_threads(config.threads)
+    sim = Simulation(seed, name=NAME)
+    agents, test = task_data(config, sim.streams.numpy("data"))
+    sizes = TASK_SETUP[config.task][0]
+    learner = EMTDAMP(sizes, agents, config.learner_params(), eval_data=test)
+    graph = nx.Graph()
+    graph.add_nodes_from(agents)
+    sim.build_network(graph, server=True, **config.network_kwargs(graph))
+
+    def codec(bits: int) -> Any:
+        return None if bits == 64 else part_codecs(len(sizes) - 1, dict.fromkeys(
+            ("activity", "mean", "var", "noise"), RawCodec(bits)))
+
+    protocol = ParameterServerProtocol(
+        learner, StopRule(max_iterations=config.rounds), selector=RoundRobinSelector(config.K),
+        uplink_codec=codec(config.uplink_bits), downlink_codec=codec(config.downlink_bits),
+        eval_every=config.eval_every, progress=progress)
+    frame = sim.run(protocol).frame
+    frame = frame[frame["event"].isin(ROW_EVENTS)].reset_index(drop=True)
+    frame["uplink_bits"] = frame["cum_bits_up"].diff().fillna(0).astype("int64")
+    return frame.assign(task=config.task, K=config.K)

@@ -158,7 +158,8 @@ def default_plot(frame: pd.DataFrame) -> Figure:
 
 @register(NAME, EMTDAMPConfig,
           "EM-TDAMP (server EM + client TDAMP) under a parameter server: test loss, noise "
-          "variance, active neurons and clip counts per round.", plot=default_plot)
+          "variance, active neurons and clip counts per round.", plot=default_plot,
+          datasets=("fashion-mnist",))
 def run(config: EMTDAMPConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     import networkx as nx
     import torch

@@ -10,6 +10,7 @@ import pytest
 from bflnet.channels import FixedRateChannel
 from bflnet.data.synthetic import bernoulli_agents
 from bflnet.faults.availability import OnOff, Trace
+from bflnet.learners.base import GlobalStateLearner, Update, Work
 from bflnet.learners.gfvl import GFVL
 from bflnet.protocols import RandomWalkProtocol, StopRule
 from bflnet.protocols.walks import MetropolisHastingsWalk
@@ -78,3 +79,53 @@ def test_without_outages_nothing_changes():
 def test_bad_token_timeout():
     with pytest.raises(ValueError, match="token_timeout_s"):
         RandomWalkProtocol(None, None, StopRule(max_iterations=1), token_timeout_s=float("nan"))
+
+
+class VisitCounter(GlobalStateLearner):
+    """Each agent's private state counts its own visits; the payload reports the count."""
+
+    def init(self, rng):
+        return np.zeros(1)
+
+    def init_agent(self, agent, rng):
+        return 0
+
+    def local_update(self, agent, state, agent_state, rng):
+        return Update(np.array([float(agent_state + 1)]), Work(steps=1), agent,
+                      agent_state=agent_state + 1)
+
+    def merge(self, state, updates):
+        return updates[0].payload
+
+
+@pytest.mark.parametrize("keep_state", [True, False])
+def test_a_node_that_goes_down_keeps_or_loses_its_agent_state(keep_state):
+    """Node 1 is down over [0.1, 0.2): with keep_state its visit count goes on after it is
+    back; without, it starts again from init_agent (and the node_down row says so)."""
+    graph = nx.path_graph(2)
+    sim = Simulation(0)
+    sim.build_network(graph, channel=FixedRateChannel(1e5, 0.002),
+                      compute=FixedStepTime(0.01), node_outages={1: Trace([(0.1, 0.2)])},
+                      keep_state=keep_state)
+    protocol = RandomWalkProtocol(VisitCounter(), MetropolisHastingsWalk(graph),
+                                  StopRule(max_time_s=0.5), start=0)
+    result = sim.run(protocol)
+    frame = result.frame
+    rows = frame[(frame.event == "iteration") & (frame.node == 1)]
+    before = rows[rows.time_s < 0.1]
+    after = rows[rows.time_s > 0.2]
+    assert len(before) > 0 and len(after) > 0
+    down = frame[(frame.event == "fault") & (frame.kind == "node_down")]
+    assert len(down) == 1
+    assert protocol.visits.count(1) == len(rows)
+    if keep_state:
+        assert result.agent_states[1] == len(rows)
+        assert "lost" not in frame or frame["lost"].isna().all()
+    else:
+        assert result.agent_states[1] == len(after)
+        assert down["lost"].tolist() == ["agent_state"]
+
+
+def test_keep_state_must_be_a_bool():
+    with pytest.raises(ValueError, match="keep_state: must be True or False"):
+        Simulation(0).build_network(nx.path_graph(2), keep_state="no")

@@ -48,6 +48,10 @@ class Network:
     is down while either of its ends is. ``None``: nothing fails (no cost). Each change of
     a failing component is a ``fault`` row (``node_down``/``node_up``,
     ``link_down``/``link_up`` with ``peer``), written as the run passes it.
+    ``keep_state``: whether an agent keeps its private learner state through a
+    ``node_down`` (a reboot that keeps its memory) or loses it (a crash: the row says
+    ``lost="agent_state"``, and the protocol initialises the agent afresh,
+    ``learner.init_agent``, the next time it is scheduled); the agent's stream goes on.
     """
 
     def __init__(
@@ -67,7 +71,11 @@ class Network:
         max_attempts: int | None = 8,
         link_outages: Any = None,
         node_outages: Any = None,
+        keep_state: bool = True,
     ) -> None:
+        if not isinstance(keep_state, bool):
+            raise ValueError(f"keep_state: must be True or False, got {keep_state!r}")
+        self.keep_state = keep_state
         self.env = env
         self.recorder = recorder
         self.graph = graph
@@ -133,18 +141,23 @@ class Network:
 
     def _changes(self, line: Any, what: str, node: Any, peer: Any
                  ) -> Iterator[simpy.Event]:
-        env, extra = self.env, ({} if peer is None else {"peer": peer})
+        env, where = self.env, ({} if peer is None else {"peer": peer})
         t = env.now
         while True:
             up = line.is_up(t)
             if not up:
-                self.recorder.record("fault", node=node, kind=f"{what}_down", **extra)
+                lost = {}
+                if what == "node" and not self.keep_state:
+                    crashed = self.nodes[node]
+                    crashed.state, crashed.has_state = None, False
+                    lost = {"lost": "agent_state"}
+                self.recorder.record("fault", node=node, kind=f"{what}_down", **where, **lost)
             t = line.next_change(t)
             if t == float("inf"):
                 return
             yield env.timeout(t - env.now)
             if not up:
-                self.recorder.record("fault", node=node, kind=f"{what}_up", **extra)
+                self.recorder.record("fault", node=node, kind=f"{what}_up", **where)
 
     def rebind(self, env: simpy.Environment, streams: RngStreams, recorder: Recorder
                ) -> None:

@@ -96,3 +96,18 @@ def test_runs_holding_several_curves_warn_until_curve_by_names_them():
     fig = plot_metric(frame, x="iteration", y="y", hue="graph", curve_by=["seed", "run"])
     # six curves for ring: 1x..3x and 100x..300x; the median at x = 4 is (12 + 400) / 2
     assert fig.axes[0].lines[1].get_ydata()[-1] == pytest.approx(206)
+
+
+def test_mark_faults_draws_one_tick_row_per_kind():
+    import pandas as pd
+
+    from bflnet.analysis.plots import mark_faults, plot_metric
+    frame = pd.DataFrame({
+        "event": ["iteration", "fault", "iteration", "fault", "fault"],
+        "time_s": [0.0, 0.5, 1.0, 1.2, 1.5], "kl": [1.0, None, 0.5, None, None],
+        "kind": [None, "node_down", None, "node_up", "node_down"]})
+    fig = plot_metric(frame, "time_s", "kl")
+    assert mark_faults(fig.axes[0], frame, "time_s") == 3
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert labels.count("fault: node_down") == 1 and "fault: node_up" in labels
+    assert mark_faults(fig.axes[0], frame[frame.event != "fault"], "time_s") == 0

@@ -132,6 +132,26 @@ def plot_metric(frame: pd.DataFrame, x: str, y: str, hue: str | None = None,
     return fig
 
 
+def mark_faults(ax: Any, frame: pd.DataFrame, x: str = "time_s") -> int:
+    """Mark the ``fault`` rows of ``frame`` (``event == "fault"``) at their ``x`` under the
+    curves of ``ax``: one row of ticks per ``kind``, in the legend. Returns the number of
+    marks (0: nothing drawn)."""
+    from matplotlib.transforms import blended_transform_factory
+
+    if "event" not in frame.columns or x not in frame.columns:
+        return 0
+    faults = frame[(frame["event"] == "fault")].dropna(subset=[x])
+    if faults.empty:
+        return 0
+    kinds = faults["kind"].astype(str) if "kind" in faults else pd.Series("fault", faults.index)
+    where = blended_transform_factory(ax.transData, ax.transAxes)
+    for row, (kind, group) in enumerate(faults.groupby(kinds, sort=True)):
+        ax.plot(group[x], [0.02 + 0.035 * row] * len(group), linestyle="none", marker="|",
+                markersize=7, transform=where, label=f"fault: {kind}", alpha=0.8)
+    ax.legend(fontsize="small")
+    return len(faults)
+
+
 def reliability_diagram(probs: Any, labels: Any, n_bins: int = 10,
                         binning: str = "equal-width") -> Figure:
     """Accuracy per confidence bin (bars) against the diagonal of perfect calibration,

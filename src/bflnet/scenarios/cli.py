@@ -164,9 +164,12 @@ def plot(
     curve_by: Annotated[list[str] | None, typer.Option(
         help="columns that identify one curve (repeatable; default: run_id, else seed)")]
         = None,
+    faults: Annotated[bool, typer.Option(
+        help="mark the table's fault rows (event = fault) on the x axis, one tick row per "
+             "kind (when they have the x column, e.g. time_s)")] = True,
 ) -> None:
     """Plot the median of a metric over seeds with a quantile band."""
-    from bflnet.analysis.plots import FIGURE_FORMATS, plot_metric, save_figure
+    from bflnet.analysis.plots import FIGURE_FORMATS, mark_faults, plot_metric, save_figure
     from bflnet.scenarios.output import read_frame
     from bflnet.scenarios.sweep import load_sweep
 
@@ -177,6 +180,8 @@ def plot(
         warnings.simplefilter("always")
         figure = plot_metric(frame, x, y, hue=hue, band=band, logx=logx, logy=logy,
                              curve_by=curve_by)
+        if faults:
+            mark_faults(figure.axes[0], frame, x)
     for message in dict.fromkeys(str(w.message) for w in caught):
         typer.echo(f"bflnet: warning: {message}", err=True)
     typer.echo(f"wrote {save_figure(figure, out)}", err=True)

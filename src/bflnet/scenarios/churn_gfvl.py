@@ -1,0 +1,151 @@
+"""Scenario ``churn-gfvl``: conjugate G-FVL (beta-Bernoulli) carried by a random walk over a
+graph whose devices go down and come back; KL to the exact posterior against simulated
+time, one curve per downtime fraction.
+
+Every agent alternates exponential up and down times (:class:`bflnet.faults.availability.
+OnOff`, mean down time ``mean_down_s``, long-run down fraction from ``downtimes``, started
+in its stationary state). The walk goes on over the live nodes; a token holder that goes
+down loses its update, and the node that handed it the token regenerates it after
+``token_timeout_s`` (:class:`bflnet.protocols.random_walk.RandomWalkProtocol`). With
+``keep_state=true`` (default) a device keeps its G-FVL factor ``η_k`` through a downtime,
+and the run reaches the exact posterior once every agent has completed a visit, whatever
+the downtime; with ``keep_state=false`` a device that goes down forgets ``η_k`` and adds
+its data again at its next visit (counted twice: the KL no longer reaches 0).
+
+Run ``r`` uses the same seed for every downtime fraction (common random numbers: same data).
+
+Rows: one per (downtime, run, iteration) (``event`` ``init``/``iteration``): ``downtime``,
+``run``, ``run_seed``, ``iteration``, ``time_s``, ``cum_bits``, ``cum_bits_delivered``,
+``node``, ``kl``, ``theta_mean``, ``covered`` (every agent has completed a visit); and one
+per fault (``event = fault``): ``kind`` (``node_down``/``node_up``, ``token_lost`` with
+``lost_steps``, ``token_regenerated``, ``lost_in_outage``/``cut_mid_air`` for tokens that
+met an outage), ``node``, ``peer``, ``lost``. ``bflnet plot --x time_s`` marks them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from bflnet.protocols.stopping import StopRule
+from bflnet.scenarios.config import param, validate
+from bflnet.scenarios.cover_time import run_seeds
+from bflnet.scenarios.gfvl_common import GFVLSettings, base_fields, progress_runs, run_rows
+from bflnet.scenarios.lists import comma_list
+from bflnet.scenarios.network_settings import GRAPHS
+from bflnet.scenarios.registry import register
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+NAME = "churn-gfvl"
+KL_FLOOR = 1e-16
+FAULT_FIELDS = ("kind", "peer", "lost", "lost_steps")
+
+
+def downtime_list(text: str) -> list[float]:
+    """Distinct fractions in ``[0, 1)`` from a comma list; one-line errors."""
+    out = []
+    for item in comma_list("downtimes", text):
+        try:
+            value = float(item)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and 0 <= value < 1):
+            raise ValueError(f"downtimes: each value must be a fraction in [0, 1), got {item!r}")
+        out.append(value)
+    if len(set(out)) != len(out):
+        raise ValueError(f"downtimes: values must not repeat, got {text!r}")
+    return out
+
+
+@dataclass(frozen=True)
+class ChurnGFVLConfig(GFVLSettings):
+    """Parameters of ``churn-gfvl``."""
+
+    SCENARIO: ClassVar[str] = NAME
+
+    graph: str = param("ring", "topology of the D2D graph", choices=GRAPHS)
+    iterations: int = param(300, "random-walk iterations per run", ge=1, le=10**7)
+    theta_true: float = param(0.3, "Bernoulli parameter of every agent's data", ge=0, le=1)
+    downtimes: str = param("0,0.1,0.2,0.4", "comma list of long-run down fractions in [0, 1), "
+                           "one curve each (0: no churn)")
+    mean_down_s: float = param(0.05, "mean length of a downtime in seconds", gt=0, le=1e9)
+    keep_state: bool = param(True, "a device keeps its G-FVL factor through a downtime "
+                             "(false: it forgets it and adds its data again)")
+    token_timeout_s: float = param(0.05, "seconds after a holder's crash before the token "
+                                   "is regenerated", ge=0, le=1e9)
+
+    def __post_init__(self) -> None:
+        validate(self)
+        downtime_list(self.downtimes)
+        self.check_network_fields()
+        self.check_data()
+
+
+def default_plot(frame: pd.DataFrame) -> Figure:
+    """Median KL over runs against simulated time, one line per downtime fraction, with
+    the fault rows marked under the axis."""
+    from bflnet.analysis.plots import mark_faults, plot_metric
+    from bflnet.scenarios.gfvl_common import with_run_id
+
+    rows = frame[frame["event"].isin(("init", "iteration"))]
+    rows = with_run_id(rows, ["downtime"]).assign(kl=rows["kl"].clip(lower=KL_FLOOR))
+    fig = plot_metric(rows, "time_s", "kl", hue="downtime", band=0.5, logy=True)
+    ax = fig.axes[0]
+    first = frame[frame["run"] == frame["run"].min()]
+    mark_faults(ax, first[first["downtime"] == first["downtime"].max()], "time_s")
+    ax.set(ylabel=f"KL(q ‖ posterior), floored at {KL_FLOOR:g}",
+           title="G-FVL under node churn: median over runs, 50 % band")
+    return fig
+
+
+@register(NAME, ChurnGFVLConfig,
+          "G-FVL over a random walk on devices that go down and come back: KL to the exact "
+          "posterior against time, per downtime fraction, with the fault rows.",
+          plot=default_plot)
+def run(config: ChurnGFVLConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+    import pandas as pd
+
+    from bflnet.faults.availability import OnOff
+    from bflnet.learners.gfvl import GFVL
+    from bflnet.protocols.random_walk import RandomWalkProtocol
+    from bflnet.protocols.topologies import require_connected
+    from bflnet.protocols.walks import make_walk
+    from bflnet.simulator.rng import RngStreams
+    from bflnet.simulator.simulation import Simulation
+
+    graph = config.build_graph(RngStreams(seed).numpy("graph"))
+    require_connected(graph)
+    walk = make_walk(config.walk, graph)
+    net_kwargs = config.network_kwargs(graph)
+    stop = StopRule(max_iterations=config.iterations)
+    jobs = [(d, r, s) for d in downtime_list(config.downtimes)
+            for r, s in enumerate(run_seeds(seed, config.runs))]
+    rows: list[dict[str, Any]] = []
+    for downtime, r, run_seed in progress_runs(jobs, progress, NAME):
+        data = config.bernoulli_data(graph.number_of_nodes(), RngStreams(run_seed).numpy("data"))
+        learner = GFVL.beta_bernoulli(data, a=config.prior_a, b=config.prior_b,
+                                      alpha=config.alpha)
+        outages = (None if downtime == 0 else
+                   OnOff.with_downtime(downtime, config.mean_down_s, stationary=True))
+        sim = Simulation(run_seed, name=f"{NAME} downtime {downtime:g} run {r}")
+        sim.build_network(graph, node_outages=outages, keep_state=config.keep_state,
+                          **net_kwargs)
+        protocol = RandomWalkProtocol(learner, walk, stop,
+                                      token_timeout_s=config.token_timeout_s)
+        seen: set[Any] = set()
+        for row in run_rows(sim, protocol):
+            head = {"downtime": downtime, "run": r, "run_seed": run_seed, **base_fields(row)}
+            if row["event"] in ("init", "iteration"):
+                if row["event"] == "iteration":
+                    seen.add(row["node"])
+                rows.append({**head, "event": row["event"], "kl": row["kl"],
+                             "theta_mean": row["theta_mean"],
+                             "covered": len(seen) == graph.number_of_nodes()})
+            elif row["event"] == "fault":
+                rows.append({**head, "event": "fault",
+                             **{k: row.get(k) for k in FAULT_FIELDS}})
+    return pd.DataFrame.from_records(rows)

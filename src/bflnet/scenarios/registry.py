@@ -20,9 +20,9 @@ PlotFunction = Callable[["pd.DataFrame"], "Figure"]
 #: The modules that register the scenarios, imported on the first look-up (they keep
 #: their heavy imports inside ``run``, so that ``bflnet list`` starts fast).
 SCENARIO_MODULES = (
-    "cdbfl_local_steps", "cdbfl_shift", "consensus_averaging", "cover_time", "dsvgd_sparsifiers",
-    "dsvgd_vs_fedavg", "forget_svgd", "gfvl_beta_bernoulli", "gfvl_beta_exponential",
-    "gfvl_unlearning", "unlearning_latency",
+    "async_fedavg", "cdbfl_local_steps", "cdbfl_shift", "consensus_averaging", "cover_time",
+    "dsvgd_sparsifiers", "dsvgd_vs_fedavg", "forget_svgd", "gfvl_beta_bernoulli",
+    "gfvl_beta_exponential", "gfvl_unlearning", "unlearning_latency",
 )
 
 #: The scenario ``bflnet run`` uses when no name is given.

@@ -1,6 +1,8 @@
 """The buffered asynchronous server (FedBuff): every agent loops download, compute,
 upload; the server merges every B arrivals and records each update's staleness."""
 
+import doctest
+
 import networkx as nx
 import numpy as np
 import pandas as pd
@@ -8,6 +10,7 @@ import pytest
 
 from bflnet.channels import FixedRateChannel
 from bflnet.learners.base import GlobalStateLearner, Update
+from bflnet.protocols import buffered_server
 from bflnet.protocols.buffered_server import BufferedServerProtocol, staleness_weight
 from bflnet.protocols.stopping import StopRule
 from bflnet.simulator import Simulation, Work
@@ -120,3 +123,8 @@ def test_a_time_limit_stops_after_the_merge_that_passes_it():
                 seed=1, buffer_size=1)
     it = frame[frame.event == "iteration"]
     assert it.time_s.iloc[-1] >= 5.0 > it.time_s.iloc[-2]
+
+
+def test_doctests():
+    result = doctest.testmod(buffered_server)
+    assert result.failed == 0 and result.attempted >= 2

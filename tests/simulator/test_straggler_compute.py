@@ -1,13 +1,14 @@
 """Straggler compute models: log-normal times from each node's own stream, trace playback,
 their validation, and how a network hands them streams and fresh per-run state."""
 
+import doctest
 import math
 
 import networkx as nx
 import numpy as np
 import pytest
 
-from bflnet.simulator import Simulation
+from bflnet.simulator import Simulation, compute
 from bflnet.simulator.compute import (
     FixedStepTime,
     LogNormalTime,
@@ -149,3 +150,8 @@ def test_missing_compute_trace_file(tmp_path):
 def test_a_factory_that_returns_no_compute_model_is_refused():
     with pytest.raises(ValueError, match="^compute: must be a ComputeModel"):
         Simulation(0).build_network(nx.empty_graph(2), compute=lambda node: 0.5)
+
+
+def test_doctests():
+    result = doctest.testmod(compute)
+    assert result.failed == 0 and result.attempted >= 6

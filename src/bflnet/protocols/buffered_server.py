@@ -79,7 +79,7 @@ class BufferedServerProtocol:
     >>> BufferedServerProtocol(None, StopRule(max_iterations=1), buffer_size=0)
     Traceback (most recent call last):
     ...
-    ValueError: buffer_size: must be an integer >= 1, got 0
+    ValueError: buffer_size: must be an integer >= 1 and <= 1000000000, got 0
     """
 
     def __init__(self, learner: GlobalStateLearner, stop: StopRule, *, buffer_size: int = 1,

@@ -89,6 +89,20 @@ def test_payload_merge_and_work():
     assert torch.equal(learner.merge(w, []), w)
 
 
+def test_weighted_merge_scales_each_delta_and_divides_by_the_count():
+    learner = FedAvg(LinearGaussianModel(d=3), regression_agents(), local_steps=2, lr=0.01)
+    driver = LocalDriver(learner, 0)
+    w = driver.state
+    u0, u1 = driver.update(0), driver.update(1)
+    got = learner.merge_weighted(w, [u0, u1], [1.0, 0.5])
+    assert torch.allclose(got, w + (u0.payload + 0.5 * u1.payload) / 2, rtol=0, atol=1e-7)
+    assert torch.allclose(learner.merge_weighted(w, [u0, u1], [1.0, 1.0]),
+                          learner.merge(w, [u0, u1]), rtol=0, atol=1e-7)
+    assert torch.equal(learner.merge_weighted(w, [], []), w)
+    with pytest.raises(ValueError, match="1 weights for 2 updates"):
+        learner.merge_weighted(w, [u0, u1], [1.0])
+
+
 def test_same_seed_same_model_with_minibatches():
     data = regression_agents()
 

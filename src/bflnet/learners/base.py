@@ -112,6 +112,15 @@ class GlobalStateLearner(ABC):
     def merge(self, state: Any, updates: Sequence[Update]) -> Any:
         """The new global state from the old one and the updates that arrived."""
 
+    def merge_weighted(self, state: Any, updates: Sequence[Update],
+                       weights: Sequence[float]) -> Any:
+        """:meth:`merge` with update ``i`` counted with weight ``weights[i]`` (an
+        asynchronous server's staleness weights); for a learner that averages deltas,
+        ``state + (1/n) Σ_i weights[i] Δ_i``. Learners for which a weighted merge means
+        nothing do not override it, and a protocol that needs it refuses them (see
+        :func:`supports_weighted_merge`)."""
+        raise NotImplementedError(f"{type(self).__name__} has no weighted merge")
+
     def evaluate(self, state: Any) -> dict[str, float]:
         """Metrics of ``state`` (recorded as columns); none by default."""
         return {}
@@ -120,6 +129,11 @@ class GlobalStateLearner(ABC):
         """A forget request reached ``agent``: its new private state, which makes its next
         updates unlearn its data (learners that support unlearning override)."""
         raise NotImplementedError(f"{type(self).__name__} does not support unlearning")
+
+
+def supports_weighted_merge(learner: GlobalStateLearner) -> bool:
+    """Whether ``learner`` overrides :meth:`GlobalStateLearner.merge_weighted`."""
+    return type(learner).merge_weighted is not GlobalStateLearner.merge_weighted
 
 
 class PerNeighbour(dict):

@@ -225,6 +225,17 @@ class FedAvg(GlobalStateLearner):
             return w
         return apply_mean_delta(w, updates, "FedAvg merge", "parameters")
 
+    def merge_weighted(self, state: Any, updates: Sequence[Update],
+                       weights: Sequence[float]) -> Tensor:
+        """``w + (1/n) Σ_i weights[i] Δw_i`` over the ``n`` updates (FedBuff's server step
+        with server learning rate 1: staleness weights scale each delta, the sum is
+        divided by the buffer size)."""
+        w = check_particles(state, self.shape, self.dtype, self.device,
+                            "FedAvg merge: global state")
+        if not updates:
+            return w
+        return apply_mean_delta(w, updates, "FedAvg merge", "parameters", weights)
+
     def evaluate(self, state: Any) -> dict[str, float]:
         """Predictive metrics of the single model on ``eval_data`` (accuracy, ece, nll,
         brier, and ``acc_class_<c>`` with ``eval_per_class``); ``{}`` without it."""

@@ -107,10 +107,10 @@ class MinibatchSampler:
 
 
 def apply_mean_delta(state: Tensor, updates: Sequence[Update], context: str,
-                     what: str) -> Tensor:
-    """``state`` plus the mean of the updates' payloads (deltas of ``state``'s shape);
-    one-line errors naming the agent for a wrong shape, or the agents for a non-finite
-    result."""
+                     what: str, weights: Sequence[float] | None = None) -> Tensor:
+    """``state`` plus the mean of the updates' payloads (deltas of ``state``'s shape), or
+    with ``weights`` ``state + (1/n) Σ_i weights[i] Δ_i``; one-line errors naming the agent
+    for a wrong shape, or the agents for a non-finite result."""
     deltas = []
     for u in updates:
         delta = torch.as_tensor(u.payload, dtype=state.dtype, device=state.device)
@@ -118,7 +118,14 @@ def apply_mean_delta(state: Tensor, updates: Sequence[Update], context: str,
             raise ValueError(f"{context}: update of agent {u.agent!r} has shape "
                              f"{tuple(delta.shape)}, expected {tuple(state.shape)}")
         deltas.append(delta)
-    new = state + (deltas[0] if len(deltas) == 1 else torch.stack(deltas).mean(0))
+    if weights is None:
+        new = state + (deltas[0] if len(deltas) == 1 else torch.stack(deltas).mean(0))
+    else:
+        if len(weights) != len(deltas):
+            raise ValueError(f"{context}: {len(weights)} weights for {len(deltas)} updates")
+        scale = torch.as_tensor([float(a) for a in weights], dtype=state.dtype,
+                                device=state.device) / len(deltas)
+        new = state + torch.tensordot(scale, torch.stack(deltas), dims=1)
     if not bool(torch.isfinite(new).all()):
         raise ValueError(f"{context}: non-finite {what} after the updates of agents "
                          f"{[u.agent for u in updates]!r}")

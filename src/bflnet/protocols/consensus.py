@@ -94,7 +94,7 @@ class ConsensusProtocol:
                                            node=None))
         last: dict[Any, dict[Any, Any]] = {k: {} for k in nodes}
         skip = self.lost == "skip"
-        links, compute = net.links, {k: net.nodes[k].compute for k in nodes}
+        links, compute = net.links, {k: net.nodes[k].compute_time for k in nodes}
         iteration = 0
         while True:
             iteration += 1
@@ -163,7 +163,7 @@ class ConsensusProtocol:
         learner = self.learner
         state, work = call(sim, learner.local_steps, node, slots.state(node), slots.rng(node),
                            node=node, iteration=iteration, what="learner.local_steps")
-        duration = compute.duration(work)
+        duration = compute(work)
         value = call(sim, learner.outgoing, node, state, node=node, iteration=iteration,
                      what="learner.outgoing")
         ready = sim.env.now + duration

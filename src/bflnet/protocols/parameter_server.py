@@ -7,6 +7,7 @@ from typing import Any
 
 import simpy
 
+from bflnet.checks import check_real
 from bflnet.learners.base import GlobalStateLearner, Update
 from bflnet.protocols import wire
 from bflnet.protocols.base import (
@@ -43,6 +44,19 @@ class ParameterServerProtocol:
     its uplink, and an agent whose downlink is lost has its stream rewound to where it
     was, so its draws are those of the sequential path.
 
+    **Deadline** (``deadline_s``; ``None``: wait for every scheduled agent, the plain
+    synchronous round). A round closes when every update has arrived or ``deadline_s``
+    simulated seconds after its broadcast, whichever is first, and the server merges the
+    updates that reached it by then. An update arriving later is dropped from the merge
+    (its agent keeps its old state) and written as a ``late_update`` row (``node``,
+    ``round``, ``lateness_s`` after the deadline, ``download_s``, ``sent_s``). Each merged
+    update is a ``merged_update`` row (``download_s``, ``sent_s``, ``arrived_s``,
+    ``staleness`` = 0), and the ``iteration`` row adds ``late`` (scheduled agents whose
+    update had not arrived when the round closed: still computing or on the air; some of
+    them are lost later) and ``busy`` (scheduled agents not sent the state because they
+    were still working on an earlier round's update). A round whose scheduled agents are
+    all busy lasts the whole deadline.
+
     The ``metrics`` of the updates merged in a round (e.g. a learner's clip counts) are
     summed key by key into the round's row.
     """
@@ -50,7 +64,8 @@ class ParameterServerProtocol:
     def __init__(self, learner: GlobalStateLearner, stop: StopRule, *,
                  selector: AgentSelector | None = None, uplink_codec: CodecSpec = None,
                  downlink_codec: CodecSpec = None, eval_every: int = 1,
-                 progress: bool = False, interventions: Sequence[ForgetRequest] = ()) -> None:
+                 progress: bool = False, interventions: Sequence[ForgetRequest] = (),
+                 deadline_s: float | None = None) -> None:
         self.learner = learner
         self.stop = stop
         self.selector = selector if selector is not None else RoundRobinSelector(1)
@@ -59,6 +74,8 @@ class ParameterServerProtocol:
         self.eval_every = check_eval_every(eval_every)
         self.progress = progress
         self.interventions = check_interventions(interventions)
+        self.deadline_s = None if deadline_s is None else check_real(
+            "deadline_s", deadline_s, gt=0, le=1e12)
 
     def process(self, sim: Simulation) -> Generator[simpy.Event, Any, Outcome]:
         net = sim.network
@@ -80,6 +97,7 @@ class ParameterServerProtocol:
         up_rngs = {agent: sim.streams.numpy(f"codec.up.{agent}") for agent in agents}
         uplink_codec = self.uplink_codec
         batched = bool(getattr(learner, "batches_agents", False))
+        busy: set[Any] = set()  # agents still working on an update (deadline mode)
         iteration = 0
         while True:
             for request in loop.due_requests(iteration):
@@ -95,14 +113,20 @@ class ParameterServerProtocol:
             rec.iteration = iteration
             chosen = self.selector.select(iteration, agents, sched_rng)
             down_payload, down_bits = wire.encode(self.downlink_codec, state, down_rng)
-            ready = (self._batch(sim, slots, chosen, state, down_payload, iteration)
-                     if batched and len(chosen) > 1 else {})
-            jobs = [env.process(self._serve(sim, slots, agent, state, down_payload, down_bits,
-                                            iteration, up_rngs[agent], uplink_codec,
-                                            ready.get(agent)))
-                    for agent in chosen]
-            done = yield env.all_of(jobs)
-            updates: list[Update] = [u for u in done.values() if u is not None]
+            extra: dict[str, int] = {}
+            if self.deadline_s is None:
+                ready = (self._batch(sim, slots, chosen, state, down_payload, iteration)
+                         if batched and len(chosen) > 1 else {})
+                jobs = [env.process(self._serve(sim, slots, agent, state, down_payload,
+                                                down_bits, iteration, up_rngs[agent],
+                                                uplink_codec, ready.get(agent)))
+                        for agent in chosen]
+                done = yield env.all_of(jobs)
+                updates: list[Update] = [u for u in done.values() if u is not None]
+            else:
+                updates, extra = yield from self._deadline_round(
+                    sim, slots, chosen, busy, state, down_payload, down_bits, iteration,
+                    up_rngs, uplink_codec, batched)
             if updates:
                 state = call(sim, learner.merge, state, updates, node=SERVER,
                              iteration=iteration, what="learner.merge")
@@ -113,8 +137,55 @@ class ParameterServerProtocol:
             if any(u.metrics for u in updates):
                 metrics = {**summed_metrics(updates), **metrics}
             if loop.end_iteration(iteration, "iteration", metrics, node=SERVER,
-                                  scheduled=len(chosen), updates=len(updates)):
+                                  scheduled=len(chosen), updates=len(updates), **extra):
                 return loop.outcome(state, slots)
+
+    def _deadline_round(self, sim: Simulation, slots: AgentSlots, chosen: Sequence[Any],
+                        busy: set[Any], state: Any, down_payload: Any, down_bits: int,
+                        iteration: int, up_rngs: dict[Any, Any], uplink_codec: CodecSpec,
+                        batched: bool
+                        ) -> Generator[simpy.Event, Any, tuple[list[Update], dict[str, int]]]:
+        """One round with a deadline (class docs): the updates that arrived in time, in
+        scheduling order, and the row's ``late`` and ``busy`` counts."""
+        env, rec = sim.env, sim.recorder
+        start = env.now
+        closes = start + self.deadline_s  # type: ignore[operator]
+        launch = [agent for agent in chosen if agent not in busy]
+        ready = (self._batch(sim, slots, launch, state, down_payload, iteration)
+                 if batched and len(launch) > 1 else {})
+        arrived: dict[Any, tuple[Update, dict[str, float]]] = {}
+        pending = set(launch)
+        is_open = [True]
+
+        def job(agent: Any) -> Generator[simpy.Event, Any, None]:
+            busy.add(agent)
+            times: dict[str, float] = {}
+            update = yield from self._serve(sim, slots, agent, state, down_payload, down_bits,
+                                            iteration, up_rngs[agent], uplink_codec,
+                                            ready.get(agent), times)
+            busy.discard(agent)
+            pending.discard(agent)
+            if update is None:
+                return
+            if is_open[0]:
+                arrived[agent] = (update, times)
+            else:
+                rec.record("late_update", node=agent, round=iteration,
+                           lateness_s=env.now - closes, download_s=start,
+                           sent_s=times["sent_s"])
+
+        jobs = [env.process(job(agent)) for agent in launch]
+        timer = env.timeout(self.deadline_s)  # type: ignore[arg-type]
+        yield env.any_of([env.all_of(jobs), timer]) if jobs else timer
+        is_open[0] = False
+        updates = []
+        for agent in launch:
+            if agent in arrived:
+                update, times = arrived[agent]
+                rec.record("merged_update", node=agent, download_s=start,
+                           sent_s=times["sent_s"], arrived_s=times["arrived_s"], staleness=0)
+                updates.append(update)
+        return updates, {"late": len(pending), "busy": len(chosen) - len(launch)}
 
     def _forget(self, loop: Any, slots: AgentSlots, request: ForgetRequest,
                 iteration: int) -> None:
@@ -144,34 +215,54 @@ class ParameterServerProtocol:
 
     def _serve(self, sim: Simulation, slots: AgentSlots, agent: Any, state: Any,
                down_payload: Any, down_bits: int, iteration: int, up_rng: Any,
-               uplink_codec: CodecSpec, ready: tuple[Update, Any] | None = None
+               uplink_codec: CodecSpec, ready: tuple[Update, Any] | None = None,
+               times: dict[str, float] | None = None
                ) -> Generator[simpy.Event, Any, Update | None]:
-        net = sim.network
-        assert net is not None
-        down = yield from net.links[(SERVER, agent)].send(
-            Message(SERVER, agent, "state", down_payload, down_bits, iteration), deliver=False)
-        if not down.delivered:
-            if ready is not None and ready[1] is not None:
-                slots.rng(agent).bit_generator.state = ready[1]
-            return None
-        if ready is not None:
-            update = ready[0]
-        else:
-            received = wire.decode(self.downlink_codec, down_payload, state)
-            update = call(sim, self.learner.local_update, agent, received,
-                          slots.state(agent), slots.rng(agent), node=agent,
-                          iteration=iteration, what="learner.local_update")
-        duration = net.nodes[agent].compute_time(update.work)
-        if duration:
-            yield sim.env.timeout(duration)
-        up_payload, up_bits = wire.encode(uplink_codec, update.payload, up_rng)
-        up = yield from net.links[(agent, SERVER)].send(
-            Message(agent, SERVER, "update", up_payload, up_bits, iteration), deliver=False)
-        if not up.delivered:
-            return None
-        update.payload = wire.decode(uplink_codec, up_payload, update.payload)
-        update.agent = agent
-        return update
+        return serve_agent(sim, self.learner, slots, agent, state, down_payload, down_bits,
+                           iteration, up_rng, self.downlink_codec, uplink_codec, ready, times)
+
+
+def serve_agent(sim: Simulation, learner: GlobalStateLearner, slots: AgentSlots, agent: Any,
+                state: Any, down_payload: Any, down_bits: int, iteration: int, up_rng: Any,
+                downlink_codec: CodecSpec, uplink_codec: CodecSpec,
+                ready: tuple[Update, Any] | None = None,
+                times: dict[str, float] | None = None
+                ) -> Generator[simpy.Event, Any, Update | None]:
+    """SimPy process body of one agent's turn: downlink of ``state`` (encoded as
+    ``down_payload``), local update (``ready``: computed already, with its stream's state
+    before), compute time, uplink. The update as the server decodes it, or ``None`` if a
+    message was lost. ``times`` (if given) gets ``sent_s`` (the upload began) and
+    ``arrived_s``."""
+    net = sim.network
+    assert net is not None
+    down = yield from net.links[(SERVER, agent)].send(
+        Message(SERVER, agent, "state", down_payload, down_bits, iteration), deliver=False)
+    if not down.delivered:
+        if ready is not None and ready[1] is not None:
+            slots.rng(agent).bit_generator.state = ready[1]
+        return None
+    if ready is not None:
+        update = ready[0]
+    else:
+        received = wire.decode(downlink_codec, down_payload, state)
+        update = call(sim, learner.local_update, agent, received,
+                      slots.state(agent), slots.rng(agent), node=agent,
+                      iteration=iteration, what="learner.local_update")
+    duration = net.nodes[agent].compute_time(update.work)
+    if duration:
+        yield sim.env.timeout(duration)
+    up_payload, up_bits = wire.encode(uplink_codec, update.payload, up_rng)
+    if times is not None:
+        times["sent_s"] = sim.env.now
+    up = yield from net.links[(agent, SERVER)].send(
+        Message(agent, SERVER, "update", up_payload, up_bits, iteration), deliver=False)
+    if not up.delivered:
+        return None
+    if times is not None:
+        times["arrived_s"] = sim.env.now
+    update.payload = wire.decode(uplink_codec, up_payload, update.payload)
+    update.agent = agent
+    return update
 
 
 def summed_metrics(updates: Sequence[Update]) -> dict[str, float]:

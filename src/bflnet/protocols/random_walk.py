@@ -79,7 +79,7 @@ class RandomWalkProtocol:
         rec.record("init", node=current, **loop.evaluate(0, lambda: learner.evaluate(state),
                                                           node=current))
         adjacency = {k: frozenset(net.graph.neighbors(k)) for k in net.graph.nodes}
-        compute = {k: node.compute for k, node in net.nodes.items()}
+        compute = {k: node.compute_time for k, node in net.nodes.items()}
         links, codec, visits = net.links, self.codec, self.visits
         local_update, merge, evaluate = learner.local_update, learner.merge, learner.evaluate
         agent_state, agent_rng, commit = slots.state, slots.rng, slots.commit
@@ -107,7 +107,7 @@ class RandomWalkProtocol:
             except Exception as exc:
                 raise sim.error(exc, node=current, iteration=iteration,
                                 what="learner.local_update") from exc
-            duration = compute[current].duration(update.work)
+            duration = compute[current](update.work)
             outages = crashes[current] if can_crash else None
             if outages is not None and not _up_throughout(outages, env.now, duration):
                 # the holder crashed: its update is lost, the token is regenerated

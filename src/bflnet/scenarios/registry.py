@@ -20,8 +20,9 @@ PlotFunction = Callable[["pd.DataFrame"], "Figure"]
 #: The modules that register the scenarios, imported on the first look-up (they keep
 #: their heavy imports inside ``run``, so that ``bflnet list`` starts fast).
 SCENARIO_MODULES = (
-    "cdbfl_local_steps", "cdbfl_shift", "churn_gfvl", "consensus_averaging", "cover_time",
-    "dsvgd_sparsifiers", "dsvgd_vs_fedavg", "emtdamp", "forget_svgd", "gfvl_beta_bernoulli",
+    "async_fedavg", "cdbfl_local_steps", "cdbfl_shift", "churn_gfvl", "consensus_averaging",
+    "cover_time", "dsvgd_sparsifiers", "dsvgd_vs_fedavg", "emtdamp", "forget_svgd",
+    "gfvl_beta_bernoulli",
     "gfvl_beta_exponential", "gfvl_unlearning", "unlearning_latency",
 )
 

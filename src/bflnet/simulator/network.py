@@ -39,6 +39,11 @@ class Network:
     gets a fresh copy) or a ``(src, dst) -> Channel`` factory, e.g. for distance-dependent
     fading.
 
+    ``compute``: one compute model for every node, or a ``node -> ComputeModel`` factory;
+    a model that draws (:class:`~bflnet.simulator.compute.LogNormalTime`) uses the node's
+    stream ``compute.<node>``, and a model with per-run state (a trace) starts afresh in
+    every run (:meth:`rebind`).
+
     ``link_outages``: when links are down (:mod:`bflnet.faults.availability`): one
     availability for every link, or a mapping from node pairs ``(u, v)`` (either order;
     ``(agent, SERVER)`` for an agent's server links) to availabilities. Both directions of
@@ -82,10 +87,18 @@ class Network:
         channel = channel if channel is not None else IdealChannel()
         compute = compute if compute is not None else FixedStepTime(0.0)
         self.nodes: dict[Any, Node] = {}
+        #: Each node's compute model as built (each run uses its ``for_node`` copy).
+        self._compute_models: dict[Any, ComputeModel] = {}
         for node_id in [*graph.nodes, *([SERVER] if server else [])]:
             model = compute(node_id) if callable(compute) and not isinstance(
                 compute, ComputeModel) else compute
-            self.nodes[node_id] = Node(node_id, simpy.Store(env), model)
+            if not isinstance(model, ComputeModel):
+                raise ValueError(f"compute: must be a ComputeModel or a factory of them, got "
+                                 f"{type(model).__name__} for node {node_id!r}")
+            self._compute_models[node_id] = model
+            node = self.nodes[node_id] = Node(node_id, simpy.Store(env), model.for_node(node_id))
+            if model.draws:
+                node.compute_stream = partial(streams.numpy, f"compute.{node_id}")
         self.links: dict[tuple[Any, Any], Link] = {}
 
         #: Each link's channel as built, before any attempt (see :meth:`rebind`).
@@ -167,9 +180,13 @@ class Network:
         rebound network gives the same record as one on a network built afresh; building
         once saves the set-up of many short Monte-Carlo runs."""
         self.env, self.recorder = env, recorder
-        for node in self.nodes.values():
+        for node_id, node in self.nodes.items():
             node.inbox = simpy.Store(env)
             node.state, node.has_state, node.rng = None, False, None
+            model = self._compute_models[node_id]
+            node.compute, node.compute_rng = model.for_node(node_id), None
+            if model.draws:
+                node.compute_stream = partial(streams.numpy, f"compute.{node_id}")
         media: dict[int, Medium] = {}
         for (src, dst), link in self.links.items():
             link.env, link.recorder = env, recorder

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,11 +30,24 @@ class Node:
     rng: np.random.Generator | None = None
     #: When the node is down in this run (a ``faults`` timeline), or ``None``: never.
     outages: Any = None
+    #: Makes the node's compute stream ``compute.<id>`` (set by the network when the
+    #: compute model draws); the stream itself is made on the first computation.
+    compute_stream: Callable[[], np.random.Generator] | None = None
+    compute_rng: np.random.Generator | None = None
 
     @property
     def is_server(self) -> bool:
         return self.id == SERVER
 
     def compute_time(self, work: Work) -> float:
-        """Simulated seconds ``work`` takes on this node."""
-        return self.compute.duration(work)
+        """Simulated seconds ``work`` takes on this node (a model that draws gets the
+        node's own stream)."""
+        model = self.compute
+        if not model.draws:
+            return model.duration(work)
+        if self.compute_rng is None:
+            if self.compute_stream is None:
+                raise ValueError(f"node {self.id!r}: its compute model draws but the node "
+                                 "has no compute stream")
+            self.compute_rng = self.compute_stream()
+        return model.duration(work, self.compute_rng)

@@ -1,0 +1,177 @@
+"""Scenario ``async-fedavg``: FedAvg under log-normal stragglers, three ways of waiting for
+them, accuracy against simulated time.
+
+``K`` agents with i.i.d. Fashion-MNIST shards train a 784-``hidden``-10 MLP with FedAvg
+(``local_steps`` plain SGD steps per local update) through a parameter server. Each
+local update takes ``local_steps · compute_s_per_step · exp(straggler_sigma · Z)``
+simulated seconds, ``Z ~ N(0, 1)`` drawn from the agent's own stream
+(:class:`~bflnet.simulator.compute.LogNormalTime`); every method runs with the same seed,
+so the agents' compute streams are the same draws in every method. Uplinks use the
+config's channel (default 10 Mbit/s, 5 ms), downlinks are ideal, updates travel as
+float64. Methods (``methods``):
+
+* ``sync``: every agent every round; the round ends when the last update is in.
+* ``deadline``: every agent every round, but the round closes ``deadline_s`` after its
+  broadcast; later updates are dropped (``late``), and an agent still busy with an earlier
+  round is not sent the new state (``busy``).
+* ``fedbuff``: buffered asynchronous aggregation (Nguyen et al. 2022): each agent loops
+  download, compute, upload; the server merges every ``buffer_size`` arrivals, with
+  weights ``1/sqrt(1 + staleness)`` if ``staleness_weighted``.
+
+Each method runs ``duration_s`` simulated seconds (it stops after the first round or
+merge at or past it). One row per method and round (``sync``, ``deadline``) or merge
+(``fedbuff``), plus an ``init`` row: ``run_id``, ``method``, ``time_s``, ``iteration``,
+``cum_bits``, ``cum_bits_up``, ``cum_bits_down``, ``updates`` merged, ``late`` and
+``busy`` (``deadline``), ``staleness_mean`` and ``staleness_max`` (``fedbuff``) and the
+metrics ``accuracy``, ``ece``, ``nll``, ``brier`` (NaN between evaluations).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from bflnet.scenarios.config import param, validate
+from bflnet.scenarios.lists import comma_list
+from bflnet.scenarios.network_settings import NetworkSettings
+from bflnet.scenarios.registry import register
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+NAME = "async-fedavg"
+METHODS = ("sync", "deadline", "fedbuff")
+LABELS = {"sync": "synchronous FedAvg", "deadline": "FedAvg with a deadline",
+          "fedbuff": "FedBuff"}
+COLUMNS = ("run_id", "method")
+FASHION_TRAIN, FASHION_TEST = 60_000, 10_000
+
+
+@dataclass(frozen=True)
+class AsyncFedAvgConfig(NetworkSettings):
+    """Parameters of ``async-fedavg``."""
+
+    SCENARIO: ClassVar[str] = NAME
+    DECIDED_ELSEWHERE: ClassVar[dict[str, str]] = {
+        name: "agents talk to a parameter server over their uplinks (no D2D graph); K "
+              "decides the number of agents"
+        for name in ("graph", "edge_prob", "radius_m", "area_m", "graph_file")}
+
+    def graphs_in_use(self) -> tuple[str, ...]:
+        return ()
+
+    K: int = param(10, "number of agents", ge=2, le=1000)
+    rate_bps: float = param(1e7, "uplink rate in bit/s (fixed, gilbert-elliott)", gt=0,
+                            le=1e15)
+    compute_s_per_step: float = param(0.1, "median simulated seconds per local SGD step",
+                                      gt=0, le=1e6)
+    straggler_sigma: float = param(1.0, "sigma of the log-normal compute time of a local "
+                                   "update (0: no stragglers)", ge=0, le=10)
+    methods: str = param("sync,deadline,fedbuff", "comma list of methods: sync, deadline, "
+                         "fedbuff")
+    duration_s: float = param(60.0, "simulated seconds each method runs", gt=0, le=1e7)
+    deadline_s: float = param(1.2, "deadline method: seconds after each round's broadcast",
+                              gt=0, le=1e7)
+    buffer_size: int = param(3, "fedbuff: merge every this many arrivals (<= K)", ge=1,
+                             le=1000)
+    staleness_weighted: bool = param(True, "fedbuff: weight each update 1/sqrt(1 + "
+                                     "staleness)")
+    per_agent: int = param(200, "training examples per agent", ge=1, le=FASHION_TRAIN)
+    eval_size: int = param(1000, "test examples used for evaluation", ge=1, le=FASHION_TEST)
+    hidden: int = param(16, "hidden units of the MLP", ge=1, le=4096)
+    local_steps: int = param(5, "SGD steps per local update", ge=1, le=10**5)
+    lr: float = param(0.1, "SGD learning rate", gt=0, le=1e3)
+    batch_size: int = param(32, "minibatch size per SGD step", ge=1, le=10**5)
+    eval_every: int = param(1, "evaluate every this many rounds or merges",
+                            ge=1, le=10**9)
+    threads: int = param(1, "torch threads inside the run", ge=1, le=1024)
+
+    def __post_init__(self) -> None:
+        validate(self)
+        self.check_network_fields()
+        bad = [m for m in comma_list("methods", self.methods) if m not in METHODS]
+        if bad:
+            raise ValueError(f"methods: each value must be one of {', '.join(METHODS)}, "
+                             f"got {bad[0]!r}")
+        if self.buffer_size > self.K:
+            raise ValueError(f"buffer_size: must be <= K = {self.K}, got {self.buffer_size}")
+        if self.K * self.per_agent > FASHION_TRAIN:
+            raise ValueError(f"per_agent: K·per_agent = {self.K * self.per_agent} exceeds "
+                             f"the {FASHION_TRAIN} training examples")
+
+
+def default_plot(frame: pd.DataFrame) -> Figure:
+    """Test accuracy against simulated seconds, one curve per method (median over
+    runs)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    rows = frame.dropna(subset=["accuracy"])
+    for method in [m for m in METHODS if m in set(rows["method"])]:
+        for i, (_, run) in enumerate(rows[rows["method"] == method].groupby("run_id")):
+            ax.plot(run["time_s"], run["accuracy"], color=f"C{METHODS.index(method)}",
+                    alpha=1.0 if i == 0 else 0.4,
+                    label=LABELS[method] if i == 0 else None)
+    ax.set(xlabel="simulated time (s)", ylabel="test accuracy",
+           title="FedAvg under log-normal stragglers")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    return fig
+
+
+@register(NAME, AsyncFedAvgConfig,
+          "FedAvg under log-normal stragglers: synchronous rounds, rounds with a deadline, "
+          "and FedBuff's buffered asynchronous merges; accuracy against simulated time.",
+          plot=default_plot, datasets=("fashion-mnist",))
+def run(config: AsyncFedAvgConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+    import networkx as nx
+    import torch  # lazily, so that `bflnet list` stays fast
+
+    from bflnet.channels import IdealChannel
+    from bflnet.learners.fedavg import FedAvg
+    from bflnet.learners.hyper import FedAvgParams
+    from bflnet.learners.models import BayesianMLP
+    from bflnet.protocols.buffered_server import BufferedServerProtocol
+    from bflnet.protocols.parameter_server import ParameterServerProtocol
+    from bflnet.protocols.scheduling import AllAgents
+    from bflnet.protocols.stopping import StopRule
+    from bflnet.scenarios.dsvgd_common import iid_fashion_mnist, tidy
+    from bflnet.simulator.compute import LogNormalTime
+    from bflnet.simulator.rng import RngStreams
+    from bflnet.simulator.simulation import Simulation
+
+    torch.set_num_threads(config.threads)
+    data = iid_fashion_mnist(config.K, config.per_agent, config.eval_size,
+                             RngStreams(seed).numpy("data"))
+    model = BayesianMLP(784, config.hidden, 10)
+    stop = StopRule(max_time_s=config.duration_s)
+    frames = []
+    for method in comma_list("methods", config.methods):
+        learner = FedAvg(model, data.agents, FedAvgParams(
+            local_steps=config.local_steps, lr=config.lr, batch_size=config.batch_size),
+            eval_data=data.eval)
+        sim = Simulation(seed, name=f"{NAME} {method}")
+        graph = nx.empty_graph(config.K)
+        kwargs = config.network_kwargs(graph)
+        kwargs["compute"] = LogNormalTime(config.compute_s_per_step, config.straggler_sigma)
+        sim.build_network(graph, server=True, downlink_channel=IdealChannel(), **kwargs)
+        if method == "fedbuff":
+            protocol: object = BufferedServerProtocol(
+                learner, stop, buffer_size=config.buffer_size,
+                staleness_weighted=config.staleness_weighted, eval_every=config.eval_every,
+                progress=progress)
+        else:
+            protocol = ParameterServerProtocol(
+                learner, stop, selector=AllAgents(), eval_every=config.eval_every,
+                progress=progress, deadline_s=config.deadline_s if method == "deadline" else None)
+        frame = sim.run(protocol).frame  # type: ignore[arg-type]
+        # the round / merge rows, without the columns of the per-update rows
+        frame = frame[frame["event"].isin(("init", "iteration"))].dropna(axis=1, how="all")
+        frame = frame.drop(columns=["node", "scheduled"], errors="ignore")
+        frames.append(frame.reset_index(drop=True).assign(run_id=f"{method}-s{seed}",
+                                                          method=method))
+    return tidy(frames, COLUMNS)

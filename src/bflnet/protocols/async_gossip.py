@@ -228,6 +228,7 @@ class _Run:
     def deadline(self, max_time_s: float) -> Generator[simpy.Event, Any, None]:
         """End the run at ``max_time_s`` with an ``end`` row carrying the metrics."""
         yield self.env.timeout(max_time_s)
+        yield self.env.timeout(0)  # after whatever else is due then (e.g. a position update)
         if self.done.triggered:
             return
         learner, loop = self.p.learner, self.loop

@@ -5,6 +5,7 @@ one of the static network."""
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from bflnet.channels import FixedRateChannel
 from bflnet.faults.mobility import RandomWaypoint
@@ -243,3 +244,16 @@ def test_nodes_that_never_move_give_the_frames_of_the_static_network():
     still = moving(speed=(0.0, 0.0))
     assert consensus_frame("matrix").equals(consensus_frame("metropolis-hastings", still))
     assert walk_frame(False).equals(walk_frame(True, mobility=still))
+
+
+def test_a_large_moving_network_mixes_with_a_sparse_matrix():
+    graph = random_geometric(2500, 5.0, AREA, np.random.default_rng(0))
+    sim = Simulation(0)
+    sim.build_network(graph, channel=FixedRateChannel(1e6, 0.05),
+                      mobility=Mobility(RandomWaypoint(AREA, 1.0, 2.0), 5.0, 0.01))
+    protocol = ConsensusProtocol(ConsensusAveraging(), "metropolis-hastings",
+                                 StopRule(max_iterations=2))
+    sim.run(protocol)
+    W = protocol.current_weights
+    assert sp.issparse(W) and W.shape == (2500, 2500) and protocol.recomputed >= 2
+    check_mixing(W)

@@ -20,6 +20,8 @@ from bflnet.simulator.simulation import Outcome, Simulation
 
 #: What a lost gossip message does (see :class:`ConsensusProtocol`).
 LOST = ("reuse", "skip")
+#: Above this many nodes a mixing matrix built from a rule name is sparse.
+DENSE_MAX = 2000
 
 
 class ConsensusProtocol:
@@ -46,8 +48,8 @@ class ConsensusProtocol:
     the network's graph. A network with mobility needs a name: each round that starts
     after the live graph changed recomputes the matrix for the live graph (an isolated
     node keeps its value), and a neighbour that moved out of range is forgotten (its last
-    value is not reused); ``current_weights`` is the matrix in use and ``recomputed``
-    counts the recomputations.
+    value is not reused); ``current_weights`` is the matrix in use (sparse above
+    :data:`DENSE_MAX` nodes) and ``recomputed`` counts the recomputations.
     """
 
     def __init__(self, learner: ConsensusLearner, weights: np.ndarray | str, stop: StopRule, *,
@@ -83,7 +85,7 @@ class ConsensusProtocol:
     def _live_rows(self, live: Any) -> tuple[dict[Any, dict[Any, float]], dict[Any, list[Any]]]:
         """The mixing rows and neighbour lists of the live graph as it is now."""
         u, v = live.edges()
-        weights = mixing_from_edges(self.weights, live.K, u, v)
+        weights = mixing_from_edges(self.weights, live.K, u, v, sparse=live.K > DENSE_MAX)
         self.current_weights = weights
         self.recomputed += 1
         nodes = list(range(live.K))
@@ -105,7 +107,7 @@ class ConsensusProtocol:
         else:
             weights = self.weights
             if isinstance(weights, str):
-                weights = make_mixing(weights, net.graph)
+                weights = make_mixing(weights, net.graph, sparse=len(nodes) > DENSE_MAX)
             self.current_weights = weights
             neighbours = {k: list(net.graph.neighbors(k)) for k in nodes}
             rows = _checked_rows(weights, nodes, neighbours)

@@ -60,6 +60,8 @@ TINY: dict[str, dict[str, object]] = {
     "gfvl-unlearning": {"K": 6, "runs": 1, "learn_iterations": 5, "iterations": 5,
                         "points_per_agent": 5, "eval_every": 2},
     "unlearning-latency": {"K": 6, "runs": 3, "learn_iterations": 3, "max_iterations": 500},
+    "mobile-gossip": {"K": 6, "duration_s": 3.0, "speeds": "0,3", "rate": 2.0, "area_m": 20.0,
+                      "radius_m": 20.0},
 }
 
 

@@ -38,6 +38,15 @@ class Channel(ABC):
         (an ideal or lossless fixed-rate link) lets the link skip creating its stream."""
         return True
 
+    #: Whether the channel depends on the transmitter-receiver distance (then
+    #: :meth:`with_distance` gives it at another distance, e.g. of moving nodes).
+    distance_dependent: bool = False
+
+    def with_distance(self, distance_m: float) -> Channel:
+        """This channel at distance ``distance_m`` (the hook through which moving nodes
+        set a link's live distance); the channel itself when it does not depend on it."""
+        return self
+
     def fresh(self) -> Channel:
         """An instance for one more link: a copy with initial state if the channel is
         stateful, else the channel itself (stateless channels are safe to share)."""

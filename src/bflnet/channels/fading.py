@@ -22,6 +22,8 @@ from bflnet.checks import check_real
 class _BlockFadingChannel(Channel):
     """Shared parameters, path loss, airtime and outage threshold of the fading channels."""
 
+    distance_dependent = True
+
     def __init__(
         self,
         bandwidth_hz: float,

@@ -61,6 +61,13 @@ class ConsensusAveraging(ConsensusLearner):
             mixed = mixed + weights[peer] * np.asarray(value, dtype=float)
         return AveragingState(state.x0, mixed)
 
+    def absorb_pair(self, node: Any, state: AveragingState, peer: Any, mine: np.ndarray,
+                    theirs: np.ndarray, weight: float) -> AveragingState:
+        """``x ← x + weight · (theirs − mine)``: the two ends of an exchange move by exactly
+        opposite amounts, so their sum (and the network's mean) is kept."""
+        step = weight * (np.asarray(theirs, dtype=float) - np.asarray(mine, dtype=float))
+        return AveragingState(state.x0, state.x + step)
+
     def evaluate(self, states: Mapping[Any, AveragingState]) -> dict[str, float]:
         stacked = np.concatenate([s.x for s in states.values()])
         true_mean = float(np.mean([s.x0 for s in states.values()]))

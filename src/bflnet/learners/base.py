@@ -191,6 +191,16 @@ class ConsensusLearner(ABC):
         """Mix: ``weights[node]`` is the self weight, ``weights[j]`` that of neighbour ``j``;
         returns the node's new state."""
 
+    def absorb_pair(self, node: Any, state: Any, peer: Any, mine: Any, theirs: Any,
+                    weight: float) -> Any:
+        """Pairwise gossip (asynchronous mode): ``node`` and ``peer`` swapped payloads;
+        ``mine`` is what ``peer`` decoded of ``node``'s, ``theirs`` what ``node`` decoded of
+        ``peer``'s. The new state moves ``weight`` of the way towards ``theirs``. By default
+        ``absorb`` with weights ``{node: 1 - weight, peer: weight}`` on the current state;
+        a learner that overrides this with ``state + weight * (theirs - mine)`` keeps the
+        pair's sum exact even when the state changed since it sent ``mine``."""
+        return self.absorb(node, state, {peer: theirs}, {node: 1.0 - weight, peer: weight})
+
     def evaluate(self, states: Mapping[Any, Any]) -> dict[str, float]:
         """Metrics of the nodes' current states; none by default."""
         return {}

@@ -12,7 +12,7 @@ import simpy
 from bflnet.learners.base import ConsensusLearner, PerNeighbour
 from bflnet.protocols import wire
 from bflnet.protocols.base import AgentSlots, call, check_eval_every, start_run
-from bflnet.protocols.mixing import weight_rows
+from bflnet.protocols.mixing import MIXING_NAMES, make_mixing, mixing_from_edges, weight_rows
 from bflnet.protocols.stopping import StopRule
 from bflnet.protocols.wire import CodecSpec
 from bflnet.simulator.message import Message
@@ -20,6 +20,8 @@ from bflnet.simulator.simulation import Outcome, Simulation
 
 #: What a lost gossip message does (see :class:`ConsensusProtocol`).
 LOST = ("reuse", "skip")
+#: Above this many nodes a mixing matrix built from a rule name is sparse.
+DENSE_MAX = 2000
 
 
 class ConsensusProtocol:
@@ -41,9 +43,16 @@ class ConsensusProtocol:
 
     By default ``lost`` is ``"skip"`` for a learner whose ``increments`` attribute is true
     (CD-BFL, CF-FL) and ``"reuse"`` otherwise.
+
+    ``weights`` may also be the name of a mixing rule (:data:`MIXING_NAMES`), built for
+    the network's graph. A network with mobility needs a name: each round that starts
+    after the live graph changed recomputes the matrix for the live graph (an isolated
+    node keeps its value), and a neighbour that moved out of range is forgotten (its last
+    value is not reused); ``current_weights`` is the matrix in use (sparse above
+    :data:`DENSE_MAX` nodes) and ``recomputed`` counts the recomputations.
     """
 
-    def __init__(self, learner: ConsensusLearner, weights: np.ndarray, stop: StopRule, *,
+    def __init__(self, learner: ConsensusLearner, weights: np.ndarray | str, stop: StopRule, *,
                  codec: CodecSpec = None, eval_every: int = 1, progress: bool = False,
                  lost: str | None = None) -> None:
         increments = bool(getattr(learner, "increments", False))
@@ -55,31 +64,53 @@ class ConsensusProtocol:
             raise ValueError(f"lost: {type(learner).__name__} sends increments, which must "
                              f"not be reused; use lost='skip'")
         self.lost = lost
-        if not sp.issparse(weights):
-            weights = np.asarray(weights, dtype=float)
-        if weights.ndim != 2 or weights.shape[0] != weights.shape[1]:
-            raise ValueError(f"weights: must be a square matrix, got shape {weights.shape}")
+        if isinstance(weights, str):
+            if weights not in MIXING_NAMES:
+                raise ValueError(f"weights: unknown mixing rule {weights!r}; allowed: "
+                                 f"{', '.join(MIXING_NAMES)}")
+        else:
+            if not sp.issparse(weights):
+                weights = np.asarray(weights, dtype=float)
+            if weights.ndim != 2 or weights.shape[0] != weights.shape[1]:
+                raise ValueError(f"weights: must be a square matrix, got shape {weights.shape}")
         self.learner = learner
         self.weights = weights
         self.stop = stop
         self.codec = codec
         self.eval_every = check_eval_every(eval_every)
         self.progress = progress
+        self.current_weights: Any = None
+        self.recomputed = 0
+
+    def _live_rows(self, live: Any) -> tuple[dict[Any, dict[Any, float]], dict[Any, list[Any]]]:
+        """The mixing rows and neighbour lists of the live graph as it is now."""
+        u, v = live.edges()
+        weights = mixing_from_edges(self.weights, live.K, u, v, sparse=live.K > DENSE_MAX)
+        self.current_weights = weights
+        self.recomputed += 1
+        nodes = list(range(live.K))
+        neighbours = {k: list(live.neighbours[k]) for k in nodes}
+        return _checked_rows(weights, nodes, neighbours), neighbours
 
     def process(self, sim: Simulation) -> Generator[simpy.Event, Any, Outcome]:
         net = sim.network
         assert net is not None
         env, rec, learner = sim.env, sim.recorder, self.learner
         nodes = list(net.agents)
-        rows = weight_rows(self.weights, nodes)
-        neighbours = {k: list(net.graph.neighbors(k)) for k in nodes}
-        for k in nodes:
-            adjacent = set(neighbours[k])
-            bad = [j for j in rows[k] if j != k and j not in adjacent]
-            if bad:
-                raise ValueError(f"weights: non-zero weight between non-neighbours {k} and "
-                                 f"{bad[0]}")
-            rows[k].update({j: 0.0 for j in adjacent if j not in rows[k]})
+        live = net.live
+        if live is not None:
+            if not isinstance(self.weights, str):
+                raise ValueError("weights: a network with mobility needs a mixing rule name "
+                                 "(recomputed as the graph changes), not a fixed matrix")
+            version = live.version
+            rows, neighbours = self._live_rows(live)
+        else:
+            weights = self.weights
+            if isinstance(weights, str):
+                weights = make_mixing(weights, net.graph, sparse=len(nodes) > DENSE_MAX)
+            self.current_weights = weights
+            neighbours = {k: list(net.graph.neighbors(k)) for k in nodes}
+            rows = _checked_rows(weights, nodes, neighbours)
         common = call(sim, learner.init, sim.streams.numpy("learner"), node=None,
                       iteration=0, what="learner.init")
         setup = start_run(sim, self.stop, eval_every=self.eval_every, progress=self.progress,
@@ -97,6 +128,11 @@ class ConsensusProtocol:
         links, compute = net.links, {k: net.nodes[k].compute_time for k in nodes}
         iteration = 0
         while True:
+            if live is not None and live.version != version:
+                version = live.version
+                rows, neighbours = self._live_rows(live)
+                for k in nodes:  # a neighbour out of range is forgotten
+                    last[k] = {j: x for j, x in last[k].items() if j in rows[k]}
             iteration += 1
             rec.iteration = iteration
             t0 = env.now
@@ -186,6 +222,21 @@ class ConsensusProtocol:
             seen, _PerReceiver) else seen, node=node, iteration=iteration, what="learner.sent")
         slots.commit(node, state)
         return duration
+
+
+def _checked_rows(weights: Any, nodes: list[Any], neighbours: dict[Any, list[Any]]
+                  ) -> dict[Any, dict[Any, float]]:
+    """Each node's weights (:func:`weight_rows`), every neighbour present (0 if absent);
+    a one-line error for a weight between non-neighbours."""
+    rows = weight_rows(weights, nodes)
+    for k in nodes:
+        adjacent = set(neighbours[k])
+        bad = [j for j in rows[k] if j != k and j not in adjacent]
+        if bad:
+            raise ValueError(f"weights: non-zero weight between non-neighbours {k} and "
+                             f"{bad[0]}")
+        rows[k].update({j: 0.0 for j in adjacent if j not in rows[k]})
+    return rows
 
 
 def _delivery_order(item: tuple[Any, ...]) -> tuple[float, float, int]:

@@ -105,6 +105,37 @@ def make_mixing(name: str, graph: nx.Graph, sparse: bool = False) -> Matrix:
     return _BUILDERS[name](graph, sparse=sparse)
 
 
+def mixing_from_edges(name: str, k: int, u: np.ndarray, v: np.ndarray,
+                      sparse: bool = False) -> Matrix:
+    """The mixing matrix ``name`` of the graph on nodes ``0..k-1`` with edges ``(u[i],
+    v[i])`` (each pair once), connected or not (e.g. a live graph of moving nodes): an
+    isolated node keeps its own value (weight 1). ``"uniform"`` is refused unless the
+    edges make the complete graph.
+
+    >>> W = mixing_from_edges("metropolis-hastings", 3, np.array([0]), np.array([1]))
+    >>> W.tolist()
+    [[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]
+    """
+    if name not in _BUILDERS:
+        raise ValueError(
+            f"name: unknown mixing matrix {name!r}; allowed: {', '.join(MIXING_NAMES)}"
+        )
+    u = np.asarray(u, dtype=np.int64)
+    v = np.asarray(v, dtype=np.int64)
+    deg = np.bincount(np.concatenate([u, v]), minlength=k)
+    if name == "uniform":
+        if u.size != k * (k - 1) // 2:
+            raise ValueError(f"name: uniform weights need the complete graph "
+                             f"({k * (k - 1) // 2} edges for K={k}), got {u.size} edges")
+        W = np.full((k, k), 1.0 / k)
+        return sp.csr_array(W) if sparse else W
+    if name == "max-degree":
+        w = np.full(u.shape, 1.0 / (int(deg.max(initial=0)) + 1.0))
+    else:
+        w = 1.0 / (1.0 + np.maximum(deg[u], deg[v]))
+    return _assemble(k, u, v, w, sparse)
+
+
 def _as_square(W: Any) -> Matrix:
     W = sp.csr_array(W, dtype=np.float64) if sp.issparse(W) else np.asarray(W, dtype=np.float64)
     if W.ndim != 2 or W.shape[0] != W.shape[1] or W.shape[0] == 0:

@@ -43,6 +43,11 @@ class RandomWalkProtocol:
     later the node that handed it the token regenerates the token from the copy it kept
     (``token_regenerated``) and decides where it goes next. Without outages none of this
     runs.
+
+    Mobility (``Network(mobility=...)``): the walk must be one over the run's live graph
+    (:class:`~bflnet.protocols.live_walk.LiveMetropolisHastingsWalk` of ``net.live``); a
+    hop goes to a neighbour that is live when the holder decides. An isolated holder
+    keeps the token (and computes again), so give it a compute time for the graph to move.
     """
 
     def __init__(self, learner: GlobalStateLearner, walk: Any, stop: StopRule, *,
@@ -78,7 +83,14 @@ class RandomWalkProtocol:
             raise ValueError(f"start: node {current!r} is not in the graph")
         rec.record("init", node=current, **loop.evaluate(0, lambda: learner.evaluate(state),
                                                           node=current))
-        adjacency = {k: frozenset(net.graph.neighbors(k)) for k in net.graph.nodes}
+        live, graph = net.live, net.graph
+        if live is None:
+            adjacency = {k: frozenset(graph.neighbors(k)) for k in graph.nodes}
+        else:  # the live graph's own map, changed in place as the nodes move
+            if getattr(self.walk, "live", None) is not live:
+                raise ValueError("walk: a network with mobility needs a walk over its live "
+                                 "graph, LiveMetropolisHastingsWalk(net.live)")
+            adjacency, graph = live.adjacency, live.graph
         compute = {k: node.compute_time for k, node in net.nodes.items()}
         links, codec, visits = net.links, self.codec, self.visits
         local_update, merge, evaluate = learner.local_update, learner.merge, learner.evaluate
@@ -144,7 +156,7 @@ class RandomWalkProtocol:
                 if nxt == current:
                     break
                 direct = nxt in adjacency[current]
-                hops = (nxt,) if direct else nx.shortest_path(net.graph, current, nxt)[1:]
+                hops = (nxt,) if direct else nx.shortest_path(graph, current, nxt)[1:]
                 payload, bits = wire.encode(codec, state, codec_rng)
                 sender, moved = current, True
                 for hop in hops:

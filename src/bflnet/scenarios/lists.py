@@ -37,16 +37,20 @@ def int_list(field: str, text: str, minimum: int, maximum: int | None = None) ->
     return out
 
 
-def float_list(field: str, text: str, maximum: float = 1e6) -> list[float]:
-    """Distinct finite numbers in ``(0, maximum]`` from a comma list; one-line errors."""
+def float_list(field: str, text: str, maximum: float = 1e6,
+               allow_zero: bool = False) -> list[float]:
+    """Distinct finite numbers in ``(0, maximum]`` (``[0, maximum]`` with ``allow_zero``)
+    from a comma list; one-line errors."""
     out = []
     for item in comma_list(field, text):
         try:
             value = float(item)
         except ValueError:
             value = math.nan
-        if not (math.isfinite(value) and 0 < value <= maximum):
-            raise ValueError(f"{field}: each value must be a number > 0 and <= {maximum:g}, "
+        low_ok = value >= 0 if allow_zero else value > 0
+        if not (math.isfinite(value) and low_ok and value <= maximum):
+            raise ValueError(f"{field}: each value must be a number "
+                             f"{'>=' if allow_zero else '>'} 0 and <= {maximum:g}, "
                              f"got {item!r}")
         out.append(value)
     if len(set(out)) != len(out):

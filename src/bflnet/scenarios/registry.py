@@ -22,8 +22,8 @@ PlotFunction = Callable[["pd.DataFrame"], "Figure"]
 SCENARIO_MODULES = (
     "async_fedavg", "cdbfl_local_steps", "cdbfl_shift", "churn_gfvl", "consensus_averaging",
     "cover_time", "dsvgd_sparsifiers", "dsvgd_vs_fedavg", "emtdamp", "forget_svgd",
-    "gfvl_beta_bernoulli",
-    "gfvl_beta_exponential", "gfvl_unlearning", "unlearning_latency",
+    "gfvl_beta_bernoulli", "gfvl_beta_exponential", "gfvl_unlearning", "mobile_gossip",
+    "unlearning_latency",
 )
 
 #: The scenario ``bflnet run`` uses when no name is given.

@@ -7,6 +7,7 @@ from functools import partial
 from typing import Any
 
 import networkx as nx
+import numpy as np
 import simpy
 
 from bflnet.channels.base import Channel
@@ -14,11 +15,16 @@ from bflnet.channels.ideal import IdealChannel
 from bflnet.faults.availability import UnionTimeline
 from bflnet.simulator.compute import ComputeModel, FixedStepTime
 from bflnet.simulator.link import Link, Medium
+from bflnet.simulator.live_graph import LiveGraph, Mobility
 from bflnet.simulator.node import SERVER, Node
 from bflnet.simulator.recorder import Recorder
 from bflnet.simulator.rng import RngStreams
 
 ChannelSpec = Channel | Callable[[Any, Any], Channel]
+
+#: Distances below this (metres) are taken as this by distance-dependent channels of
+#: moving nodes (two nodes at one point would otherwise have no path loss defined).
+MIN_DISTANCE_M = 1e-3
 
 
 def _channel_for(spec: ChannelSpec, src: Any, dst: Any) -> Channel:
@@ -57,6 +63,14 @@ class Network:
     ``node_down`` (a reboot that keeps its memory) or loses it (a crash: the row says
     ``lost="agent_state"``, and the protocol initialises the agent afresh,
     ``learner.init_agent``, the next time it is scheduled); the agent's stream goes on.
+
+    ``mobility`` (a :class:`~bflnet.simulator.live_graph.Mobility`, or ``None``: nodes stay
+    put, no cost): the agents move from the graph's positions and :attr:`live` is the run's
+    :class:`~bflnet.simulator.live_graph.LiveGraph`; a pair that comes within range gets
+    its two D2D links then (channel from ``channel``, streams ``link.<src>.<dst>`` as
+    always), and a distance-dependent channel (fading) is moved to the live distance of
+    its ends at every position update. Per-pair ``link_outages`` are not supported with
+    mobility.
     """
 
     def __init__(
@@ -77,10 +91,16 @@ class Network:
         link_outages: Any = None,
         node_outages: Any = None,
         keep_state: bool = True,
+        mobility: Mobility | None = None,
     ) -> None:
         if not isinstance(keep_state, bool):
             raise ValueError(f"keep_state: must be True or False, got {keep_state!r}")
         self.keep_state = keep_state
+        if mobility is not None and not isinstance(mobility, Mobility):
+            raise ValueError(f"mobility: must be a Mobility or None, got "
+                             f"{type(mobility).__name__}")
+        if mobility is not None and link_outages is not None:
+            raise ValueError("link_outages: not supported with mobility (node_outages are)")
         self.env = env
         self.recorder = recorder
         self.graph = graph
@@ -113,6 +133,12 @@ class Network:
                 recorder, inbox=self.nodes[dst].inbox, mtu_bits=mtu_bits,
                 max_attempts=max_attempts, medium=medium, direction=direction)
 
+        self._mobility = mobility
+        #: The run's live graph of moving nodes (``None`` without mobility).
+        self.live: LiveGraph | None = None
+        if mobility is not None:
+            self._d2d_spec, self._link_kwargs = channel, dict(mtu_bits=mtu_bits,
+                                                               max_attempts=max_attempts)
         for u, v in graph.edges:
             add(u, v, channel, "d2d")
             add(v, u, channel, "d2d")
@@ -126,6 +152,49 @@ class Network:
         self._outage_specs = outage_specs(link_outages, self.links)
         self._node_outage_specs = node_outage_specs(node_outages, list(graph.nodes))
         self._draw_outages(streams)
+        if mobility is not None:
+            self._static_links = frozenset(self.links)
+            self._start_moving(streams)
+
+    def _start_moving(self, streams: RngStreams) -> None:
+        """This run's live graph, with the network listening to its changes."""
+        assert self._mobility is not None
+        self._streams = streams
+        self.live = LiveGraph(self.graph, self._mobility, streams)
+        self._fading = any(link.channel.distance_dependent for link in self.links.values())
+        self.live.listeners.append(self._follow)
+
+    def _follow(self, added: np.ndarray, removed: np.ndarray, moved: np.ndarray) -> None:
+        """Links for pairs seen in range for the first time; fading channels of the live
+        pairs with a moving end moved to their new distance."""
+        for u, v in added.tolist():
+            if (u, v) not in self.links:
+                self._add_d2d(u, v)
+                self._add_d2d(v, u)
+        if not self._fading:
+            return
+        live = self.live
+        assert live is not None
+        u, v = live.edges()
+        pick = moved[u] | moved[v]
+        u, v = u[pick], v[pick]
+        dist = np.maximum(np.hypot(*(live.positions[u] - live.positions[v]).T), MIN_DISTANCE_M)
+        for a, b, d in zip(u.tolist(), v.tolist(), dist.tolist(), strict=True):
+            for link in (self.links[(a, b)], self.links[(b, a)]):
+                if link.channel.distance_dependent:
+                    link.channel = link.channel.with_distance(d)
+
+    def _add_d2d(self, src: Any, dst: Any) -> None:
+        """A D2D link ``src -> dst`` for a pair that came within range (mobility)."""
+        channel = _channel_for(self._d2d_spec, src, dst)
+        self._fading = self._fading or channel.distance_dependent
+        lines = [line for line in (self.nodes[src].outages, self.nodes[dst].outages)
+                 if line is not None]
+        self.links[(src, dst)] = Link(
+            self.env, src, dst, channel, partial(self._streams.numpy, f"link.{src}.{dst}"),
+            self.recorder, inbox=self.nodes[dst].inbox, direction="d2d",
+            outages=None if not lines else lines[0] if len(lines) == 1 else
+            UnionTimeline(lines), **self._link_kwargs)
 
     def _draw_outages(self, streams: RngStreams) -> None:
         """Each failing node's and pair's timeline for this run; each link is down while
@@ -151,6 +220,8 @@ class Network:
             self.env.process(self._changes(self.nodes[node_id].outages, "node", node_id, None))
         for (a, b) in self._outage_specs:
             self.env.process(self._changes(self._pair_lines[(a, b)], "link", a, b))
+        if self.live is not None:
+            self.env.process(self.live.process(self.env, self.recorder))
 
     def _changes(self, line: Any, what: str, node: Any, peer: Any
                  ) -> Iterator[simpy.Event]:
@@ -180,6 +251,9 @@ class Network:
         rebound network gives the same record as one on a network built afresh; building
         once saves the set-up of many short Monte-Carlo runs."""
         self.env, self.recorder = env, recorder
+        if self._mobility is not None:  # the pairs met in range last run are gone
+            self.links = {key: link for key, link in self.links.items()
+                          if key in self._static_links}
         for node_id, node in self.nodes.items():
             node.inbox = simpy.Store(env)
             node.state, node.has_state, node.rng = None, False, None
@@ -195,6 +269,8 @@ class Network:
             link.channel = self._initial_channels[(src, dst)].fresh()
             link.medium = media.setdefault(id(link.medium), Medium())
         self._draw_outages(streams)
+        if self._mobility is not None:
+            self._start_moving(streams)
 
     @property
     def agents(self) -> list[Any]:
@@ -213,6 +289,9 @@ class Network:
             raise ValueError(f"no link {src} -> {dst} in this network") from None
 
     def neighbours(self, node: Any) -> Iterator[Any]:
+        """The node's neighbours (the live ones with mobility)."""
+        if self.live is not None:
+            return iter(self.live.neighbours[node])
         return iter(self.graph.neighbors(node))
 
 

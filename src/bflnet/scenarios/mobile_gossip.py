@@ -1,0 +1,145 @@
+"""Scenario ``mobile-gossip``: consensus averaging while the nodes move.
+
+``K`` agents start on a random geometric graph (``radius_m`` in an ``area_m`` square) and
+move by the random waypoint model (speeds uniform in ``[s(1 - speed_spread), s(1 +
+speed_spread)]`` m/s, pauses of ``pause_s``); every ``update_s`` seconds the edges follow
+the distances (a ``fault`` row per edge that appears or vanishes, ``cause="mobility"``).
+They average one number each, by asynchronous pairwise gossip (``mode=async``: Poisson
+clocks of ``rate`` per node) or synchronous rounds (``mode=sync``: the mixing matrix
+recomputed at each change of the graph). One run of ``duration_s`` simulated seconds per
+speed of ``speeds`` (same seed: same start graph, values and clocks; speed 0 is the
+static network), rows tagged with ``speed``; ``max_deviation`` from the true mean against
+``time_s`` (and ``cum_bits``) shows what mobility does to mixing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from bflnet.scenarios.config import param, validate
+from bflnet.scenarios.lists import float_list
+from bflnet.scenarios.network_settings import GRAPHS, NetworkSettings
+from bflnet.scenarios.registry import register
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+NAME = "mobile-gossip"
+#: Largest node speed accepted, m/s.
+MAX_SPEED = 1e4
+#: Most position updates (``duration_s / update_s``) a run may take.
+MAX_UPDATES = 10**7
+#: The fields each mode reads alone.
+MODE_FIELDS = {"rate": "async", "weight": "async", "mixing": "sync"}
+
+
+@dataclass(frozen=True)
+class MobileGossipConfig(NetworkSettings):
+    """Parameters of ``mobile-gossip``."""
+
+    SCENARIO: ClassVar[str] = NAME
+    DECIDED_ELSEWHERE: ClassVar[dict[str, str]] = {
+        **dict.fromkeys(("graph", "edge_prob", "graph_file"),
+                        "mobility needs positions: the start graph is always "
+                        "random-geometric (K, radius_m, area_m)"),
+        "distance_m": "the nodes' positions decide the link distances (radius_m, area_m)",
+        "compute_s_per_step": "averaging does no local computation (the clocks, rounds and "
+                              "the channel decide the time)"}
+
+    graph: str = param("random-geometric", "topology at the start (always random-geometric: "
+                       "mobility needs positions)", choices=GRAPHS)
+    speeds: str = param("0,1,5", "comma list of node speeds in m/s, one run each (0: static)")
+    speed_spread: float = param(0.5, "each leg's speed uniform in [s(1-spread), s(1+spread)]",
+                                ge=0, lt=1)
+    pause_s: float = param(1.0, "pause at each waypoint in seconds", ge=0, le=1e6)
+    update_s: float = param(0.1, "period of the position updates in seconds", gt=0, le=1e6)
+    duration_s: float = param(20.0, "simulated seconds per speed", gt=0, le=1e6)
+    mode: str = param("async", "gossip mode", choices=("async", "sync"))
+    rate: float = param(1.0, "wake-ups per second per node (mode=async)", gt=0, le=1e3)
+    weight: float = param(0.5, "pairwise mixing weight (mode=async; 0.5: both take the "
+                          "average)", gt=0, lt=1)
+    mixing: str = param("metropolis-hastings", "mixing rule, recomputed on each change "
+                        "(mode=sync)", choices=("metropolis-hastings", "max-degree"))
+    codec: str = param("raw64", "payload encoding", choices=("raw32", "raw64"))
+    init: str = param("normal", "distribution of the initial values",
+                      choices=("normal", "uniform"))
+    record_messages: bool = param(False, "also record one row per message")
+
+    def __post_init__(self) -> None:
+        validate(self)
+        self.check_network_fields()
+        self.speed_list()
+        if self.duration_s / self.update_s > MAX_UPDATES:
+            raise ValueError(f"update_s: duration_s / update_s must be <= {MAX_UPDATES:g} "
+                             f"position updates, got {self.duration_s / self.update_s:.3g}")
+        defaults = {f: type(self).__dataclass_fields__[f].default for f in MODE_FIELDS}
+        for field, mode in MODE_FIELDS.items():
+            if self.mode != mode and getattr(self, field) != defaults[field]:
+                raise ValueError(f"{field}: not used with mode={self.mode}; used only with "
+                                 f"mode={mode}")
+
+    def graphs_in_use(self) -> tuple[str, ...]:
+        """Always a random geometric graph (its positions start the motion)."""
+        return ("random-geometric",)
+
+    def speed_list(self) -> list[float]:
+        """The speeds of ``speeds``, in m/s."""
+        return float_list("speeds", self.speeds, maximum=MAX_SPEED, allow_zero=True)
+
+
+def default_plot(frame: pd.DataFrame) -> Figure:
+    """Max deviation from the true mean against simulated time, one line per speed."""
+    from bflnet.analysis.plots import plot_metric
+
+    fig = plot_metric(frame, "time_s", "max_deviation", hue="speed", logy=True)
+    fig.axes[0].set(xlabel="simulated time (s)", ylabel="max |x_k - mean|",
+                    title="gossip averaging on moving nodes")
+    fig.axes[0].get_legend().set_title("speed (m/s)")
+    return fig
+
+
+def _run_speed(config: MobileGossipConfig, speed: float, seed: int,
+               progress: bool) -> pd.DataFrame:
+    """One run at ``speed`` m/s (0: no mobility)."""
+    from bflnet.faults.mobility import RandomWaypoint
+    from bflnet.learners.averaging import ConsensusAveraging
+    from bflnet.protocols.async_gossip import AsyncGossipProtocol
+    from bflnet.protocols.codecs import make_codec
+    from bflnet.protocols.consensus import ConsensusProtocol
+    from bflnet.protocols.stopping import StopRule
+    from bflnet.simulator.live_graph import Mobility
+    from bflnet.simulator.simulation import Simulation
+    sim = Simulation(seed, name=f"{NAME} speed {speed:g}",
+                     record_messages=config.record_messages)
+    graph = config.build_graph(sim.streams.numpy("graph"))
+    mobility = None
+    if speed > 0:
+        model = RandomWaypoint(config.area_m, speed * (1 - config.speed_spread),
+                               speed * (1 + config.speed_spread), config.pause_s)
+        mobility = Mobility(model, config.radius_m, config.update_s)
+    sim.build_network(graph, mobility=mobility, **config.network_kwargs(graph))
+    learner = ConsensusAveraging(distribution=config.init)
+    stop = StopRule(max_time_s=config.duration_s)
+    codec = make_codec(config.codec)
+    protocol: Any
+    if config.mode == "async":
+        protocol = AsyncGossipProtocol(learner, stop, rate=config.rate, weight=config.weight,
+                                       codec=codec, progress=progress)
+    else:
+        protocol = ConsensusProtocol(learner, config.mixing, stop, codec=codec,
+                                     progress=progress)
+    frame = sim.run(protocol).frame
+    frame["speed"] = speed
+    return frame
+
+
+@register(NAME, MobileGossipConfig,
+          "Consensus averaging on nodes moving by random waypoint (asynchronous pairwise "
+          "gossip or synchronous rounds): max deviation from the mean against time, one "
+          "run per speed.", plot=default_plot)
+def run(config: MobileGossipConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+    import pandas as pd
+    frames = [_run_speed(config, speed, seed, progress) for speed in config.speed_list()]
+    return pd.concat(frames, ignore_index=True)

@@ -39,15 +39,30 @@ def check_real(
     ok = (
         isinstance(value, numbers.Real)
         and not isinstance(value, bool)
-        and math.isfinite(value)
+        and _finite(value)
         and (gt is None or value > gt)
         and (ge is None or value >= ge)
         and (lt is None or value < lt)
         and (le is None or value <= le)
     )
     if not ok:
-        raise ValueError(f"{name}: must be a finite number {allowed}".rstrip() + f", got {value!r}")
+        raise ValueError(f"{name}: must be a finite number {allowed}".rstrip()
+                         + f", got {_short(value)}")
     return float(value)
+
+
+def _finite(value: numbers.Real) -> bool:
+    """Whether ``value`` is finite as a float (a 400-digit integer is not: it overflows)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _short(value: object, limit: int = 40) -> str:
+    """``repr(value)``, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def check_int(name: str, value: object, *, ge: int | None = None,
@@ -66,5 +81,5 @@ def check_int(name: str, value: object, *, ge: int | None = None,
     if not ok:
         bounds = " and ".join(b for b in (f">= {ge}" if ge is not None else "",
                                           f"<= {le}" if le is not None else "") if b)
-        raise ValueError(f"{name}: must be an integer {bounds}".rstrip() + f", got {value!r}")
+        raise ValueError(f"{name}: must be an integer {bounds}".rstrip() + f", got {_short(value)}")
     return int(value)  # type: ignore[call-overload]

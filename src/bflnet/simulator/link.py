@@ -111,6 +111,8 @@ class Link:
         self.medium = medium if medium is not None else Medium()
         self.direction = direction
         self.outages = outages
+        #: ``(tank, joules_per_bit)`` of a sender with a battery (``faults.energy``), or None.
+        self.energy: tuple[Any, float] | None = None
 
     @property
     def rng(self) -> np.random.Generator:
@@ -201,6 +203,9 @@ class Link:
                             bits=message.bits, bits_on_air=on_air, start_s=start)
         recorder.count_bits(on_air, delivered=delivered, direction=self.direction,
                             bits_delivered=message.bits)
+        if self.energy is not None:
+            tank, per_bit = self.energy
+            tank.spend(on_air * per_bit, self.env.now, "send")
         if recorder.record_messages:
             recorder.record(
                 "message", node=self.src, peer=self.dst, kind=message.kind, bits=message.bits,

@@ -13,6 +13,7 @@ import simpy
 from bflnet.channels.base import Channel
 from bflnet.channels.ideal import IdealChannel
 from bflnet.faults.availability import UnionTimeline
+from bflnet.faults.energy import battery_specs, joules_per_bit
 from bflnet.simulator.compute import ComputeModel, FixedStepTime
 from bflnet.simulator.link import Link, Medium
 from bflnet.simulator.live_graph import LiveGraph, Mobility
@@ -71,6 +72,12 @@ class Network:
     always), and a distance-dependent channel (fading) is moved to the live distance of
     its ends at every position update. Per-pair ``link_outages`` are not supported with
     mobility.
+
+    ``energy`` (a :class:`~bflnet.faults.energy.Battery` for every agent, or
+    ``{agent: Battery}``; ``None``: mains power, no cost): each run gives those agents a
+    full battery, drained by the bits they send (``tx_power_w / rate_bps`` joules a bit)
+    and the work they compute; an agent whose battery is empty is down for good from then
+    on (a ``battery_empty`` row).
     """
 
     def __init__(
@@ -92,6 +99,7 @@ class Network:
         node_outages: Any = None,
         keep_state: bool = True,
         mobility: Mobility | None = None,
+        energy: Any = None,
     ) -> None:
         if not isinstance(keep_state, bool):
             raise ValueError(f"keep_state: must be True or False, got {keep_state!r}")
@@ -151,6 +159,7 @@ class Network:
                     downlink_channel if downlink_channel is not None else IdealChannel(), "down")
         self._outage_specs = outage_specs(link_outages, self.links)
         self._node_outage_specs = node_outage_specs(node_outages, list(graph.nodes))
+        self._battery_specs = battery_specs(energy, list(graph.nodes))
         self._draw_outages(streams)
         if mobility is not None:
             self._static_links = frozenset(self.links)
@@ -195,15 +204,24 @@ class Network:
             self.recorder, inbox=self.nodes[dst].inbox, direction="d2d",
             outages=None if not lines else lines[0] if len(lines) == 1 else
             UnionTimeline(lines), **self._link_kwargs)
+        self.links[(src, dst)].energy = self._link_energy(src, channel)
 
     def _draw_outages(self, streams: RngStreams) -> None:
         """Each failing node's and pair's timeline for this run; each link is down while
         its pair or either end is."""
-        if not (self._outage_specs or self._node_outage_specs):
+        if not (self._outage_specs or self._node_outage_specs or self._battery_specs):
             return
-        self._pair_lines = {}
+        self._pair_lines, self._node_lines = {}, {}
+        for node in self.nodes.values():  # (a rebound network: last run's lines are gone)
+            node.outages, node.battery = None, None
         for node_id, spec in self._node_outage_specs.items():
-            self.nodes[node_id].outages = spec.timeline(streams.numpy(f"fault.node.{node_id}"))
+            line = spec.timeline(streams.numpy(f"fault.node.{node_id}"))
+            self._node_lines[node_id] = self.nodes[node_id].outages = line
+        for node_id, battery in self._battery_specs.items():
+            node = self.nodes[node_id]
+            node.battery = battery.tank(node_id, self.recorder, self.env)
+            node.outages = (node.battery if node.outages is None
+                            else UnionTimeline([node.outages, node.battery]))
         for (a, b), spec in self._outage_specs.items():
             self._pair_lines[(a, b)] = spec.timeline(streams.numpy(f"fault.link.{a}.{b}"))
         for (src, dst), link in self.links.items():
@@ -212,12 +230,18 @@ class Network:
                      if line is not None]
             link.outages = (None if not lines else lines[0] if len(lines) == 1
                             else UnionTimeline(lines))
+            link.energy = self._link_energy(src, link.channel)
+
+    def _link_energy(self, src: Any, channel: Any) -> tuple[Any, float] | None:
+        """``(tank, joules_per_bit)`` for a link whose sender has a battery."""
+        tank = self.nodes[src].battery if src in self.nodes else None
+        return None if tank is None else (tank, joules_per_bit(tank.spec, channel))
 
     def start_fault_records(self) -> None:
         """Start the processes that write a ``fault`` row at each change of a failing node
         or link pair (called by :meth:`Simulation.run_outcome`)."""
         for node_id in self._node_outage_specs:
-            self.env.process(self._changes(self.nodes[node_id].outages, "node", node_id, None))
+            self.env.process(self._changes(self._node_lines[node_id], "node", node_id, None))
         for (a, b) in self._outage_specs:
             self.env.process(self._changes(self._pair_lines[(a, b)], "link", a, b))
         if self.live is not None:

@@ -30,6 +30,8 @@ class Node:
     rng: np.random.Generator | None = None
     #: When the node is down in this run (a ``faults`` timeline), or ``None``: never.
     outages: Any = None
+    #: The node's battery in this run (a ``faults.energy.Tank``), or ``None``: mains power.
+    battery: Any = None
     #: Makes the node's compute stream ``compute.<id>`` (set by the network when the
     #: compute model draws); the stream itself is made on the first computation.
     compute_stream: Callable[[], np.random.Generator] | None = None
@@ -41,7 +43,9 @@ class Node:
 
     def compute_time(self, work: Work) -> float:
         """Simulated seconds ``work`` takes on this node (a model that draws gets the
-        node's own stream)."""
+        node's own stream). A node with a battery is charged for the work now."""
+        if self.battery is not None:
+            self.battery.spend_work(work.steps, work.flops)
         model = self.compute
         if not model.draws:
             return model.duration(work)

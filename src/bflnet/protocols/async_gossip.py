@@ -44,7 +44,7 @@ import simpy
 from bflnet.checks import check_real
 from bflnet.learners.base import ConsensusLearner, PerNeighbour
 from bflnet.protocols import wire
-from bflnet.protocols.base import AgentSlots, IterationLoop, call, check_eval_every, start_run
+from bflnet.protocols.base import AgentSlots, IterationLoop, call, check_eval_every, start_consensus
 from bflnet.protocols.stopping import StopRule
 from bflnet.protocols.wire import CodecSpec
 from bflnet.simulator.message import Message
@@ -100,14 +100,8 @@ class AsyncGossipProtocol:
         else:
             rates = dict.fromkeys(nodes, self.rate)
         learner = self.learner
-        common = call(sim, learner.init, sim.streams.numpy("learner"), node=None,
-                      iteration=0, what="learner.init")
-        setup = start_run(sim, self.stop, eval_every=self.eval_every, progress=self.progress,
-                          interventions=(),
-                          init_agent=lambda k, rng: learner.init_node(k, rng, common),
-                          agents=nodes)
-        for k in nodes:
-            call(sim, setup.agents.state, k, node=k, iteration=0, what="learner.init_node")
+        setup = start_consensus(sim, learner, self.stop, eval_every=self.eval_every,
+                                progress=self.progress, nodes=nodes)
         run = _Run(self, sim, setup.loop, setup.agents)
         sim.recorder.record("init", **run.metrics(0, None))
         for k in nodes:

@@ -180,6 +180,20 @@ def start_run(sim: Simulation, stop: StopRule, *, eval_every: int, progress: boo
     return RunSetup(loop, AgentSlots(sim, init_agent, agents, streams=agent_streams))
 
 
+def start_consensus(sim: Simulation, learner: Any, stop: StopRule, *, eval_every: int,
+                    progress: bool, nodes: Sequence[Any]) -> RunSetup:
+    """The set-up of a consensus run: ``learner.init`` (from the stream ``learner``), the
+    loop and slots, and every node's ``init_node`` from that common start, in node order."""
+    common = call(sim, learner.init, sim.streams.numpy("learner"), node=None,
+                  iteration=0, what="learner.init")
+    setup = start_run(sim, stop, eval_every=eval_every, progress=progress, interventions=(),
+                      init_agent=lambda k, rng: learner.init_node(k, rng, common),
+                      agents=nodes)
+    for k in nodes:
+        call(sim, setup.agents.state, k, node=k, iteration=0, what="learner.init_node")
+    return setup
+
+
 def call(sim: Simulation, fn: Callable[..., Any], *args: Any, node: Any, iteration: int,
          what: str) -> Any:
     """``fn(*args)``; an exception becomes a ``SimulationError`` naming node and iteration."""

@@ -11,7 +11,7 @@ import simpy
 
 from bflnet.learners.base import ConsensusLearner, PerNeighbour
 from bflnet.protocols import wire
-from bflnet.protocols.base import AgentSlots, call, check_eval_every, start_run
+from bflnet.protocols.base import AgentSlots, call, check_eval_every, start_consensus
 from bflnet.protocols.mixing import MIXING_NAMES, make_mixing, mixing_from_edges, weight_rows
 from bflnet.protocols.stopping import StopRule
 from bflnet.protocols.wire import CodecSpec
@@ -111,16 +111,10 @@ class ConsensusProtocol:
             self.current_weights = weights
             neighbours = {k: list(net.graph.neighbors(k)) for k in nodes}
             rows = _checked_rows(weights, nodes, neighbours)
-        common = call(sim, learner.init, sim.streams.numpy("learner"), node=None,
-                      iteration=0, what="learner.init")
-        setup = start_run(sim, self.stop, eval_every=self.eval_every, progress=self.progress,
-                          interventions=(),
-                          init_agent=lambda k, rng: learner.init_node(k, rng, common),
-                          agents=nodes)
+        setup = start_consensus(sim, learner, self.stop, eval_every=self.eval_every,
+                                progress=self.progress, nodes=nodes)
         loop, slots = setup.loop, setup.agents
         codec_rngs = {k: sim.streams.numpy(f"codec.{k}") for k in nodes}
-        for k in nodes:
-            call(sim, slots.state, k, node=k, iteration=0, what="learner.init_node")
         rec.record("init", **loop.evaluate(0, lambda: learner.evaluate(slots.snapshot()),
                                            node=None))
         last: dict[Any, dict[Any, Any]] = {k: {} for k in nodes}

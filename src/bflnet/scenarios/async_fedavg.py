@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.lists import comma_list
-from bflnet.scenarios.network_settings import NetworkSettings
+from bflnet.scenarios.network_settings import NetworkSettings, ServerOnly
 from bflnet.scenarios.registry import register
 
 if TYPE_CHECKING:
@@ -49,18 +49,10 @@ FASHION_TRAIN, FASHION_TEST = 60_000, 10_000
 
 
 @dataclass(frozen=True)
-class AsyncFedAvgConfig(NetworkSettings):
+class AsyncFedAvgConfig(ServerOnly, NetworkSettings):
     """Parameters of ``async-fedavg``."""
 
     SCENARIO: ClassVar[str] = NAME
-    DECIDED_ELSEWHERE: ClassVar[dict[str, str]] = {
-        name: "agents talk to a parameter server over their uplinks (no D2D graph); K "
-              "decides the number of agents"
-        for name in ("graph", "edge_prob", "radius_m", "area_m", "graph_file")}
-
-    def graphs_in_use(self) -> tuple[str, ...]:
-        return ()
-
     K: int = param(10, "number of agents", ge=2, le=1000)
     rate_bps: float = param(1e7, "uplink rate in bit/s (fixed, gilbert-elliott)", gt=0,
                             le=1e15)

@@ -36,14 +36,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from bflnet.learners.hyper import DSVGDParams, FedAvgParams
 from bflnet.params import subset
 from bflnet.protocols.interventions import ForgetRequest
 from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param
-from bflnet.scenarios.network_settings import NetworkSettings
+from bflnet.scenarios.network_settings import NetworkSettings, ServerOnly
 from bflnet.scenarios.resources import FLOAT32, check_memory, human_bytes
 
 if TYPE_CHECKING:
@@ -70,18 +70,10 @@ FASHION_TRAIN, FASHION_TEST = 60_000, 10_000
 
 
 @dataclass(frozen=True)
-class DSVGDSettings(DSVGDParams, NetworkSettings):
+class DSVGDSettings(ServerOnly, DSVGDParams, NetworkSettings):
     """Network settings (K = 10 agents, a server; 1 Mbit/s, 5 ms fixed uplinks) plus the
     letter's Fashion-MNIST model and DSVGD's hyper-parameters (:class:`DSVGDParams`,
     embedded), at a reduced default scale."""
-
-    DECIDED_ELSEWHERE: ClassVar[dict[str, str]] = {
-        name: "agents talk to a parameter server over their uplinks (no D2D graph); K "
-              "decides the number of agents"
-        for name in ("graph", "edge_prob", "radius_m", "area_m", "graph_file")}
-
-    def graphs_in_use(self) -> tuple[str, ...]:
-        return ()
 
     K: int = param(10, "number of agents (letter: 10)", ge=2, le=FASHION_TRAIN)
     per_agent: int = param(600, "training examples per agent N_k (letter: 6000)", ge=1,

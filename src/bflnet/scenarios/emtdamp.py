@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from bflnet.learners.hyper import EMTDAMPParams
 from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.network_settings import GRAPH_FIELDS, NetworkSettings
+from bflnet.scenarios.network_settings import NetworkSettings, ServerOnly
 from bflnet.scenarios.registry import register
 
 if TYPE_CHECKING:
@@ -54,17 +54,11 @@ FASHION_TRAIN, FASHION_TEST = 60_000, 10_000
 
 
 @dataclass(frozen=True)
-class EMTDAMPConfig(EMTDAMPParams, NetworkSettings):
+class EMTDAMPConfig(ServerOnly, EMTDAMPParams, NetworkSettings):
     """Parameters of ``emtdamp``: the task, the clients, EM-TDAMP's hyper-parameters and
     the links to the server."""
 
     SCENARIO: ClassVar[str] = NAME
-    DECIDED_ELSEWHERE: ClassVar[dict[str, str]] = {
-        name: "clients talk to a parameter server over their links (no D2D graph); K "
-              "decides the number of clients" for name in GRAPH_FIELDS if name != "K"}
-
-    def graphs_in_use(self) -> tuple[str, ...]:
-        return ()
 
     task: str = param("boston-synthetic", "data set and network", choices=TASKS)
     likelihood: str = param("gaussian", "not used here (an error if set): the task decides "

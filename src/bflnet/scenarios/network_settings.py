@@ -39,6 +39,22 @@ GRAPH_FIELDS = ("graph", "K", "edge_prob", "radius_m", "area_m", "graph_file")
 _TIMED = ("fixed", "gilbert-elliott", *FADING)
 
 
+#: ``DECIDED_ELSEWHERE`` of the parameter-server scenarios, which have no D2D graph.
+SERVER_ONLY: Mapping[str, str] = {
+    name: "agents talk to a parameter server over their uplinks (no D2D graph); K decides "
+          "the number of agents" for name in GRAPH_FIELDS if name != "K"}
+
+
+class ServerOnly:
+    """Mixin (first base) of a parameter-server scenario's config: the graph fields are
+    decided elsewhere and no topology is built."""
+
+    DECIDED_ELSEWHERE: ClassVar[Mapping[str, str]] = SERVER_ONLY
+
+    def graphs_in_use(self) -> tuple[str, ...]:
+        return ()
+
+
 def _lossy(s: NetworkSettings) -> bool:
     return s.channel in ("gilbert-elliott", *FADING) or (s.channel == "fixed" and s.loss_prob > 0)
 

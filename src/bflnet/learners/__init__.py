@@ -19,6 +19,7 @@ _HOMES = {
     "PoissonLikelihood": "expfam",
     "GFVL": "gfvl", "GFVLAgent": "gfvl",
     "DSVGD": "dsvgd", "AgentFactor": "dsvgd", "DSVGDParams": "hyper", "FedAvgParams": "hyper",
+    "GroupFedAvgParams": "hyper", "GroupFedAvg": "group_baselines", "DenseMLP": "group_baselines",
     "FedAvg": "fedavg", "DSGLD": "dsgld", "CDBFL": "cdbfl", "CFFL": "cffl",
     "LangevinParams": "hyper", "CDBFLParams": "hyper",
 }

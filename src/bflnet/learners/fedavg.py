@@ -116,15 +116,22 @@ class FedAvg(GlobalStateLearner):
         m = self.sampler.size(agent)
         gen = torch_generator(rng, torch.device("cpu"))
         first_bad = torch.full((), -1, dtype=torch.long)
+        keep = self._keep_mask(w)
         with torch.enable_grad():
             for step in range(self.local_steps):
                 x, y = self.sampler(agent, gen)
                 loss = -self.model.log_likelihood(param, x, y).sum() / m
                 if self.weight_decay:
                     loss = loss + 0.5 * self.weight_decay * param.square().sum()
+                penalty = self._penalty(param)
+                if penalty is not None:
+                    loss = loss + penalty
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
+                if keep is not None:
+                    with torch.no_grad():
+                        param.mul_(keep)
                 first_bad = torch.where((first_bad < 0) & ~torch.isfinite(loss.detach()),
                                         torch.full_like(first_bad, step), first_bad)
         new = param.detach()
@@ -133,6 +140,14 @@ class FedAvg(GlobalStateLearner):
             raise ValueError(f"{where}: non-finite loss or parameters at {at} of "
                              f"{self.local_steps}")
         return Update(new - w, Work(steps=self.local_steps, flops=self._flops(m)), agent)
+
+    def _penalty(self, param: Tensor) -> Tensor | None:
+        """An extra term of the local objective (subclasses; none here)."""
+        return None
+
+    def _keep_mask(self, w: Tensor) -> Tensor | None:
+        """A ``(1, d)`` 0/1 mask applied after every local step (subclasses; none here)."""
+        return None
 
     @property
     def batches_agents(self) -> bool:

@@ -60,6 +60,32 @@ class FedAvgParams:
             raise ValueError("momentum: only used with optimizer='sgd'")
 
 
+#: The structured-pruning baselines of the EM-TDAMP paper (Sec. IV), all FedAvg + Adam.
+GROUP_METHODS = ("plain", "group-lasso", "group-snip")
+
+
+@dataclass(frozen=True)
+class GroupFedAvgParams(FedAvgParams):
+    """FedAvg with neuron-level (weight-column) group sparsity: plain training, a group-lasso
+    penalty, or group SNIP at initialisation; every model is evaluated pruned by energy to
+    ``target_density`` (:mod:`bflnet.learners.group_baselines`)."""
+
+    method: str = param("plain", "baseline: plain, group-lasso (penalty) or group-snip "
+                        "(prune at initialisation by neuron saliency)", choices=GROUP_METHODS)
+    group_lasso: float = param(0.0, "group-lasso weight lambda of "
+                               "lambda sum_l sum_n sqrt(N_l) ||W_l[:, n]|| (group-lasso only)",
+                               ge=0, le=1e6)
+    target_density: float = param(1.0, "rho: fraction of each layer's weight groups kept "
+                                  "(T_l = round(rho N_{l-1}), at least 1)", gt=0, le=1)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.method == "group-lasso" and self.group_lasso == 0:
+            raise ValueError("group_lasso: must be > 0 with method='group-lasso'")
+        if self.method != "group-lasso" and self.group_lasso != 0:
+            raise ValueError("group_lasso: used only with method='group-lasso'")
+
+
 @dataclass(frozen=True)
 class LangevinParams:
     """What the decentralised Langevin learners (DSGLD, CD-BFL, CF-FL) share: the step

@@ -1,0 +1,354 @@
+"""Scenarios ``emtdamp-boston`` and ``emtdamp-mnist`` (EM-TDAMP paper, Sec. IV, Figs. 6, 7,
+10, 11): EM-TDAMP against the paper's three baselines under the same parameter server and
+channels, test loss per round with simulated seconds and bits.
+
+**Methods** (``methods``, a comma list): ``emtdamp`` (:class:`~bflnet.learners.emtdamp.
+learner.EMTDAMP`), ``fedavg`` (plain), ``group-lasso`` and ``group-snip``
+(:mod:`bflnet.learners.group_baselines`: FedAvg with Adam, learning rate ``lr``, the same
+network with a Gaussian or softmax head). Per round every one of the ``K`` clients
+downloads the global model and computes: EM-TDAMP ``τ_max`` TDAMP passes over its data,
+a baseline ``τ_max · ⌈I_k / B⌉`` Adam steps on random minibatches of ``B = batch_size``
+(the same number of minibatch visits). Uplink and downlink carry ``uplink_bits`` /
+``downlink_bits`` per value: EM-TDAMP sends two numbers per weight (mean and variance, plus
+the group activities, docs/em-tdamp.md eq. 7.1), a baseline one (its ``Δw``). Every
+method is judged at the same group sparsity: EM-TDAMP prunes by its target rule (from
+round ``sparsify_from``), the baselines are evaluated pruned by energy to ``T_l =
+round(ρ N_{l−1})`` surviving neurons per layer (``ρ = target_density``; their unpruned loss
+is ``<metric>_dense``).
+
+**emtdamp-boston**: 13-64-64-1, Gaussian likelihood, batch 101, the real Boston housing
+set (:mod:`bflnet.data.boston`: ``boston_csv``, a ``BFLNET_DATA`` copy or mlxtend's
+bundled CSV; 404/102 split drawn from the run's seed, features and target standardised
+by the training statistics), split evenly over ``K`` clients; test NMSE. ``data=synthetic``
+uses :func:`bflnet.data.regression.boston_shaped` instead (``data_source`` says so).
+**emtdamp-mnist**: 784-128-10, probit-product likelihood for EM-TDAMP and softmax for the
+baselines, batch 100, ``K`` i.i.d. shards of ``per_agent`` MNIST images (IDX files, or the
+5 000-image fallback, :mod:`bflnet.data.digits`; ``dataset=fashion-mnist`` for
+Fashion-MNIST), pixels / 255 centred by the pooled training mean (all methods); test
+error on ``eval_size`` test images.
+
+``evaluate_on=validation`` evaluates on a validation split held out of the training data
+instead (Boston: the last 20 % of the training rows; MNIST: ``eval_size`` training images
+no client holds), for choosing the baselines' ``lr`` and ``group_lasso`` without the test
+set.
+
+Defaults are reduced to finish in about a minute on 2 cores. The paper's settings:
+
+* Fig. 6/7 (one client): ``--set K=1 --set tau_max=1`` (Boston: ``rounds`` ~ 100; MNIST:
+  ``--set per_agent=60000 --set eval_size=10000``),
+* Fig. 10/11 (several clients): Boston ``--set K=4 --set tau_max=10``; MNIST ``--set K=10
+  --set per_agent=6000 --set tau_max=10 --set eval_size=10000``,
+* Figs. 7/11 (loss against sparsity): one run per ``target_density`` in {1, 0.5, 0.3,
+  0.2, 0.1}.
+
+One row per method and round (``iteration``; 0 is the initial model): ``method``,
+``seed``, ``time_s``, ``cum_bits_up``, ``cum_bits_down``, ``test_nmse`` (and ``test_mse``)
+or ``test_error`` (and ``accuracy``), ``active_groups`` (weight columns still in use) and
+``target_groups`` (``Σ_l T_l``), ``data_source``, ``task``, ``K``, ``tau_max``,
+``target_density``, ``evaluate_on``; EM-TDAMP's rows also its ``noise_var`` and clip counts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from bflnet.learners.hyper import EMTDAMPParams, GroupFedAvgParams
+from bflnet.protocols.stopping import StopRule
+from bflnet.scenarios.config import param, validate
+from bflnet.scenarios.lists import comma_list
+from bflnet.scenarios.network_settings import NetworkSettings, ServerOnly
+from bflnet.scenarios.registry import register
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+METHODS = ("emtdamp", "fedavg", "group-lasso", "group-snip")
+#: The baselines' ``GroupFedAvgParams.method``.
+BASELINE = {"fedavg": "plain", "group-lasso": "group-lasso", "group-snip": "group-snip"}
+ROW_EVENTS = ("init", "iteration")
+BOSTON_SIZES, MNIST_SIZES = (13, 64, 64, 1), (784, 128, 10)
+MNIST_TRAIN, MNIST_TEST = 60_000, 10_000
+#: Fraction of Boston's training rows held out with ``evaluate_on=validation``.
+VALIDATION_FRACTION = 0.2
+
+
+@dataclass(frozen=True)
+class CompareSettings(ServerOnly, EMTDAMPParams, NetworkSettings):
+    """What both comparisons share: the methods, clients, rounds, EM-TDAMP's
+    hyper-parameters, the baselines' and the links to the server."""
+
+    methods: str = param(",".join(METHODS), "comma list of methods to run: "
+                         + ", ".join(METHODS))
+    likelihood: str = param("gaussian", "not used here (an error if set): the task decides",
+                            choices=("gaussian", "probit"))
+    rounds: int = param(30, "communication rounds", ge=1, le=10**7)
+    sparsify_from: int = param(5, "first round whose merge applies EM-TDAMP's target-"
+                               "sparsity rule (ours; the paper applies it from the first)",
+                               ge=1, le=10**8)
+    lr: float = param(1e-3, "Adam learning rate of the baselines", gt=0, le=1e3)
+    group_lasso: float = param(1e-3, "group-lasso weight lambda (method group-lasso)", gt=0,
+                               le=1e6)
+    evaluate_on: str = param("test", "evaluate on the test set or on a validation split held "
+                             "out of the training data (for tuning)",
+                             choices=("test", "validation"))
+    uplink_bits: int = param(32, "bits per value of every uplink array", choices=(32, 64))
+    downlink_bits: int = param(32, "bits per value of every downlink array",
+                               choices=(32, 64))
+    eval_every: int = param(1, "evaluate every this many rounds (and the last)", ge=1,
+                            le=10**9)
+    threads: int = param(1, "torch threads inside the run", ge=1, le=1024)
+
+    SIZES: ClassVar[tuple[int, ...]] = BOSTON_SIZES
+    TASK: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        validate(self)
+        self.check_network_fields()
+        comma_list("methods", self.methods, METHODS)
+        if self.likelihood != "gaussian":
+            raise ValueError(f"likelihood: not used by {self.SCENARIO}; the task decides")  # type: ignore[attr-defined]
+
+    @property
+    def method_list(self) -> list[str]:
+        """``methods`` as a list."""
+        return comma_list("methods", self.methods, METHODS)
+
+    def emtdamp_params(self, likelihood: str) -> EMTDAMPParams:
+        """EM-TDAMP's hyper-parameters with the task's likelihood."""
+        values = {name: getattr(self, name) for name in EMTDAMPParams.__dataclass_fields__}
+        values["likelihood"] = likelihood
+        return EMTDAMPParams(**values)
+
+    def baseline_params(self, method: str, local_steps: int) -> GroupFedAvgParams:
+        """A baseline's FedAvg + Adam hyper-parameters."""
+        kind = BASELINE[method]
+        return GroupFedAvgParams(
+            local_steps=local_steps, lr=self.lr, batch_size=self.batch_size, optimizer="adam",
+            method=kind, group_lasso=self.group_lasso if kind == "group-lasso" else 0.0,
+            target_density=self.target_density)
+
+
+def _check_path(name: str, value: str | None) -> None:
+    if value is not None and (not value or len(value) > 4096 or "\x00" in value):
+        raise ValueError(f"{name}: must be a file path of 1 to 4096 characters")
+
+
+@dataclass(frozen=True)
+class BostonConfig(CompareSettings):
+    """Parameters of ``emtdamp-boston`` (module docs)."""
+
+    SCENARIO: ClassVar[str] = "emtdamp-boston"
+    TASK: ClassVar[str] = "boston"
+
+    K: int = param(1, "number of clients (paper: 1 for Fig. 6, 4 for Fig. 10)", ge=1, le=404)
+    batch_size: int = param(101, "minibatch size of every method (paper: 101)", ge=1,
+                            le=10**6)
+    data: str = param("boston", "boston: the real set (boston_csv, BFLNET_DATA or mlxtend's "
+                      "copy); synthetic: Boston-shaped synthetic data", choices=("boston",
+                                                                                "synthetic"))
+    boston_csv: str | None = param(None, "Boston housing CSV (14 columns, MEDV last); none: "
+                                   "look in BFLNET_DATA, then in mlxtend's bundled copy")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_path("boston_csv", self.boston_csv)
+        if self.data == "synthetic" and self.boston_csv is not None:
+            raise ValueError("boston_csv: not used with data=synthetic")
+
+
+@dataclass(frozen=True)
+class MnistConfig(CompareSettings):
+    """Parameters of ``emtdamp-mnist`` (module docs)."""
+
+    SCENARIO: ClassVar[str] = "emtdamp-mnist"
+    TASK: ClassVar[str] = "mnist"
+    SIZES: ClassVar[tuple[int, ...]] = MNIST_SIZES
+
+    K: int = param(1, "number of clients (paper: 1 for Fig. 6, 10 for Fig. 10)", ge=1,
+                   le=MNIST_TRAIN)
+    rounds: int = param(8, "communication rounds", ge=1, le=10**7)
+    batch_size: int = param(100, "minibatch size of every method (paper: 100)", ge=1,
+                            le=10**6)
+    dataset: str = param("mnist", "mnist (IDX files, or the 5000-image fallback) or "
+                         "fashion-mnist", choices=("mnist", "fashion-mnist"))
+    per_agent: int = param(1000, "training images per client (paper: 60000 / K)", ge=1,
+                           le=MNIST_TRAIN)
+    eval_size: int = param(2000, "test (or validation) images evaluated (paper: 10000)",
+                           ge=1, le=MNIST_TEST)
+    fallback_test: int = param(1000, "test images split off the 5000-image fallback", ge=1,
+                               le=4999)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.K * self.per_agent > MNIST_TRAIN:
+            raise ValueError(f"per_agent: K·per_agent = {self.K * self.per_agent} exceeds the "
+                             f"{MNIST_TRAIN} training images")
+
+
+# --------------------------------------------------------------------------- data
+
+
+def boston_task(config: BostonConfig, rng: np.random.Generator
+                ) -> tuple[list[tuple[Any, Any]], tuple[Any, Any], str]:
+    """The clients' shards, the evaluation set and ``data_source``."""
+    import numpy as np
+
+    if config.data == "synthetic":
+        from bflnet.data.regression import boston_shaped
+        (x, y), test = boston_shaped(rng)
+        source = "synthetic-boston-shaped"
+    else:
+        from bflnet.data.boston import load_boston
+        split = load_boston(rng, config.boston_csv)
+        (x, y), test, source = split.train, split.test, split.source
+    if config.evaluate_on == "validation":
+        held = math.ceil(VALIDATION_FRACTION * len(y))
+        test, (x, y) = (x[-held:], y[-held:]), (x[:-held], y[:-held])
+    if len(y) < config.K:
+        raise ValueError(f"K: must be <= {len(y)} (one training example per client)")
+    parts = np.array_split(np.arange(len(y)), config.K)
+    return [(x[p], y[p]) for p in parts], test, source
+
+
+def mnist_task(config: MnistConfig, rng: np.random.Generator
+               ) -> tuple[list[tuple[Any, Any]], tuple[Any, Any], str]:
+    """The clients' centred shards, the evaluation set and ``data_source``."""
+    import numpy as np
+
+    from bflnet.data.digits import load_digits
+    digits = load_digits(rng, config.dataset, fallback_test=config.fallback_test)
+    images, labels = digits.train
+    need = config.K * config.per_agent + (config.eval_size if config.evaluate_on ==
+                                          "validation" else 0)
+    if need > len(labels):
+        raise ValueError(f"per_agent: needs {need} training images, {digits.source} has "
+                         f"{len(labels)}")
+    order = rng.permutation(len(labels))
+    parts = [order[k * config.per_agent:(k + 1) * config.per_agent] for k in range(config.K)]
+    if config.evaluate_on == "validation":
+        held = order[config.K * config.per_agent:need]
+        test_x, test_y = images[held], labels[held]
+    else:
+        test_x, test_y = digits.test
+        if config.eval_size < len(test_y):
+            idx = np.sort(rng.choice(len(test_y), size=config.eval_size, replace=False))
+            test_x, test_y = test_x[idx], test_y[idx]
+    mean = np.mean([images[p].mean(0) for p in parts], axis=0)  # pooled: equal shards
+    shards = [(images[p] - mean, labels[p]) for p in parts]
+    return shards, (test_x - mean, test_y), digits.source
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def _learner(method: str, config: CompareSettings, shards: list[tuple[Any, Any]],
+             test: tuple[Any, Any]) -> tuple[Any, Any]:
+    """``(learner, codec factory)`` of one method."""
+    from bflnet.protocols.codecs import RawCodec
+
+    agents = dict(enumerate(shards))
+    sizes = config.SIZES
+    classify = config.TASK == "mnist"
+    if method == "emtdamp":
+        from bflnet.learners.emtdamp.learner import EMTDAMP, part_codecs
+
+        learner = EMTDAMP(sizes, agents, config.emtdamp_params("probit" if classify
+                                                               else "gaussian"),
+                          eval_data=test)
+
+        def codec(bits: int) -> Any:
+            return part_codecs(len(sizes) - 1, dict.fromkeys(
+                ("activity", "mean", "var", "noise"), RawCodec(bits)))
+        return learner, codec
+    from bflnet.learners.group_baselines import DenseMLP, GroupFedAvg
+
+    model = DenseMLP(sizes, "softmax" if classify else "gaussian")
+    steps = config.tau_max * max(math.ceil(len(y) / config.batch_size) for _, y in shards)
+    learner = GroupFedAvg(model, agents, config.baseline_params(method, steps),
+                          eval_data=test)
+    return learner, RawCodec
+
+
+def run_method(method: str, config: CompareSettings, seed: int, *, progress: bool = False
+               ) -> pd.DataFrame:
+    """One simulation of ``method``: the data drawn from the run's ``data`` stream (the
+    same for every method of a seed), then the parameter server for ``rounds`` rounds."""
+    import networkx as nx
+    import torch
+
+    from bflnet.protocols.parameter_server import ParameterServerProtocol
+    from bflnet.protocols.scheduling import RoundRobinSelector
+    from bflnet.simulator.simulation import Simulation
+
+    torch.set_num_threads(config.threads)
+    sim = Simulation(seed, name=config.SCENARIO)  # type: ignore[attr-defined]
+    rng = sim.streams.numpy("data")
+    task = boston_task if config.TASK == "boston" else mnist_task
+    shards, test, source = task(config, rng)  # type: ignore[arg-type]
+    learner, codec = _learner(method, config, shards, test)
+    graph = nx.Graph()
+    graph.add_nodes_from(range(len(shards)))
+    sim.build_network(graph, server=True, **config.network_kwargs(graph))
+    protocol = ParameterServerProtocol(
+        learner, StopRule(max_iterations=config.rounds),
+        selector=RoundRobinSelector(len(shards)), uplink_codec=codec(config.uplink_bits),
+        downlink_codec=codec(config.downlink_bits), eval_every=config.eval_every,
+        progress=progress)
+    frame = sim.run(protocol).frame
+    frame = frame[frame["event"].isin(ROW_EVENTS)].reset_index(drop=True)
+    return frame.assign(method=method, seed=seed, data_source=source, task=config.TASK,
+                        K=config.K, tau_max=config.tau_max,
+                        target_density=config.target_density, evaluate_on=config.evaluate_on)
+
+
+def run_methods(config: CompareSettings, seed: int, progress: bool) -> pd.DataFrame:
+    """Every method of ``config.methods``, one simulation each, as one frame."""
+    import pandas as pd
+
+    frames = [run_method(m, config, seed, progress=progress) for m in config.method_list]
+    return pd.concat(frames, ignore_index=True)
+
+
+def default_plot(frame: pd.DataFrame) -> Figure:
+    """Test loss per method against rounds and against cumulative uplink bits."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    rows = frame[frame["event"] == "iteration"]
+    metric = "test_nmse" if "test_nmse" in rows and rows["test_nmse"].notna().any() \
+        else "test_error"
+    fig = Figure(figsize=(9.0, 3.6), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 2)
+    for method, group in rows.groupby("method", sort=False):
+        mean = group.groupby("iteration")[[metric, "cum_bits_up"]].mean()
+        axes[0].plot(mean.index, mean[metric], marker=".", label=method)
+        axes[1].plot(mean["cum_bits_up"], mean[metric], marker=".", label=method)
+    for ax, label in zip(axes, ("round", "cumulative uplink bits"), strict=True):
+        ax.set(xlabel=label, ylabel=metric.replace("_", " "), yscale="log")
+        ax.grid(alpha=0.3)
+    axes[0].legend()
+    first = rows.iloc[0]
+    fig.suptitle(f"{first['task']}: K = {int(first['K'])}, tau_max = {int(first['tau_max'])}, "
+                 f"rho = {first['target_density']:g} ({first['data_source']})")
+    return fig
+
+
+@register("emtdamp-boston", BostonConfig,
+          "EM-TDAMP vs FedAvg, group lasso and group SNIP (Adam) on Boston housing, "
+          "13-64-64-1: test NMSE per round, bits and time, at a target group sparsity.",
+          plot=default_plot)
+def run_boston(config: BostonConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+    return run_methods(config, seed, progress)
+
+
+@register("emtdamp-mnist", MnistConfig,
+          "EM-TDAMP vs FedAvg, group lasso and group SNIP (Adam) on MNIST, 784-128-10: "
+          "test error per round, bits and time, at a target group sparsity.",
+          plot=default_plot, datasets=("mnist",))
+def run_mnist(config: MnistConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+    return run_methods(config, seed, progress)

@@ -255,9 +255,18 @@ def weight_moments(
 def dense_prior(prior: LayerPrior) -> DenseGroupPrior:
     """A :class:`LayerPrior` in Module A's ``(N_out, N_in + 1)`` layout, with Module B's
     per-minibatch constants."""
-    mean = torch.cat([prior.weight_mean.T, prior.bias_mean], dim=1)
-    var = torch.cat([prior.weight_var.T, prior.bias_var], dim=1)
+    mean, var = _dense_layout(prior.weight_mean, prior.bias_mean), _dense_layout(
+        prior.weight_var, prior.bias_var)
     return dense_group_prior(prior.weight_activity, prior.bias_activity, mean, var)
+
+
+def _dense_layout(weights: Tensor, biases: Tensor) -> Tensor:
+    """``[Wᵀᵀ, b]``: ``(N_in, N_out)`` weights and ``(N_out, 1)`` biases as one
+    ``(N_out, N_in + 1)`` array (one pass over the weights)."""
+    out = torch.empty(weights.shape[1], weights.shape[0] + 1, dtype=weights.dtype)
+    out[:, :-1].copy_(weights.T)
+    out[:, -1:].copy_(biases)
+    return out
 
 
 def layer_prior(
@@ -404,8 +413,9 @@ def forward_sweep(
         state.u_square.append(u2)
 
 
-def _damp(new: Tensor, old: Tensor, damping: float, first: bool) -> Tensor:
-    return new if first else damping * new + (1.0 - damping) * old
+def _damp(new: Tensor, old: Tensor, damping: float, first: bool = False) -> Tensor:
+    """``damping · new + (1 − damping) · old`` (one pass: ``old + damping (new − old)``)."""
+    return new if first or damping == 1.0 else torch.lerp(old, new, damping)
 
 
 def backward_sweep(
@@ -478,10 +488,7 @@ def _backward_sweep(
         layer_posterior = dense_group_posterior(priors[index], q_precision, q_shift)
         posterior[index] = layer_posterior
         new_mean = check_finite("ŵ", layer_posterior.marginal_mean, layer)
-        if settings.damping != 1.0:
-            new_mean = torch.mul(new_mean, settings.damping).add_(
-                w_mean, alpha=1.0 - settings.damping)
-        state.weight_mean[index] = new_mean
+        state.weight_mean[index] = _damp(new_mean, w_mean, settings.damping)
         state.weight_var[index] = check_finite("ν_w", layer_posterior.marginal_var, layer)
     state.posterior = posterior  # type: ignore[assignment]
     state.sweeps += 1

@@ -140,9 +140,10 @@ class DenseGroupPrior(NamedTuple):
     ``weight_activity``: ``(N_in,)`` ``ρ`` of each weight column (one input neuron's
     outgoing weights); ``bias_activity``: ``(N_out,)`` (each bias is a group of one);
     ``weight_logit``, ``bias_logit``: their logits; ``mean``, ``var``: ``(N_out, N_in + 1)``
-    slab ``μ``, ``v`` of ``W̃ = [W, b]``; ``shift``: ``μ/v``; ``quad``: ``μ²/v``;
-    ``marginal_mean``, ``marginal_var``: the prior's moments (3.5), which are Module B's
-    marginals for flat messages.
+    slab ``μ``, ``v`` of ``W̃ = [W, b]``; ``marginal_mean``, ``marginal_var``: the prior's
+    moments (3.5), which are Module B's marginals for flat messages; ``certain``: every
+    activity is 0 or 1 (then no message changes them), ``dense``: every activity is 1
+    (then the marginals are the slab's).
     """
 
     weight_activity: Tensor
@@ -151,10 +152,10 @@ class DenseGroupPrior(NamedTuple):
     bias_logit: Tensor
     mean: Tensor
     var: Tensor
-    shift: Tensor
-    quad: Tensor
     marginal_mean: Tensor
     marginal_var: Tensor
+    certain: bool = False
+    dense: bool = False
 
 
 class DenseGroupPosterior(NamedTuple):
@@ -173,15 +174,16 @@ class DenseGroupPosterior(NamedTuple):
 def _dense_moments(
     weight_activity: Tensor, bias_activity: Tensor, mean: Tensor, var: Tensor
 ) -> tuple[Tensor, Tensor]:
-    """:func:`bernoulli_gaussian_moments` with one ``ρ`` per weight column and one per bias
-    (the same operations, so the same rounding)."""
+    """:func:`bernoulli_gaussian_moments` with one ``ρ`` per weight column and one per bias,
+    the variance as ``ρ(1 − ρ)μ² + ρv`` (no difference of large terms, few passes)."""
     marginal_mean = torch.empty_like(mean)
     torch.mul(mean[:, :-1], weight_activity, out=marginal_mean[:, :-1])
     torch.mul(mean[:, -1], bias_activity, out=marginal_mean[:, -1])
-    second = torch.mul(mean, mean).add_(var)
-    second[:, :-1].mul_(weight_activity)
-    second[:, -1].mul_(bias_activity)
-    return marginal_mean, second.sub_(marginal_mean * marginal_mean)
+    spread = mean * mean
+    spread[:, :-1].mul_(weight_activity * (1.0 - weight_activity)).addcmul_(
+        var[:, :-1], weight_activity)
+    spread[:, -1].mul_(bias_activity * (1.0 - bias_activity)).addcmul_(var[:, -1], bias_activity)
+    return marginal_mean, spread
 
 
 def dense_group_prior(
@@ -191,16 +193,17 @@ def dense_group_prior(
     var: Tensor,
     marginals: tuple[Tensor, Tensor] | None = None,
 ) -> DenseGroupPrior:
-    """The constants of a prior in Module A's layout (``mean``, ``var``: ``(N_out, N_in + 1)``,
-    ``var > 0``; activities as in :class:`DenseGroupPrior`). ``marginals``: the prior's
-    moments (3.5) if already known (a posterior used as the next prior), else computed."""
-    shift = mean / var
+    """A prior in Module A's layout (``mean``, ``var``: ``(N_out, N_in + 1)``, ``var > 0``;
+    activities as in :class:`DenseGroupPrior`). ``marginals``: the prior's moments (3.5)
+    if already known (a posterior used as the next prior), else computed."""
+    weight_logit, bias_logit = torch.logit(weight_activity), torch.logit(bias_activity)
+    certain = bool(weight_logit.isinf().all()) and bool(bias_logit.isinf().all())
+    dense = certain and bool((weight_activity == 1).all()) and bool((bias_activity == 1).all())
     if marginals is None:
-        marginals = _dense_moments(weight_activity, bias_activity, mean, var)
-    return DenseGroupPrior(
-        weight_activity, bias_activity, torch.logit(weight_activity), torch.logit(bias_activity),
-        mean, var, shift, mean * shift, *marginals,
-    )
+        marginals = (mean, var) if dense else _dense_moments(
+            weight_activity, bias_activity, mean, var)
+    return DenseGroupPrior(weight_activity, bias_activity, weight_logit, bias_logit, mean, var,
+                           *marginals, certain, dense)
 
 
 _LOG_CHUNK = 8  # rows multiplied before one log: Σ log g = Σ log ∏_8 g (g ≥ 1)
@@ -228,14 +231,19 @@ def dense_group_posterior(
     ``(τ, h)`` on ``W̃`` (``(N_out, N_in + 1)``, precision form, ``τ ≥ 0``; unchecked).
 
     With ``g = 1 + τv``: ``v^post = v/g``, ``μ^post = v^post (μ/v + h)`` (3.4) and
-    ``ℓ = ½[(h (2μ/v + h) − τ μ²/v) v^post − log g]`` ((3.1) rewritten with the posterior
-    slab); a weight column's log-odds add up its ``ℓ``, a bias keeps its own."""
-    gain = torch.mul(message_precision, prior.var).add_(1.0)
+    ``2ℓ = h μ^post + (μ/g)(h − τμ) − log g`` ((3.1) rewritten with the posterior slab); a
+    weight column's log-odds add up its ``ℓ``, a bias keeps its own."""
+    gain = torch.addcmul(torch.ones((), dtype=prior.var.dtype), message_precision, prior.var)
     post_var = prior.var / gain
-    post_shift = prior.shift + message_shift
-    post_mean = post_var * post_shift
-    ratio = post_shift.add_(prior.shift).mul_(message_shift)
-    ratio = ratio.addcmul_(message_precision, prior.quad, value=-1.0).mul_(post_var)
+    post_mean = torch.addcdiv(message_shift, prior.mean, prior.var).mul_(post_var)
+    if prior.certain:  # σ(±∞ + ℓ) is the prior's 0 or 1 again
+        weight_activity, bias_activity = prior.weight_activity, prior.bias_activity
+        marginals = (post_mean, post_var) if prior.dense else _dense_moments(
+            weight_activity, bias_activity, post_mean, post_var)
+        return DenseGroupPosterior(weight_activity, bias_activity, post_mean, post_var,
+                                   *marginals)
+    ratio = torch.addcmul(message_shift, message_precision, prior.mean, value=-1.0)
+    ratio = ratio.mul_(prior.mean).div_(gain).addcmul_(message_shift, post_mean)
     column = ratio.sum(0)[:-1] - _column_log_sum(gain)[:-1]
     weight_activity = torch.sigmoid(prior.weight_logit + 0.5 * column)
     bias_ratio = ratio[:, -1] - torch.log(gain[:, -1])

@@ -273,8 +273,9 @@ def _probit_tilt(
     k = (mean - threshold if upper else threshold - mean) / root
     lam, _, var_factor = inverse_mills(k)
     tilted_mean = torch.addcmul(mean, var, lam.div_(root), value=1.0 if upper else -1.0)
-    shrink = (var / total).mul_(torch.rsub(var_factor, 1.0))
-    return tilted_mean, torch.addcmul(var, var, shrink, value=-1.0), k
+    # As in probit_moments (same rounding): the clip count of eq. 2.11 depends on it.
+    tilted_var = var * (1.0 - var / total * (1.0 - var_factor))
+    return tilted_mean, tilted_var, k
 
 
 def probit_product_moments(

@@ -482,7 +482,7 @@ def _backward_sweep(
         gain = q_precision
         if u_var_t is not None:
             gain = _floor(clips, f"layer{layer}/q_gain", q_precision - s_var @ u_var_t.T, 0.0)
-        q_shift = check_finite("q̂/ν_q", torch.addmm(w_mean * gain, s_hat, u_t.T), layer)
+        q_shift = check_finite("q̂/ν_q", torch.mul(w_mean, gain).addmm_(s_hat, u_t.T), layer)
         state.q_precision[index], state.q_shift[index] = q_precision, q_shift
         # (6.19)-(6.20) Module B's posterior of W̃_l, damped means
         layer_posterior = dense_group_posterior(priors[index], q_precision, q_shift)

@@ -14,6 +14,8 @@ from scipy import integrate
 
 from bflnet.learners.emtdamp.group_sparse import (
     bernoulli_gaussian_moments,
+    dense_group_posterior,
+    dense_group_prior,
     element_log_evidence_ratio,
     group_sparse_messages,
 )
@@ -147,3 +149,44 @@ def test_invalid_arguments_are_one_line_value_errors():
         group_sparse_messages(as_t([0.5, 0.5]), ones, -ones, ones, ones)
     with pytest.raises(ValueError, match="message_precision"):
         group_sparse_messages(as_t([0.5, 0.5]), ones, ones, -ones, ones)
+
+
+@pytest.mark.parametrize("activity", ["mixed", "certain", "ones"])
+def test_dense_layout_equals_module_b_per_group(activity):
+    """dense_group_prior/dense_group_posterior (Module A's (N_out, N_in + 1) layout, eq. 3.6)
+    give group_sparse_messages' activities, slab and marginals for the weight columns and
+    the bias groups of one."""
+    gen = torch.Generator().manual_seed(12)
+    n_out, n_in, f64 = 9, 20, torch.float64
+    rho = torch.rand(n_in, generator=gen, dtype=f64)
+    rho_b = torch.rand(n_out, generator=gen, dtype=f64)
+    if activity == "mixed":
+        rho[:3] = torch.tensor([0.0, 1.0, 1.0], dtype=f64)
+    elif activity == "certain":
+        rho, rho_b = (rho > 0.5).to(f64), (rho_b > 0.5).to(f64)
+    else:
+        rho, rho_b = torch.ones_like(rho), torch.ones_like(rho_b)
+    mean = torch.randn(n_out, n_in + 1, generator=gen, dtype=f64)
+    var = torch.rand(n_out, n_in + 1, generator=gen, dtype=f64) + 0.05
+    tau = 5 * torch.rand(n_out, n_in + 1, generator=gen, dtype=f64)
+    tau[:, 4] = 0.0  # a flat message column
+    h = torch.randn(n_out, n_in + 1, generator=gen, dtype=f64)
+    h[:, 4] = 0.0
+    prior = dense_group_prior(rho, rho_b, mean, var)
+    ref_w, ref_b = bernoulli_gaussian_moments(rho, mean[:, :-1], var[:, :-1])
+    torch.testing.assert_close(prior.marginal_mean[:, :-1], ref_w, rtol=1e-14, atol=1e-15)
+    torch.testing.assert_close(prior.marginal_var[:, :-1], ref_b, rtol=1e-12, atol=1e-15)
+    out = dense_group_posterior(prior, tau, h)
+    weights = group_sparse_messages(rho, mean[:, :-1].T, var[:, :-1].T, tau[:, :-1].T,
+                                    h[:, :-1].T)
+    biases = group_sparse_messages(rho_b, mean[:, -1:], var[:, -1:], tau[:, -1:], h[:, -1:])
+    close = {"rtol": 1e-12, "atol": 1e-14}
+    torch.testing.assert_close(out.weight_activity, weights.posterior_activity, **close)
+    torch.testing.assert_close(out.bias_activity, biases.posterior_activity, **close)
+    for got, w, b in [(out.mean, weights.posterior_mean, biases.posterior_mean),
+                      (out.var, weights.posterior_var, biases.posterior_var),
+                      (out.marginal_mean, weights.marginal_mean, biases.marginal_mean),
+                      (out.marginal_var, weights.marginal_var, biases.marginal_var)]:
+        torch.testing.assert_close(got, torch.cat([w.T, b], dim=1), **close)
+    if activity != "mixed":
+        assert torch.equal(out.weight_activity, rho) and torch.equal(out.bias_activity, rho_b)

@@ -168,3 +168,20 @@ def test_classification_784_128_10_one_minibatch_runs_without_nan():
     assert bool(torch.isfinite(state.z_mean).all()) and bool((state.z_var > 0).all())
     assert_counts_finite(clips)
     assert layer_means(priors)[0].shape == (128, 785)
+
+
+def test_weight_posterior_on_access_is_module_b_of_the_last_messages():
+    """DampState.weight_posterior (Module B's layout, computed on access from the last
+    A → B messages) matches the sweeps' own posterior in Module A's layout."""
+    gen = torch.Generator().manual_seed(6)
+    priors = random_layer_priors([6, 5, 2], gen, activity=0.6)
+    x = torch.randn(6, 40, generator=gen, dtype=F64)
+    state, _ = run_damp(x, priors, gaussian_output(torch.randn(2, 40, generator=gen,
+                                                               dtype=F64), 0.5), sweeps=3)
+    for (weights, biases), dense in zip(state.weight_posterior, state.posterior, strict=True):
+        torch.testing.assert_close(weights.posterior_activity, dense.weight_activity)
+        torch.testing.assert_close(biases.posterior_activity, dense.bias_activity)
+        torch.testing.assert_close(torch.cat([weights.marginal_mean.T, biases.marginal_mean],
+                                             dim=1), dense.marginal_mean)
+        torch.testing.assert_close(torch.cat([weights.posterior_var.T, biases.posterior_var],
+                                             dim=1), dense.var)

@@ -13,6 +13,8 @@ Submodules, each with one job (import them directly; this package imports nothin
   backward sweeps, Module B as the weights' prior.
 * :mod:`.tdamp_client` — client TDAMP (Algorithm 1): minibatches, sweeps, PasP with the
   extrinsic reset; returns ``φ^k`` and ``σ^k`` for the server.
+* :mod:`.heap` — keeps freed heap memory mapped (glibc), so that the sweeps' temporaries
+  do not page-fault on every pass.
 
 The derivation and the deviations from the paper are in ``docs/em-tdamp.md``.
 """

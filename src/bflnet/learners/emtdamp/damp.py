@@ -19,6 +19,7 @@ and ``ŵ``. A non-finite quantity stops the run with a :class:`NonFiniteError` n
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -68,7 +69,7 @@ class NonFiniteError(ValueError, FloatingPointError):
 def check_finite(name: str, value: Tensor, layer: int = 1) -> Tensor:
     """``value`` unchanged if finite everywhere, else :class:`NonFiniteError` naming it."""
     # A finite sum is the cheap common case; an overflowing sum falls back to the full test.
-    if not bool(torch.isfinite(value.sum())) and not bool(torch.isfinite(value).all()):
+    if not math.isfinite(value.sum().item()) and not bool(torch.isfinite(value).all()):
         raise NonFiniteError(f"layer {layer}: {name} is not finite")
     return value
 

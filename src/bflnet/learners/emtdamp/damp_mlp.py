@@ -28,13 +28,23 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from .damp import check_finite
+from .damp import NonFiniteError, check_finite
 from .group_sparse import (
+    DenseGroupPosterior,
+    DenseGroupPrior,
     GroupSparseMessages,
-    bernoulli_gaussian_moments,
+    dense_group_posterior,
+    dense_group_prior,
     group_sparse_messages,
 )
-from .moments import gaussian_output_moments, probit_product_moments, relu_moments
+from .heap import keep_freed_memory
+from .moments import (
+    ReluForward,
+    gaussian_output_moments,
+    probit_product_moments,
+    relu_forward,
+    relu_posterior,
+)
 
 __all__ = [
     "DampSettings",
@@ -43,11 +53,13 @@ __all__ = [
     "OutputNode",
     "backward_sweep",
     "damp_sweep",
+    "dense_prior",
     "forward_sweep",
     "gaussian_layer_prior",
     "gaussian_output",
     "init_state",
     "layer_means",
+    "layer_prior",
     "layer_weight_posterior",
     "mlp_forward",
     "probit_output",
@@ -103,8 +115,12 @@ class DampState:
     ``u_{l−1}`` (``None`` for ``l = 1``); ``q_precision``, ``q_shift``: ``A → B``
     messages on ``W̃_l``; ``p_hat``, ``p_var``: forward messages on ``z_l``; ``u_mean``,
     ``u_var``: posterior of ``Ũ_{l−1}`` (with the row of ones); ``z_mean``, ``z_var``:
-    output posterior; ``weight_posterior``: Module B's output per layer from the last
-    backward sweep (for PasP); ``sweeps``: sweeps run.
+    output posterior; ``sweeps``: sweeps run. ``priors``: the layers' priors in Module A's
+    layout (``prior_source``: the :class:`LayerPrior` list they came from, if any);
+    ``posterior``: Module B's output per layer from the last backward sweep (for PasP);
+    ``u_square``: ``Ũ²`` of the last forward sweep; ``inputs``: the data of the cached
+    layer-1 ``X̃`` (``u_mean[0]``); ``relu_parts``: the forward sweep's ReLU parts per
+    layer input (``None`` for ``l = 1``), reused by the backward sweep.
     """
 
     weight_mean: list[Tensor]
@@ -121,10 +137,25 @@ class DampState:
     u_var: list[Tensor | None] = field(default_factory=list)
     z_mean: Tensor | None = None
     z_var: Tensor | None = None
-    weight_posterior: list[tuple[GroupSparseMessages, GroupSparseMessages]] = field(
-        default_factory=list
-    )
     sweeps: int = 0
+    priors: list[DenseGroupPrior] = field(default_factory=list)
+    prior_source: list[LayerPrior] | None = None
+    posterior: list[DenseGroupPosterior] = field(default_factory=list)
+    u_square: list[Tensor] = field(default_factory=list)
+    inputs: Tensor | None = None
+    relu_parts: list[ReluForward | None] = field(default_factory=list)
+
+    @property
+    def weight_posterior(self) -> list[tuple[GroupSparseMessages, GroupSparseMessages]]:
+        """Module B's output per layer (weight groups, bias groups) for the last backward
+        sweep's ``A → B`` messages, in Module B's layout (computed on access)."""
+        if not self.posterior:
+            return []
+        priors = self.prior_source or [
+            layer_prior(p.weight_activity, p.bias_activity, p.mean, p.var) for p in self.priors
+        ]
+        return [layer_weight_posterior(prior, q, h) for prior, q, h
+                in zip(priors, self.q_precision, self.q_shift, strict=True)]
 
 
 def gaussian_layer_prior(mean: Tensor, var: Tensor) -> LayerPrior:
@@ -183,10 +214,15 @@ def gaussian_output(targets: Tensor, noise_var: float) -> OutputNode:
 
 def probit_output(labels: Tensor, noise_var: float) -> OutputNode:
     """Probit-product likelihood (paper eq. 6) as an output node (eqs. 2.10-2.14); the
-    third value counts the extrinsic precisions clipped at zero."""
+    third value counts the extrinsic precisions clipped at zero. The arguments are checked
+    at the first call (Module A's ``ν_p`` are floored and checked by the sweeps)."""
+    checked = False
 
     def node(p_hat: Tensor, p_var: Tensor) -> tuple[Tensor, Tensor, int]:
-        return tuple(probit_product_moments(p_hat, p_var, labels, noise_var))  # type: ignore[return-value]
+        nonlocal checked
+        result = probit_product_moments(p_hat, p_var, labels, noise_var, check=not checked)
+        checked = True
+        return tuple(result)  # type: ignore[return-value]
 
     return node
 
@@ -216,34 +252,77 @@ def weight_moments(
     return mean, var
 
 
+def dense_prior(prior: LayerPrior) -> DenseGroupPrior:
+    """A :class:`LayerPrior` in Module A's ``(N_out, N_in + 1)`` layout, with Module B's
+    per-minibatch constants."""
+    mean, var = _dense_layout(prior.weight_mean, prior.bias_mean), _dense_layout(
+        prior.weight_var, prior.bias_var)
+    return dense_group_prior(prior.weight_activity, prior.bias_activity, mean, var)
+
+
+def _dense_layout(weights: Tensor, biases: Tensor) -> Tensor:
+    """``[Wᵀᵀ, b]``: ``(N_in, N_out)`` weights and ``(N_out, 1)`` biases as one
+    ``(N_out, N_in + 1)`` array (one pass over the weights)."""
+    out = torch.empty(weights.shape[1], weights.shape[0] + 1, dtype=weights.dtype)
+    out[:, :-1].copy_(weights.T)
+    out[:, -1:].copy_(biases)
+    return out
+
+
+def layer_prior(
+    weight_activity: Tensor, bias_activity: Tensor, mean: Tensor, var: Tensor
+) -> LayerPrior:
+    """The :class:`LayerPrior` (Module B's and the server's layout) of group activities and
+    a slab ``(N_out, N_in + 1)`` in Module A's layout (e.g. of a :class:`DenseGroupPrior`
+    or :class:`DenseGroupPosterior`)."""
+    return LayerPrior(
+        weight_activity, mean[:, :-1].T.contiguous(), var[:, :-1].T.contiguous(),
+        bias_activity, mean[:, -1:].clone(), var[:, -1:].clone(),
+    )
+
+
+def _same(priors: list[LayerPrior], source: list[LayerPrior] | None) -> bool:
+    return source is not None and len(source) == len(priors) and all(
+        a is b for a, b in zip(priors, source, strict=True)
+    )
+
+
+def _dense_priors(state: DampState, priors: list[LayerPrior]) -> list[DenseGroupPrior]:
+    """``state.priors`` if they were made from ``priors``, else made from them now."""
+    if not _same(priors, state.prior_source):
+        state.priors = [dense_prior(p) for p in priors]
+        state.prior_source = list(priors)
+    return state.priors
+
+
 def init_state(priors: list[LayerPrior], batch: int) -> DampState:
     """Algorithm 1's initialisation for one minibatch: every message flat (``ŝ = 0``,
     ``A → B`` and backward messages of precision 0), weights at the prior's moments."""
+    state = _init_dense_state([dense_prior(p) for p in priors], batch)
+    state.prior_source = list(priors)
+    return state
+
+
+def _init_dense_state(priors: list[DenseGroupPrior], batch: int) -> DampState:
+    """:func:`init_state` from priors in Module A's layout. Flat messages: Module B's
+    marginals are the prior's (3.5 with ``τ = h = 0``); the ``A → B`` zeros are broadcast
+    views (they are only ever replaced, never read before)."""
     if batch < 1:
         raise ValueError(f"batch: must be >= 1, got {batch}")
-    state = DampState([], [], [], [], [], [], [], [])
+    state = DampState([], [], [], [], [], [], [], [], priors=list(priors))
     for index, prior in enumerate(priors):
-        n_in, n_out = prior.weight_mean.shape
-        dtype = prior.weight_mean.dtype
-        zero_q = torch.zeros(n_out, n_in + 1, dtype=dtype)
-        # Flat A → B messages: Module B's marginals are the prior's (3.5 with τ = h = 0).
-        w_mean, w_var = bernoulli_gaussian_moments(
-            prior.weight_activity[:, None], prior.weight_mean, prior.weight_var
-        )
-        b_mean, b_var = bernoulli_gaussian_moments(
-            prior.bias_activity[:, None], prior.bias_mean, prior.bias_var
-        )
-        mean = torch.cat([w_mean.T, b_mean], dim=1)
-        var = torch.cat([w_var.T, b_var], dim=1)
-        state.weight_mean.append(mean)
-        state.weight_var.append(var)
+        n_out, n_in = prior.mean.shape[0], prior.mean.shape[1] - 1
+        dtype = prior.mean.dtype
+        zero_q = torch.zeros((), dtype=dtype).expand(n_out, n_in + 1)
+        state.weight_mean.append(prior.marginal_mean)
+        state.weight_var.append(prior.marginal_var)
         state.s_hat.append(torch.zeros(n_out, batch, dtype=dtype))
         state.s_var.append(torch.zeros(n_out, batch, dtype=dtype))
         zero_r = torch.zeros(n_in, batch, dtype=dtype) if index > 0 else None
         state.r_precision.append(zero_r)
-        state.r_shift.append(None if zero_r is None else zero_r.clone())
+        state.r_shift.append(zero_r)
         state.q_precision.append(zero_q)
-        state.q_shift.append(zero_q.clone())
+        state.q_shift.append(zero_q)
     return state
 
 
@@ -252,47 +331,91 @@ def _count(clips: dict[str, int], key: str, mask: Tensor) -> None:
 
 
 def _floor(clips: dict[str, int], key: str, value: Tensor, bound: float) -> Tensor:
+    """``max(value, bound)``, counting the clipped entries (one reduction if none is)."""
+    if float(value.min()) >= bound:
+        clips.setdefault(key, 0)
+        return value
     below = value < bound
     _count(clips, key, below)
     return torch.where(below, bound, value)
+
+
+def _cap(clips: dict[str, int], key: str, value: Tensor, bound: float) -> Tensor:
+    """``min(value, bound)``, counting the clipped entries (one reduction if none is)."""
+    if float(value.max()) <= bound:
+        clips.setdefault(key, 0)
+        return value
+    over = value > bound
+    _count(clips, key, over)
+    return torch.where(over, bound, value)
+
+
+def _floor_finite(
+    clips: dict[str, int], key: str, name: str, value: Tensor, bound: float, layer: int
+) -> Tensor:
+    """:func:`check_finite` then :func:`_floor`, from one ``aminmax`` when nothing is wrong."""
+    low, high = (float(v) for v in torch.aminmax(value))
+    if not (math.isfinite(low) and math.isfinite(high)):  # NaN reaches both
+        raise NonFiniteError(f"layer {layer}: {name} is not finite")
+    if low >= bound:
+        clips.setdefault(key, 0)
+        return value
+    below = value < bound
+    _count(clips, key, below)
+    return torch.where(below, bound, value)
+
+
+def _input_rows(state: DampState, inputs: Tensor) -> tuple[Tensor, Tensor]:
+    """Layer 1's ``X̃ = [X; 1ᵀ]`` and ``X̃²``, cached while ``inputs`` is the same tensor."""
+    if state.inputs is not inputs or not state.u_mean or not state.u_square:
+        x = torch.cat([inputs, torch.ones(1, inputs.shape[1], dtype=inputs.dtype)])
+        state.inputs = inputs
+        return x, x * x
+    return state.u_mean[0], state.u_square[0]
 
 
 def forward_sweep(
     state: DampState, inputs: Tensor, settings: DampSettings, clips: dict[str, int]
 ) -> None:
     """Layers ``l = 1..L``: input posteriors (6.10), forward messages (6.11)-(6.12)."""
-    state.p_hat, state.p_var, state.u_mean, state.u_var = [], [], [], []
-    ones = torch.ones(1, inputs.shape[1], dtype=inputs.dtype)
-    u_mean, u_var = inputs, None
+    x, x2 = _input_rows(state, inputs)
+    state.p_hat, state.p_var, state.u_mean, state.u_var, state.u_square = [], [], [], [], []
+    state.relu_parts = [None] * len(state.weight_mean)
     for index, (w_mean, w_var) in enumerate(zip(state.weight_mean, state.weight_var, strict=True)):
         layer = index + 1
-        if index > 0:  # (6.10) ReLU node: forward message below, backward message above
-            relu = relu_moments(
-                state.p_hat[-1], state.p_var[-1], state.r_precision[index], state.r_shift[index]
-            )
-            u_mean = check_finite("û", relu.u_mean, layer - 1)
-            u_var = check_finite("ν_u", torch.clamp(relu.u_var, min=0.0), layer - 1)
-        u_t = torch.cat([u_mean, ones])
-        u2 = u_t * u_t
+        if index == 0:
+            u_t, u2, u_var_t = x, x2, None
+        else:  # (6.10) ReLU node: forward message below, backward message above
+            lam_b, h = state.r_precision[index], state.r_shift[index]
+            flat = state.sweeps == 0 and not (bool(lam_b.any()) or bool(h.any()))
+            forward = relu_forward(state.p_hat[-1], state.p_var[-1], reflect=flat)
+            state.relu_parts[index] = forward
+            u_mean, u_var = relu_posterior(forward, *((None, None) if flat else (lam_b, h)),
+                                           z=False)
+            check_finite("û", u_mean, layer - 1)
+            u_var = check_finite("ν_u", torch.clamp(u_var, min=0.0), layer - 1)
+            batch = u_mean.shape[1]
+            u_t = torch.cat([u_mean, torch.ones(1, batch, dtype=u_mean.dtype)])
+            u2 = u_t * u_t
+            u_var_t = torch.cat([u_var, torch.zeros(1, batch, dtype=u_var.dtype)])
         p_bar_var = w_var @ u2  # (6.11)
         p_var = p_bar_var
-        if u_var is not None:
-            u_var_t = torch.cat([u_var, torch.zeros_like(ones)])
+        if u_var_t is not None:
             p_bar_var = p_bar_var + (w_mean * w_mean) @ u_var_t
             p_var = p_bar_var + w_var @ u_var_t
-            state.u_var.append(u_var_t)
-        else:
-            state.u_var.append(None)
         p_var = _floor(clips, f"layer{layer}/p_var_floor", check_finite("ν_p", p_var, layer),
                        settings.var_floor)
         p_hat = w_mean @ u_t - state.s_hat[index] * p_bar_var  # (6.12) Onsager correction
         state.p_hat.append(check_finite("p̂", p_hat, layer))
         state.p_var.append(p_var)
         state.u_mean.append(u_t)
+        state.u_var.append(u_var_t)
+        state.u_square.append(u2)
 
 
-def _damp(new: Tensor, old: Tensor, damping: float, first: bool) -> Tensor:
-    return new if first else damping * new + (1.0 - damping) * old
+def _damp(new: Tensor, old: Tensor, damping: float, first: bool = False) -> Tensor:
+    """``damping · new + (1 − damping) · old`` (one pass: ``old + damping (new − old)``)."""
+    return new if first or damping == 1.0 else torch.lerp(old, new, damping)
 
 
 def backward_sweep(
@@ -305,9 +428,20 @@ def backward_sweep(
     """Layers ``l = L..1``: node posteriors (6.13), ``ŝ``, ``ν_s`` (6.14), messages to the
     inputs (6.15)-(6.16) and to the weights (6.17)-(6.18), Module B and the weight
     update (6.19)-(6.20)."""
+    _backward_sweep(state, _dense_priors(state, priors), output, settings, clips)
+
+
+def _backward_sweep(
+    state: DampState,
+    priors: list[DenseGroupPrior],
+    output: OutputNode,
+    settings: DampSettings,
+    clips: dict[str, int],
+) -> None:
+    """:func:`backward_sweep` with the priors in Module A's layout."""
     first = state.sweeps == 0
     depth = len(priors)
-    state.weight_posterior = [None] * depth  # type: ignore[list-item]
+    posterior: list[DenseGroupPosterior | None] = [None] * depth
     for index in reversed(range(depth)):
         layer = index + 1
         p_hat, p_var = state.p_hat[index], state.p_var[index]
@@ -318,15 +452,14 @@ def backward_sweep(
             )
             state.z_mean, state.z_var = z_mean, z_var
         else:  # (6.13) ReLU node with the backward message just sent down by layer l + 1
-            relu = relu_moments(
-                p_hat, p_var, state.r_precision[index + 1], state.r_shift[index + 1]
-            )
-            z_mean, z_var = relu.z_mean, relu.z_var
+            forward = state.relu_parts[index + 1] if index + 1 < len(state.relu_parts) else None
+            if forward is None or forward.mean is not p_hat or forward.var is not p_var:
+                forward = relu_forward(p_hat, p_var)
+            z_mean, z_var, _ = relu_posterior(forward, state.r_precision[index + 1],
+                                              state.r_shift[index + 1], u=False)
         check_finite("ẑ", z_mean, layer)
-        ratio = check_finite("ν_z", z_var, layer) / p_var
-        over = ratio > settings.ratio_cap
-        _count(clips, f"layer{layer}/z_to_p_ratio", over)
-        ratio = torch.where(over, settings.ratio_cap, ratio)
+        ratio = _cap(clips, f"layer{layer}/z_to_p_ratio",
+                     check_finite("ν_z", z_var, layer) / p_var, settings.ratio_cap)
         s_new = check_finite("ŝ", (z_mean - p_hat) / p_var, layer)  # (6.14)
         s_var_new = check_finite("ν_s", (1.0 - ratio) / p_var, layer)
         s_hat = _damp(s_new, state.s_hat[index], settings.damping, first)
@@ -336,37 +469,28 @@ def backward_sweep(
         u_t, u_var_t = state.u_mean[index], state.u_var[index]
         if index > 0:  # (6.15)-(6.16) backward message on u_{l−1}, precision form
             w_in, w_var_in = w_mean[:, :-1], w_var[:, :-1]
-            r_precision = _floor(
-                clips, f"layer{layer}/r_var_cap",
-                check_finite("1/ν_r", (w_in * w_in).T @ s_var, layer), 1.0 / settings.var_cap,
-            )
-            gain = r_precision - w_var_in.T @ s_var
-            low = gain < 0.0
-            _count(clips, f"layer{layer}/r_gain", low)
-            gain = torch.where(low, 0.0, gain)
+            r_precision = _floor_finite(clips, f"layer{layer}/r_var_cap", "1/ν_r",
+                                        (w_in * w_in).T @ s_var, 1.0 / settings.var_cap, layer)
+            gain = _floor(clips, f"layer{layer}/r_gain", r_precision - w_var_in.T @ s_var, 0.0)
             r_shift = u_t[:-1] * gain + w_in.T @ s_hat
             state.r_precision[index] = r_precision
             state.r_shift[index] = check_finite("r̂/ν_r", r_shift, layer)
         # (6.17)-(6.18) A → B messages on W̃_l, precision form
-        q_precision = _floor(
-            clips, f"layer{layer}/q_var_cap",
-            check_finite("1/ν_q", s_var @ (u_t * u_t).T, layer), 1.0 / settings.var_cap,
-        )
+        q_precision = _floor_finite(clips, f"layer{layer}/q_var_cap", "1/ν_q",
+                                    s_var @ state.u_square[index].T, 1.0 / settings.var_cap,
+                                    layer)
         gain = q_precision
         if u_var_t is not None:
-            gain = q_precision - s_var @ u_var_t.T
-            low = gain < 0.0
-            _count(clips, f"layer{layer}/q_gain", low)
-            gain = torch.where(low, 0.0, gain)
-        q_shift = check_finite("q̂/ν_q", w_mean * gain + s_hat @ u_t.T, layer)
+            gain = _floor(clips, f"layer{layer}/q_gain", q_precision - s_var @ u_var_t.T, 0.0)
+        q_shift = check_finite("q̂/ν_q", torch.mul(w_mean, gain).addmm_(s_hat, u_t.T), layer)
         state.q_precision[index], state.q_shift[index] = q_precision, q_shift
         # (6.19)-(6.20) Module B's posterior of W̃_l, damped means
-        posterior = layer_weight_posterior(priors[index], q_precision, q_shift)
-        state.weight_posterior[index] = posterior
-        new_mean, new_var = weight_moments(*posterior)
-        check_finite("ŵ", new_mean, layer)
-        state.weight_mean[index] = settings.damping * new_mean + (1.0 - settings.damping) * w_mean
-        state.weight_var[index] = check_finite("ν_w", new_var, layer)
+        layer_posterior = dense_group_posterior(priors[index], q_precision, q_shift)
+        posterior[index] = layer_posterior
+        new_mean = check_finite("ŵ", layer_posterior.marginal_mean, layer)
+        state.weight_mean[index] = _damp(new_mean, w_mean, settings.damping)
+        state.weight_var[index] = check_finite("ν_w", layer_posterior.marginal_var, layer)
+    state.posterior = posterior  # type: ignore[assignment]
     state.sweeps += 1
 
 
@@ -411,10 +535,13 @@ def run_damp(
     if sweeps < 1:
         raise ValueError(f"sweeps: must be >= 1, got {sweeps}")
     settings = settings or DampSettings()
+    keep_freed_memory()
     state = state or init_state(priors, inputs.shape[1])
+    dense = _dense_priors(state, priors)
     clips: dict[str, int] = {}
     for _ in range(sweeps):
-        damp_sweep(state, inputs, priors, output, settings, clips)
+        forward_sweep(state, inputs, settings, clips)
+        _backward_sweep(state, dense, output, settings, clips)
     return state, clips
 
 

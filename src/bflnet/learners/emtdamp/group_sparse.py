@@ -16,6 +16,12 @@ message Algorithm 1 starts from). Because Module B is a tree, sum-product is exa
 * :func:`group_sparse_messages` — the ``B → A`` messages (eq. 25: activity from the other
   elements, slab = prior slab) and the group posterior (eq. 26, with the slab combined with
   Module A's message, not with the prior mean twice as transcribed).
+
+The DAMP sweeps call the same sum-product in Module A's layout instead
+(:func:`dense_group_posterior`): ``W̃ = [W, b]`` as ``(N_out, N_in + 1)``, groups are the
+weight columns and each bias on its own, the prior's constants ``μ/v``, ``μ²/v`` and its
+moments are computed once per minibatch (:func:`dense_group_prior`), and only what Module A
+and PasP use is computed (no ``B → A`` activities, no per-element ``ℓ``).
 """
 
 from __future__ import annotations
@@ -26,8 +32,12 @@ import torch
 from torch import Tensor
 
 __all__ = [
+    "DenseGroupPosterior",
+    "DenseGroupPrior",
     "GroupSparseMessages",
     "bernoulli_gaussian_moments",
+    "dense_group_posterior",
+    "dense_group_prior",
     "element_log_evidence_ratio",
     "group_sparse_messages",
 ]
@@ -121,4 +131,124 @@ def group_sparse_messages(
     )
     return GroupSparseMessages(
         to_a, posterior_activity, posterior_mean, posterior_var, marginal_mean, marginal_var
+    )
+
+
+class DenseGroupPrior(NamedTuple):
+    """A layer's group-sparse prior in Module A's layout, with its per-minibatch constants.
+
+    ``weight_activity``: ``(N_in,)`` ``ρ`` of each weight column (one input neuron's
+    outgoing weights); ``bias_activity``: ``(N_out,)`` (each bias is a group of one);
+    ``weight_logit``, ``bias_logit``: their logits; ``mean``, ``var``: ``(N_out, N_in + 1)``
+    slab ``μ``, ``v`` of ``W̃ = [W, b]``; ``marginal_mean``, ``marginal_var``: the prior's
+    moments (3.5), which are Module B's marginals for flat messages; ``certain``: every
+    activity is 0 or 1 (then no message changes them), ``dense``: every activity is 1
+    (then the marginals are the slab's).
+    """
+
+    weight_activity: Tensor
+    bias_activity: Tensor
+    weight_logit: Tensor
+    bias_logit: Tensor
+    mean: Tensor
+    var: Tensor
+    marginal_mean: Tensor
+    marginal_var: Tensor
+    certain: bool = False
+    dense: bool = False
+
+
+class DenseGroupPosterior(NamedTuple):
+    """Module B's output in Module A's layout: group activities ``ρ^post`` (3.3) of the
+    weight columns ``(N_in,)`` and biases ``(N_out,)``, the posterior slab (3.4) and the
+    marginal moments (3.5), ``(N_out, N_in + 1)``."""
+
+    weight_activity: Tensor
+    bias_activity: Tensor
+    mean: Tensor
+    var: Tensor
+    marginal_mean: Tensor
+    marginal_var: Tensor
+
+
+def _dense_moments(
+    weight_activity: Tensor, bias_activity: Tensor, mean: Tensor, var: Tensor
+) -> tuple[Tensor, Tensor]:
+    """:func:`bernoulli_gaussian_moments` with one ``ρ`` per weight column and one per bias,
+    the variance as ``ρ(1 − ρ)μ² + ρv`` (no difference of large terms, few passes)."""
+    marginal_mean = torch.empty_like(mean)
+    torch.mul(mean[:, :-1], weight_activity, out=marginal_mean[:, :-1])
+    torch.mul(mean[:, -1], bias_activity, out=marginal_mean[:, -1])
+    spread = mean * mean
+    spread[:, :-1].mul_(weight_activity * (1.0 - weight_activity)).addcmul_(
+        var[:, :-1], weight_activity)
+    spread[:, -1].mul_(bias_activity * (1.0 - bias_activity)).addcmul_(var[:, -1], bias_activity)
+    return marginal_mean, spread
+
+
+def dense_group_prior(
+    weight_activity: Tensor,
+    bias_activity: Tensor,
+    mean: Tensor,
+    var: Tensor,
+    marginals: tuple[Tensor, Tensor] | None = None,
+) -> DenseGroupPrior:
+    """A prior in Module A's layout (``mean``, ``var``: ``(N_out, N_in + 1)``, ``var > 0``;
+    activities as in :class:`DenseGroupPrior`). ``marginals``: the prior's moments (3.5)
+    if already known (a posterior used as the next prior), else computed."""
+    weight_logit, bias_logit = torch.logit(weight_activity), torch.logit(bias_activity)
+    certain = bool(weight_logit.isinf().all()) and bool(bias_logit.isinf().all())
+    dense = certain and bool((weight_activity == 1).all()) and bool((bias_activity == 1).all())
+    if marginals is None:
+        marginals = (mean, var) if dense else _dense_moments(
+            weight_activity, bias_activity, mean, var)
+    return DenseGroupPrior(weight_activity, bias_activity, weight_logit, bias_logit, mean, var,
+                           *marginals, certain, dense)
+
+
+_LOG_CHUNK = 8  # rows multiplied before one log: Σ log g = Σ log ∏_8 g (g ≥ 1)
+
+
+def _column_log_sum(gain: Tensor) -> Tensor:
+    """``Σ_rows log g`` per column for ``g ≥ 1``, one log per ``_LOG_CHUNK`` rows (products
+    of 8 factors ``≥ 1``; falls back to one log per element if a product overflows)."""
+    rows = gain.shape[0]
+    full = rows - rows % _LOG_CHUNK
+    if full < 2 * _LOG_CHUNK:
+        return torch.log(gain).sum(0)
+    total = torch.log(gain[:full].view(_LOG_CHUNK, full // _LOG_CHUNK, -1).prod(0)).sum(0)
+    if full < rows:
+        total += torch.log(gain[full:]).sum(0)
+    if not bool(torch.isfinite(total.sum())):
+        return torch.log(gain).sum(0)
+    return total
+
+
+def dense_group_posterior(
+    prior: DenseGroupPrior, message_precision: Tensor, message_shift: Tensor
+) -> DenseGroupPosterior:
+    """Module B (eqs. 3.1-3.5) in Module A's layout for the ``A → B`` messages
+    ``(τ, h)`` on ``W̃`` (``(N_out, N_in + 1)``, precision form, ``τ ≥ 0``; unchecked).
+
+    With ``g = 1 + τv``: ``v^post = v/g``, ``μ^post = v^post (μ/v + h)`` (3.4) and
+    ``2ℓ = h μ^post + (μ/g)(h − τμ) − log g`` ((3.1) rewritten with the posterior slab); a
+    weight column's log-odds add up its ``ℓ``, a bias keeps its own."""
+    gain = torch.addcmul(torch.ones((), dtype=prior.var.dtype), message_precision, prior.var)
+    post_var = prior.var / gain
+    post_mean = torch.addcdiv(message_shift, prior.mean, prior.var).mul_(post_var)
+    if prior.certain:  # σ(±∞ + ℓ) is the prior's 0 or 1 again
+        weight_activity, bias_activity = prior.weight_activity, prior.bias_activity
+        marginals = (post_mean, post_var) if prior.dense else _dense_moments(
+            weight_activity, bias_activity, post_mean, post_var)
+        return DenseGroupPosterior(weight_activity, bias_activity, post_mean, post_var,
+                                   *marginals)
+    ratio = torch.addcmul(message_shift, message_precision, prior.mean, value=-1.0)
+    ratio = ratio.mul_(prior.mean).div_(gain).addcmul_(message_shift, post_mean)
+    column = ratio.sum(0)[:-1] - _column_log_sum(gain)[:-1]
+    weight_activity = torch.sigmoid(prior.weight_logit + 0.5 * column)
+    bias_ratio = ratio[:, -1] - torch.log(gain[:, -1])
+    bias_activity = torch.sigmoid(prior.bias_logit + 0.5 * bias_ratio)
+    return DenseGroupPosterior(
+        weight_activity, bias_activity, post_mean, post_var,
+        *_dense_moments(weight_activity, bias_activity, post_mean, post_var),
     )

@@ -24,15 +24,22 @@ from torch import Tensor
 
 __all__ = [
     "ProbitProductMoments",
+    "ReluForward",
     "ReluMoments",
     "gaussian_output_moments",
     "inverse_mills",
     "probit_moments",
     "probit_product_moments",
+    "relu_forward",
     "relu_moments",
+    "relu_posterior",
 ]
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_SQRT_2 = math.sqrt(2.0)
+_LOG_2 = math.log(2.0)
+_ERFC_PRODUCT_BELOW = 3.0  # erfcx(x) as exp(x²) erfc(x) up to here (_erfcx) ...
+_ERFC_PRODUCT_MIN_SIZE = 4096  # ... on tensors of at least this many elements
 _ASYMPTOTIC_BELOW = -45.0  # a < this: series for a + λ and 1 − λ(λ + a) (cancellation)
 
 
@@ -57,8 +64,19 @@ class ProbitProductMoments(NamedTuple):
 
 
 def _check_positive(name: str, value: Tensor) -> None:
-    if not bool(torch.all(value > 0)) or not bool(torch.all(torch.isfinite(value))):
+    if value.numel() == 0:
+        return
+    low, high = torch.aminmax(value)  # NaN propagates to both
+    if not (bool(low > 0) and bool(high < math.inf)):
         raise ValueError(f"{name}: must be finite and > 0 everywhere")
+
+
+def _check_precision(precision: Tensor) -> None:
+    if precision.numel() == 0:
+        return
+    low, high = torch.aminmax(precision)
+    if not (bool(low >= 0) and bool(high < math.inf)):
+        raise ValueError("backward_precision: must be finite and >= 0 everywhere")
 
 
 def inverse_mills(a: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -70,15 +88,146 @@ def inverse_mills(a: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     ``a⁻⁷``, ``a⁻⁸``) are used. Relative error: ``λ`` 1e-13, ``a + λ`` 1e-11,
     ``1 − λ(λ + a)`` 2e-9 (worst near ``a = −45``).
     """
-    lam = _SQRT_2_OVER_PI / torch.special.erfcx(-a / math.sqrt(2.0))
+    return _inverse_mills(a, _erfcx(-a / _SQRT_2))
+
+
+def _erfcx(x: Tensor) -> Tensor:
+    """``torch.special.erfcx``, faster: ``exp(x²) erfc(x)`` for ``x ≤ 3`` (relative error
+    about ``(x² + 2) ε``, as ``torch.special.erfcx``'s ``2 exp(x²) − erfcx(−x)`` for
+    ``x < 0``), ``erfcx`` itself above (where ``erfc`` underflows). ``erfc`` and ``exp`` take
+    about a third of ``erfcx``'s time."""
+    if x.numel() < _ERFC_PRODUCT_MIN_SIZE:
+        return torch.special.erfcx(x)
+    out = torch.special.erfc(x).mul_(torch.exp(x * x))
+    tail = x > _ERFC_PRODUCT_BELOW
+    if bool(tail.any()):
+        out[tail] = torch.special.erfcx(x[tail])
+    return out
+
+
+def _inverse_mills(a: Tensor, scaled_erfcx: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """:func:`inverse_mills` given ``erfcx(−a/√2)``; the series only if some ``a < −45``."""
+    lam = _SQRT_2_OVER_PI / scaled_erfcx
     shifted = a + lam
     var_factor = 1.0 - lam * shifted
+    if a.numel() and float(a.min()) >= _ASYMPTOTIC_BELOW:  # NaN: the general path
+        return lam, shifted, var_factor
     t = torch.clamp(-a, min=-_ASYMPTOTIC_BELOW)
     t2 = t * t
     shifted_series = (1.0 - (2.0 - (10.0 - 74.0 / t2) / t2) / t2) / t
     var_series = (1.0 - (6.0 - (50.0 - 518.0 / t2) / t2) / t2) / t2
     far = a < _ASYMPTOTIC_BELOW
     return lam, torch.where(far, shifted_series, shifted), torch.where(far, var_series, var_factor)
+
+
+def _log_ndtr(scaled: Tensor, scaled_erfcx: Tensor) -> Tensor:
+    """``log Φ(x)`` from ``s = −x/√2`` and ``erfcx(s)``: ``log(erfcx(s)/2) − s²`` (the form
+    ``torch.special.log_ndtr`` uses below ``x = −1``), capped at 0. For large ``x`` the
+    difference cancels to an absolute error of about ``ε x²/2`` (``erfcx`` overflows past
+    ``x ≈ 37.7``: the cap gives 0, within 1e-300 of ``log Φ``); a log-odds needs no more."""
+    return torch.log(scaled_erfcx).sub_(_LOG_2).addcmul_(scaled, scaled, value=-1.0).clamp_(max=0.0)
+
+
+class ReluForward(NamedTuple):
+    """The parts of a ReLU node's posterior that depend on the forward message
+    ``N(z; m_f, v_f)`` alone (a DAMP sweep's forward and backward passes share them):
+    ``mean``, ``var`` (``m_f``, ``v_f``), ``std`` (``√v_f``), ``a`` (``m_f/√v_f``),
+    ``scaled`` (``a/√2``), ``erfcx`` (``erfcx(a/√2)``), ``log_ndtr`` (``log Φ(−a)``) and,
+    if asked for, ``erfcx_reflected`` (``erfcx(−a/√2)``, for a flat backward message)."""
+
+    mean: Tensor
+    var: Tensor
+    std: Tensor
+    a: Tensor
+    scaled: Tensor
+    erfcx: Tensor
+    log_ndtr: Tensor
+    erfcx_reflected: Tensor | None
+
+
+def _erfcx_pair(x: Tensor) -> tuple[Tensor, Tensor]:
+    """``(erfcx(x), erfcx(−x))`` from one ``erfc``: with ``y = |x|``, ``erfcx(±y)`` are
+    ``exp(y²) erfc(y)`` (``erfcx`` itself past ``y = 3``) and ``exp(y²)(2 − erfc(y))``."""
+    y = x.abs()
+    scale = torch.exp(y * y)
+    tail_erfc = torch.special.erfc(y)
+    large = torch.rsub(tail_erfc, 2.0).mul_(scale)
+    small = tail_erfc.mul_(scale)
+    tail = y > _ERFC_PRODUCT_BELOW
+    if bool(tail.any()):
+        small[tail] = torch.special.erfcx(y[tail])
+    nonnegative = x >= 0
+    return torch.where(nonnegative, small, large), torch.where(nonnegative, large, small)
+
+
+def relu_forward(
+    forward_mean: Tensor, forward_var: Tensor, *, reflect: bool = False
+) -> ReluForward:
+    """:class:`ReluForward` of ``N(z; m_f, v_f)`` (unchecked; ``v_f > 0``). ``reflect``
+    also gives ``erfcx(−a/√2)``, from the same ``erfcx`` call."""
+    std_f = torch.sqrt(forward_var)
+    a_f = forward_mean / std_f
+    scaled = a_f / _SQRT_2  # erfcx argument of inverse_mills(−a)
+    reflected = None
+    if reflect:
+        erfcx_f, reflected = _erfcx_pair(scaled)
+    else:
+        erfcx_f = _erfcx(scaled)
+    return ReluForward(forward_mean, forward_var, std_f, a_f, scaled, erfcx_f,
+                       _log_ndtr(scaled, erfcx_f), reflected)
+
+
+def relu_posterior(
+    forward: ReluForward,
+    backward_precision: Tensor | None,
+    backward_shift: Tensor | None,
+    *,
+    u: bool = True,
+    z: bool = True,
+) -> tuple[Tensor, ...]:
+    """:func:`relu_moments` (eqs. 2.1-2.6) from the forward message's
+    :class:`ReluForward` and the backward message (unchecked; ``None``, ``None``: flat,
+    which needs ``forward.erfcx_reflected``). Returns ``(u_mean, u_var)`` if ``u``, then
+    ``(z_mean, z_var, active)`` if ``z``."""
+    mf, vf = forward.mean, forward.var
+    if backward_precision is None or backward_shift is None:  # Λ = h = 0: m* = m_f, v* = v_f
+        assert forward.erfcx_reflected is not None
+        post_var, post_std, a_pos = vf, forward.std, forward.a
+        scaled_pos, erfcx_pos = -forward.scaled, forward.erfcx_reflected
+        log_odds = _log_ndtr(scaled_pos, erfcx_pos) - forward.log_ndtr
+    else:
+        lam_b, h = backward_precision, backward_shift
+        gain = torch.addcmul(torch.ones((), dtype=vf.dtype), lam_b, vf)  # v_f / v* = 1 + Λv_f
+        post_var = vf / gain  # v* (eq. 2.1)
+        shifted_mean = torch.addcmul(mf, h, vf)
+        post_mean = shifted_mean / gain  # m*
+        post_std = torch.sqrt(post_var)
+        a_pos = post_mean / post_std
+        scaled_pos = a_pos.mul(-1.0 / _SQRT_2)  # erfcx argument of inverse_mills(a_pos)
+        erfcx_pos = _erfcx(scaled_pos)
+        # log w+ − log w0 (eq. 2.3) = ½[(h(2m_f + h v_f) − Λm_f²)/g − log g]
+        # + log Φ(a*) − log Φ(−a_f), written without differences of large terms.
+        quadratic = shifted_mean.add_(mf).mul_(h).addcmul_(lam_b * mf, mf, value=-1.0)
+        log_odds = (quadratic.div_(gain).sub_(torch.log(gain)).mul_(0.5)
+                    .add_(_log_ndtr(scaled_pos, erfcx_pos)).sub_(forward.log_ndtr))
+    active = torch.sigmoid(log_odds)
+    _, shifted_pos, var_factor_pos = _inverse_mills(a_pos, erfcx_pos)
+    mean_pos = post_std * shifted_pos  # E[z | z > 0] (eq. 2.2)
+    var_pos = post_var * var_factor_pos
+    inactive = 1.0 - active
+    out: tuple[Tensor, ...] = ()
+    if u:  # eq. 2.4: ρ m+, ρ(v+ + (1 − ρ) m+²)
+        out = (active * mean_pos,
+               torch.addcmul(var_pos, inactive, mean_pos * mean_pos).mul_(active))
+    if z:  # eq. 2.5 with m− = E[z | z ≤ 0] under the forward message alone
+        _, shifted_neg, var_factor_neg = _inverse_mills(-forward.a, forward.erfcx)
+        mean_neg = shifted_neg.mul_(-1.0).mul_(forward.std)
+        var_neg = vf * var_factor_neg
+        gap = mean_pos - mean_neg
+        z_mean = torch.addcmul(mean_neg, active, gap)
+        spread = torch.addcmul(var_pos - var_neg, inactive, gap * gap)
+        out = (*out, z_mean, spread.mul_(active).add_(var_neg), active)
+    return out
 
 
 def relu_moments(
@@ -93,41 +242,11 @@ def relu_moments(
     forward message alone, exactly.
     """
     _check_positive("forward_var", forward_var)
-    if not bool(torch.all(backward_precision >= 0)) or not bool(
-        torch.all(torch.isfinite(backward_precision))
-    ):
-        raise ValueError("backward_precision: must be finite and >= 0 everywhere")
+    _check_precision(backward_precision)
     mf, vf, lam_b, h = torch.broadcast_tensors(
         forward_mean, forward_var, backward_precision, backward_shift
     )
-    gain = 1.0 + lam_b * vf  # v_f / v*
-    post_var = vf / gain  # v* (eq. 2.1)
-    post_mean = (mf + h * vf) / gain  # m*
-    post_std = torch.sqrt(post_var)
-    std_f = torch.sqrt(vf)
-    a_pos = post_mean / post_std
-    a_f = mf / std_f
-    # log w+ − log w0 (eq. 2.3), written without differences of large terms.
-    log_odds = (
-        -0.5 * torch.log1p(lam_b * vf)
-        + 0.5 * (2.0 * mf * h + h * h * vf - lam_b * mf * mf) / gain
-        + torch.special.log_ndtr(a_pos)
-        - torch.special.log_ndtr(-a_f)
-    )
-    active = torch.sigmoid(log_odds)
-    _, shifted_pos, var_factor_pos = inverse_mills(a_pos)
-    mean_pos = post_std * shifted_pos  # E[z | z > 0] (eq. 2.2)
-    var_pos = post_var * var_factor_pos
-    _, shifted_neg, var_factor_neg = inverse_mills(-a_f)
-    mean_neg = -std_f * shifted_neg  # E[z | z ≤ 0] under the forward message alone
-    var_neg = vf * var_factor_neg
-    inactive = 1.0 - active
-    u_mean = active * mean_pos  # eq. 2.4
-    u_var = active * var_pos + active * inactive * mean_pos * mean_pos
-    z_mean = active * mean_pos + inactive * mean_neg  # eq. 2.5
-    gap = mean_pos - mean_neg
-    z_var = active * var_pos + inactive * var_neg + active * inactive * gap * gap
-    return ReluMoments(u_mean, u_var, z_mean, z_var, active)
+    return ReluMoments(*relu_posterior(relu_forward(mf, vf), lam_b, h))
 
 
 def probit_moments(
@@ -141,17 +260,31 @@ def probit_moments(
     _check_positive("var", var)
     noise = torch.as_tensor(noise_var, dtype=var.dtype, device=var.device)
     _check_positive("noise_var", noise)
-    sign = 1.0 if upper else -1.0
-    total = noise + var
-    k = sign * (mean - threshold) / torch.sqrt(total)
-    lam, _, var_factor = inverse_mills(k)
-    tilted_mean = mean + sign * var * lam / torch.sqrt(total)
-    tilted_var = var * (1.0 - var / total * (1.0 - var_factor))
+    tilted_mean, tilted_var, k = _probit_tilt(mean, var, threshold, noise, upper=upper)
     return tilted_mean, tilted_var, torch.special.log_ndtr(k)
 
 
+def _probit_tilt(
+    mean: Tensor, var: Tensor, threshold: Tensor, noise: Tensor, *, upper: bool
+) -> tuple[Tensor, Tensor, Tensor]:
+    """:func:`probit_moments` without checks; returns ``k`` instead of ``log Φ(k)``."""
+    total = noise + var
+    root = torch.sqrt(total)
+    k = (mean - threshold if upper else threshold - mean) / root
+    lam, _, var_factor = inverse_mills(k)
+    tilted_mean = torch.addcmul(mean, var, lam.div_(root), value=1.0 if upper else -1.0)
+    # As in probit_moments (same rounding): the clip count of eq. 2.11 depends on it.
+    tilted_var = var * (1.0 - var / total * (1.0 - var_factor))
+    return tilted_mean, tilted_var, k
+
+
 def probit_product_moments(
-    forward_mean: Tensor, forward_var: Tensor, labels: Tensor, noise_var: float
+    forward_mean: Tensor,
+    forward_var: Tensor,
+    labels: Tensor,
+    noise_var: float,
+    *,
+    check: bool = True,
 ) -> ProbitProductMoments:
     """Posterior moments of the outputs under the probit-product likelihood (paper eq. 6).
 
@@ -160,8 +293,46 @@ def probit_product_moments(
     (eqs. 2.10-2.14): each factor ``Φ((z_y − z_m)/√v)`` first tilts ``z_y`` with ``z_m``
     integrated out, the extrinsic precisions are summed on ``z_y`` (clipped at zero,
     counted), then each ``z_m`` is tilted with ``z_y``'s cavity integrated out. Exact for
-    ``C = 2``.
+    ``C = 2``. ``check=False`` skips the argument checks (for callers that made them).
     """
+    if check:
+        _check_probit_product(forward_mean, forward_var, labels, noise_var)
+    idx = labels.long().unsqueeze(0)
+    mean_y = forward_mean.gather(0, idx)  # (1, B)
+    var_y = forward_var.gather(0, idx)
+    is_label = torch.zeros_like(forward_mean, dtype=torch.bool).scatter_(0, idx, True)
+    # (2.10) tilt z_y by each m ≠ y, with z_m integrated out: Φ((z_y − p̂_m)/√(v + ν_m)).
+    tilt_mean, tilt_var, _ = _probit_tilt(
+        mean_y, var_y, forward_mean, noise_var + forward_var, upper=True
+    )
+    # (2.11) extrinsic message h_m → z_y in natural form; the label row contributes 0.
+    precision_y, shift_y = 1.0 / var_y, mean_y / var_y
+    ext_precision = 1.0 / tilt_var - precision_y
+    ext_shift = tilt_mean / tilt_var - shift_y
+    ext_precision.masked_fill_(is_label, 0.0)
+    negative = ext_precision < 0  # the label row is 0 now, so it is never counted
+    clipped = int(negative.sum())
+    if clipped:
+        ext_precision.masked_fill_(negative, 0.0)
+    ext_shift.masked_fill_(is_label, 0.0)
+    # (2.12) posterior of z_y.
+    post_precision_y = precision_y + ext_precision.sum(0, keepdim=True)
+    post_shift_y = shift_y + ext_shift.sum(0, keepdim=True)
+    # (2.13) cavity z_y → h_m.
+    cavity_var = 1.0 / (post_precision_y - ext_precision)
+    cavity_mean = (post_shift_y - ext_shift) * cavity_var
+    # (2.14) tilt z_m by Φ((ĉ_m − z_m)/√(v + ν_c)).
+    other_mean, other_var, _ = _probit_tilt(
+        forward_mean, forward_var, cavity_mean, noise_var + cavity_var, upper=False
+    )
+    mean = other_mean.scatter_(0, idx, post_shift_y / post_precision_y)
+    var = other_var.scatter_(0, idx, 1.0 / post_precision_y)
+    return ProbitProductMoments(mean, var, clipped)
+
+
+def _check_probit_product(
+    forward_mean: Tensor, forward_var: Tensor, labels: Tensor, noise_var: float
+) -> None:
     _check_positive("forward_var", forward_var)
     if forward_mean.shape != forward_var.shape or forward_mean.dim() != 2:
         raise ValueError("forward_mean: must be (C, B) and match forward_var")
@@ -172,34 +343,6 @@ def probit_product_moments(
         raise ValueError(f"labels: must be ({batch},) class indices in [0, {classes})")
     if not (noise_var > 0 and math.isfinite(noise_var)):
         raise ValueError(f"noise_var: must be a finite number > 0, got {noise_var!r}")
-    idx = labels.long().unsqueeze(0)
-    mean_y = forward_mean.gather(0, idx)  # (1, B)
-    var_y = forward_var.gather(0, idx)
-    is_label = torch.zeros_like(forward_mean, dtype=torch.bool).scatter_(0, idx, True)
-    # (2.10) tilt z_y by each m ≠ y, with z_m integrated out: Φ((z_y − p̂_m)/√(v + ν_m)).
-    tilt_mean, tilt_var, _ = probit_moments(
-        mean_y, var_y, forward_mean, noise_var + forward_var, upper=True
-    )
-    # (2.11) extrinsic message h_m → z_y in natural form; the label row contributes 0.
-    ext_precision = 1.0 / tilt_var - 1.0 / var_y
-    ext_shift = tilt_mean / tilt_var - mean_y / var_y
-    negative = (ext_precision < 0) & ~is_label
-    clipped = int(negative.sum())
-    ext_precision = torch.where(is_label, 0.0, torch.clamp(ext_precision, min=0.0))
-    ext_shift = torch.where(is_label, 0.0, ext_shift)
-    # (2.12) posterior of z_y.
-    post_precision_y = 1.0 / var_y + ext_precision.sum(0, keepdim=True)
-    post_shift_y = mean_y / var_y + ext_shift.sum(0, keepdim=True)
-    # (2.13) cavity z_y → h_m.
-    cavity_var = 1.0 / (post_precision_y - ext_precision)
-    cavity_mean = (post_shift_y - ext_shift) * cavity_var
-    # (2.14) tilt z_m by Φ((ĉ_m − z_m)/√(v + ν_c)).
-    other_mean, other_var, _ = probit_moments(
-        forward_mean, forward_var, cavity_mean, noise_var + cavity_var, upper=False
-    )
-    mean = torch.where(is_label, post_shift_y / post_precision_y, other_mean)
-    var = torch.where(is_label, 1.0 / post_precision_y, other_var)
-    return ProbitProductMoments(mean, var, clipped)
 
 
 def gaussian_output_moments(

@@ -153,13 +153,12 @@ def classification_noise_statistics(
     if labels.shape != (batch,) or z_var.shape != z_mean.shape:
         raise ValueError(f"labels: must be ({batch},) and z_var must match z_mean")
     idx = labels.long().unsqueeze(0)
-    xi_mean = z_mean - z_mean.gather(0, idx)
-    xi_var = z_var + z_var.gather(0, idx)
-    wrong = torch.ones_like(z_mean, dtype=torch.bool).scatter_(0, idx, False)
+    xi_mean = z_mean - z_mean.gather(0, idx)  # 0 at the label
+    xi_var = (z_var + z_var.gather(0, idx)).scatter_(0, idx, 0.0)  # summed over m ≠ y_i only
     count = (classes - 1) * batch
     return (
-        float(xi_mean[wrong].sum()) / count,
-        float((xi_mean[wrong] ** 2 + xi_var[wrong]).sum()) / count,
+        float(xi_mean.sum()) / count,
+        float((xi_mean * xi_mean + xi_var).sum()) / count,
     )
 
 

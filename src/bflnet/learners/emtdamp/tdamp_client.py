@@ -20,12 +20,22 @@ from torch import Tensor
 from .damp_mlp import (
     DampSettings,
     LayerPrior,
+    _backward_sweep,
+    _check_priors,
+    _init_dense_state,
+    dense_prior,
+    forward_sweep,
     gaussian_output,
-    init_state,
+    layer_prior,
     probit_output,
-    run_damp,
 )
-from .group_sparse import GroupSparseMessages
+from .group_sparse import (
+    DenseGroupPosterior,
+    DenseGroupPrior,
+    GroupSparseMessages,
+    dense_group_prior,
+)
+from .heap import keep_freed_memory
 from .server_em import classification_noise_statistics, regression_noise_statistic
 
 __all__ = ["ClientResult", "pasp_update", "tdamp_client"]
@@ -69,9 +79,33 @@ def pasp_update(
     )
 
 
-def _batches(count: int, size: int, generator: torch.Generator | None) -> list[Tensor]:
-    order = torch.randperm(count, generator=generator) if generator else torch.arange(count)
-    return list(torch.split(order, size))
+def _pasp_parts(
+    posterior: DenseGroupPosterior, power: float
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """:func:`pasp_update` in Module A's layout: activities, slab mean and variance of
+    ``p(θ|D^r)^λ`` from Module B's posterior."""
+    if power == 1.0:
+        return posterior.weight_activity, posterior.bias_activity, posterior.mean, posterior.var
+
+    def activity(p: Tensor) -> Tensor:
+        return torch.sigmoid(power * torch.logit(p))
+
+    return (activity(posterior.weight_activity), activity(posterior.bias_activity),
+            posterior.mean, posterior.var / power)
+
+
+def _dense_pasp(posterior: DenseGroupPosterior, power: float) -> DenseGroupPrior:
+    """The next minibatch's prior; with ``λ = 1`` the posterior's marginals are its
+    moments, so they are reused."""
+    marginals = (posterior.marginal_mean, posterior.marginal_var) if power == 1.0 else None
+    return dense_group_prior(*_pasp_parts(posterior, power), marginals)
+
+
+def _batches(count: int, size: int, generator: torch.Generator | None) -> list[Tensor | slice]:
+    """Minibatch indices: contiguous slices, or index tensors of a shuffled order."""
+    if generator is None:
+        return [slice(start, min(start + size, count)) for start in range(0, count, size)]
+    return list(torch.split(torch.randperm(count, generator=generator), size))
 
 
 def tdamp_client(
@@ -94,7 +128,8 @@ def tdamp_client(
 
     ``tau_max`` passes over the data (Algorithm 1's outer loop), ``sweeps`` DAMP
     iterations per minibatch, PasP power ``power`` (``λ``). Minibatches are contiguous
-    unless a ``generator`` shuffles them each pass.
+    unless a ``generator`` shuffles them each pass. Between minibatches the priors stay in
+    Module A's layout (:func:`~.damp_mlp.dense_prior`).
     """
     if inputs.dim() != 2:
         raise ValueError(f"inputs: must be (N_0, I_k), got shape {tuple(inputs.shape)}")
@@ -112,29 +147,38 @@ def tdamp_client(
     if not 0.0 < power <= 1.0:
         raise ValueError(f"power: must be in (0, 1], got {power!r}")
     settings = settings or DampSettings()
+    keep_freed_memory()
     n_out = priors[-1].weight_mean.shape[1]
     z_mean = torch.zeros(n_out, count, dtype=inputs.dtype)
     z_var = torch.zeros_like(z_mean)
     clips: dict[str, int] = {}
     minibatches = 0
+    posterior: list[DenseGroupPosterior] | None = None  # of the last minibatch
     for _ in range(tau_max):
         for index in _batches(count, batch_size, generator):
+            batch_inputs = inputs[:, index]
             batch_targets = targets[:, index] if likelihood == "gaussian" else targets[index]
             node = (
                 gaussian_output(batch_targets, noise_var)
                 if likelihood == "gaussian"
                 else probit_output(batch_targets, noise_var)
             )
-            state, batch_clips = run_damp(
-                inputs[:, index], priors, node, sweeps=sweeps, settings=settings,
-                state=init_state(priors, len(index)),
-            )
+            if posterior is None:
+                _check_priors(priors, batch_inputs)
+                dense = [dense_prior(p) for p in priors]
+            else:  # PasP (eq. 27): the last minibatch's posterior becomes the prior
+                dense = [_dense_pasp(p, power) for p in posterior]
+            state = _init_dense_state(dense, batch_inputs.shape[1])
+            batch_clips: dict[str, int] = {}
+            for _ in range(sweeps):
+                forward_sweep(state, batch_inputs, settings, batch_clips)
+                _backward_sweep(state, dense, node, settings, batch_clips)
             for key, value in batch_clips.items():
                 clips[key] = clips.get(key, 0) + value
-            # PasP (eq. 27): the posterior of this minibatch becomes the prior; the next
-            # minibatch starts from a fresh (flat) state, which is the extrinsic reset.
-            # Module B's posterior from the last backward sweep's A → B messages (eq. 26).
-            priors = [pasp_update(*posterior, power) for posterior in state.weight_posterior]
+            # Module B's posterior from the last backward sweep's A → B messages (eq. 26)
+            # becomes the next prior (PasP); the next minibatch starts from a fresh (flat)
+            # state, which is the extrinsic reset.
+            posterior = state.posterior
             assert state.z_mean is not None and state.z_var is not None
             z_mean[:, index], z_var[:, index] = state.z_mean, state.z_var
             minibatches += 1
@@ -143,4 +187,6 @@ def tdamp_client(
         if likelihood == "gaussian"
         else classification_noise_statistics(targets, z_mean, z_var)
     )
+    if posterior is not None:
+        priors = [layer_prior(*_pasp_parts(p, power)) for p in posterior]
     return ClientResult(priors, z_mean, z_var, statistic, clips, minibatches)

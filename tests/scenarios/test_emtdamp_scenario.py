@@ -39,3 +39,16 @@ def test_fashion_mnist_task_runs_on_the_tiny_set(use_tiny_fashion):
 def test_bad_settings_are_one_line_errors(overrides, message):
     with pytest.raises(ValueError, match=message):
         run_scenario("emtdamp", overrides)
+
+
+def test_boston_shaped_50_rounds_with_k_4_have_no_nan_and_finite_clips():
+    """Issue 11, must-show 2: the 13-64-64-1 network, K = 4, 50 rounds, with pruning to
+    half the neurons from round 10; every row finite, the clips counted."""
+    frame = run_scenario("emtdamp", {"target_density": 0.5}, seed=0)
+    rounds = frame[frame["event"] == "iteration"]
+    assert rounds["iteration"].tolist() == list(range(1, 51))
+    metrics = rounds[["test_nmse", "noise_var", "clips", "active_groups"]].to_numpy()
+    assert np.isfinite(metrics).all()
+    assert (rounds["clips"] > 0).all()  # the safeguards fire and are counted
+    assert (rounds.set_index("iteration").loc[10:, "active_groups"] == 70).all()
+    assert rounds["test_nmse"].iloc[-1] < 0.3  # it learns: 1.0 is predicting zero

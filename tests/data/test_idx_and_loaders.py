@@ -234,3 +234,19 @@ def test_real_debian_fashion_mnist(real_fashion_mnist, monkeypatch):
         assert x.min() >= 0.0 and x.max() <= 1.0
         assert y.shape == (n,) and y.dtype == np.int64
         np.testing.assert_array_equal(np.bincount(y), np.full(10, n // 10))
+
+
+def test_a_flat_bflnet_data_directory_is_fashion_mnist_not_mnist(tmp_path, monkeypatch):
+    """MNIST and Fashion-MNIST files share their names: a BFLNET_DATA directory holding
+    them directly answers Fashion-MNIST only; MNIST must be in its mnist/ or MNIST/raw/."""
+    from bflnet.data.vision import ENV_VAR, FASHION_MNIST, MNIST, find_split_files
+    for name in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"):
+        (tmp_path / name).write_bytes(b"")
+    monkeypatch.setenv(ENV_VAR, str(tmp_path))
+    assert find_split_files(FASHION_MNIST, "train")[0].parent == tmp_path
+    with pytest.raises(FileNotFoundError, match="MNIST train split not found"):
+        find_split_files(MNIST, "train")
+    (tmp_path / "mnist").mkdir()
+    for name in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"):
+        (tmp_path / "mnist" / name).write_bytes(b"")
+    assert find_split_files(MNIST, "train")[0].parent == tmp_path / "mnist"

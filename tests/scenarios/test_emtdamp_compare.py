@@ -76,7 +76,12 @@ def test_missing_boston_file_is_one_line(monkeypatch, tmp_path):
     assert "\n" not in str(info.value)
 
 
-def test_mnist_runs_on_the_tiny_idx_files(use_tiny_fashion):
+def test_mnist_runs_on_the_tiny_idx_files(tiny_fashion_dir, tmp_path, monkeypatch):
+    """MNIST's IDX files in ``BFLNET_DATA/mnist/`` (the tiny set under MNIST's name; a flat
+    BFLNET_DATA directory is Fashion-MNIST's)."""
+    import shutil
+    shutil.copytree(tiny_fashion_dir, tmp_path / "mnist")
+    monkeypatch.setenv(ENV_VAR, str(tmp_path))
     frame = run_scenario("emtdamp-mnist", {**TINY, "K": 2, "per_agent": 100, "eval_size": 50,
                                            "methods": "emtdamp,group-lasso"}, seed=0)
     rows = rounds_of(frame)

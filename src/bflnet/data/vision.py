@@ -54,23 +54,31 @@ class IdxDatasetSpec:
     debian_package: str | None = None
     image_shape: tuple[int, int] = (28, 28)
     n_classes: int = 10
+    #: Whether a ``BFLNET_DATA`` directory itself (not only its ``slug`` or torchvision
+    #: subdirectory) may hold the files. MNIST and Fashion-MNIST files have the same names,
+    #: so only one of them (Fashion-MNIST, the project's default) can own the flat layout.
+    flat_env_dir: bool = True
 
 
 FASHION_MNIST = IdxDatasetSpec(
     "Fashion-MNIST", "fashion-mnist", "FashionMNIST",
     system_dirs=("/usr/share/datasets/fashion-mnist",), debian_package="dataset-fashion-mnist")
-MNIST = IdxDatasetSpec("MNIST", "mnist", "MNIST", system_dirs=("/usr/share/datasets/mnist",))
+MNIST = IdxDatasetSpec("MNIST", "mnist", "MNIST", system_dirs=("/usr/share/datasets/mnist",),
+                       flat_env_dir=False)
 
 
 def search_dirs(spec: IdxDatasetSpec, root: str | os.PathLike[str] | None = None) -> list[Path]:
-    """The directories searched for ``spec``, in order (existing or not)."""
-    bases: list[Path] = []
-    if root is not None:
-        bases.append(Path(root))
-    bases += [Path(d) for d in os.environ.get(ENV_VAR, "").split(os.pathsep) if d]
+    """The directories searched for ``spec``, in order (existing or not): ``root`` and its
+    ``slug`` and torchvision subdirectories; the same under each ``BFLNET_DATA`` directory
+    (MNIST only in the subdirectories: a flat directory there is Fashion-MNIST's); the
+    system directories."""
     dirs: list[Path] = []
-    for base in bases:
+    if root is not None:
+        base = Path(root)
         dirs += [base, base / spec.slug, base / spec.torchvision_name / "raw"]
+    for base in (Path(d) for d in os.environ.get(ENV_VAR, "").split(os.pathsep) if d):
+        dirs += ([base] if spec.flat_env_dir else []) + [base / spec.slug,
+                                                         base / spec.torchvision_name / "raw"]
     dirs += [Path(d) for d in spec.system_dirs]
     return list(dict.fromkeys(dirs))  # drop duplicates, keep order
 

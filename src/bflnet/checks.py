@@ -83,3 +83,12 @@ def check_int(name: str, value: object, *, ge: int | None = None,
                                           f"<= {le}" if le is not None else "") if b)
         raise ValueError(f"{name}: must be an integer {bounds}".rstrip() + f", got {_short(value)}")
     return int(value)  # type: ignore[call-overload]
+
+
+def is_number(token: str) -> bool:
+    """Whether ``token`` parses as a float (e.g. a header cell does not)."""
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True

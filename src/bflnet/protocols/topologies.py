@@ -24,7 +24,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from bflnet.checks import check_int, check_real
+from bflnet.checks import check_int, check_real, is_number
 
 GRAPH_NAMES: tuple[str, ...] = (
     "complete",
@@ -214,14 +214,6 @@ def _parse_label(token: str) -> int | str:
         return token
 
 
-def _is_number(token: str) -> bool:
-    try:
-        float(token)
-    except ValueError:
-        return False
-    return True
-
-
 def _read_edge_list(p: Path) -> nx.Graph:
     try:
         lines = p.read_text().splitlines()
@@ -239,13 +231,13 @@ def _read_edge_list(p: Path) -> nx.Graph:
     if (
         csv
         and len(rows) > 1
-        and not any(_is_number(t) for t in rows[0][1])
-        and all(_is_number(t) for t in rows[1][1][:2])
+        and not any(is_number(t) for t in rows[0][1])
+        and all(is_number(t) for t in rows[1][1][:2])
     ):
         rows = rows[1:]
     g = nx.Graph()
     for lineno, tokens in rows:
-        if len(tokens) not in (2, 3) or (len(tokens) == 3 and not _is_number(tokens[2])):
+        if len(tokens) not in (2, 3) or (len(tokens) == 3 and not is_number(tokens[2])):
             raise ValueError(
                 f"path: {str(p)!r} line {lineno}: expected 'u v' or 'u v weight', got {tokens!r}"
             )

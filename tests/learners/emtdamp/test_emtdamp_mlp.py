@@ -39,14 +39,8 @@ def assert_counts_finite(clips):
 
 
 @pytest.mark.parametrize("damping", [1.0, 0.5])
-def test_one_layer_is_exactly_linear_layer_gamp(damping):
-    gen = torch.Generator().manual_seed(0)
-    x = torch.randn(8, 300, generator=gen, dtype=F64)
-    x_tilde = torch.cat([x, torch.ones(1, 300, dtype=F64)])
-    y = torch.randn(2, 9, generator=gen, dtype=F64) @ x_tilde + 0.5 * torch.randn(
-        2, 300, generator=gen, dtype=F64)
-    m0 = 0.1 * torch.ones(2, 9, dtype=F64)
-    v0 = torch.full((2, 9), 2.0, dtype=F64)
+def test_one_layer_is_exactly_linear_layer_gamp(damping, linear_problem):
+    x, y, m0, v0 = linear_problem
     ref = linear_layer_gamp(
         x, lambda p, vp: gaussian_output_moments(p, vp, y, 0.25),
         gaussian_prior_moments(m0, v0), m0, v0, iterations=7, tol=1e-300, damping=damping,

@@ -39,18 +39,12 @@ def exact_mean(x, y, prior_mean, prior_var, noise_var):
     return torch.stack(rows)
 
 
-def test_pasp_then_reset_is_the_exact_sequential_update():
+def test_pasp_then_reset_is_the_exact_sequential_update(linear_problem):
     """One Gaussian layer, two minibatches, iterated to convergence in each. Minibatch 1's
     posterior means are exact (eq. 6.9); PasP makes its diagonal posterior the prior of
     minibatch 2, whose means must then be the exact posterior means under that prior:
     any evidence of minibatch 1 left in the messages would be counted twice."""
-    gen = torch.Generator().manual_seed(0)
-    x = torch.randn(8, 300, generator=gen, dtype=F64)
-    x_tilde = torch.cat([x, torch.ones(1, 300, dtype=F64)])
-    y = torch.randn(2, 9, generator=gen, dtype=F64) @ x_tilde + 0.5 * torch.randn(
-        2, 300, generator=gen, dtype=F64)
-    m0 = 0.1 * torch.ones(2, 9, dtype=F64)
-    v0 = torch.full((2, 9), 2.0, dtype=F64)
+    x, y, m0, v0 = linear_problem
     prior = [gaussian_layer_prior(m0, v0)]
     options = {"batch_size": 150, "sweeps": 200, "settings": DampSettings(ratio_cap=1 - 1e-12)}
     first = tdamp_client(x[:, :150], y[:, :150], prior, 0.25, **options)

@@ -151,9 +151,8 @@ class EMTDAMP(GlobalStateLearner):
 
     def pack(self, priors: Sequence[LayerPrior]) -> dict[str, Tensor]:
         """The per-layer parts of a state or payload."""
-        return {key: part for layer, prior in enumerate(priors, start=1)
-                for (name, _), part in zip(LAYER_PARTS, prior, strict=True)
-                for key in [f"l{layer}.{name}"]}
+        return {f"l{layer}.{name}": part for layer, prior in enumerate(priors, start=1)
+                for (name, _), part in zip(LAYER_PARTS, prior, strict=True)}
 
     def priors(self, state: Mapping[str, Tensor]) -> list[LayerPrior]:
         """The :class:`LayerPrior` of every layer of ``state`` (a state or payload)."""

@@ -158,7 +158,7 @@ def run(config: EMTDAMPConfig, *, seed: int = 0, progress: bool = False) -> pd.D
     import networkx as nx
     import torch
 
-    from bflnet.learners.emtdamp.learner import EMTDAMP, part_codecs
+    from bflnet.learners.emtdamp.learner import EMTDAMP, every_part
     from bflnet.protocols.codecs import RawCodec
     from bflnet.protocols.parameter_server import ParameterServerProtocol
     from bflnet.protocols.scheduling import RoundRobinSelector
@@ -174,8 +174,7 @@ def run(config: EMTDAMPConfig, *, seed: int = 0, progress: bool = False) -> pd.D
     sim.build_network(graph, server=True, **config.network_kwargs(graph))
 
     def codec(bits: int) -> Any:
-        return None if bits == 64 else part_codecs(len(sizes) - 1, dict.fromkeys(
-            ("activity", "mean", "var", "noise"), RawCodec(bits)))
+        return None if bits == 64 else every_part(len(sizes) - 1, RawCodec(bits))
 
     protocol = ParameterServerProtocol(
         learner, StopRule(max_iterations=config.rounds), selector=RoundRobinSelector(config.K),

@@ -254,15 +254,14 @@ def _learner(method: str, config: CompareSettings, shards: list[tuple[Any, Any]]
     sizes = config.SIZES
     classify = config.TASK == "mnist"
     if method == "emtdamp":
-        from bflnet.learners.emtdamp.learner import EMTDAMP, part_codecs
+        from bflnet.learners.emtdamp.learner import EMTDAMP, every_part
 
         learner = EMTDAMP(sizes, agents, config.emtdamp_params("probit" if classify
                                                                else "gaussian"),
                           eval_data=test)
 
         def codec(bits: int) -> Any:
-            return part_codecs(len(sizes) - 1, dict.fromkeys(
-                ("activity", "mean", "var", "noise"), RawCodec(bits)))
+            return every_part(len(sizes) - 1, RawCodec(bits))
         return learner, codec
     from bflnet.learners.group_baselines import DenseMLP, GroupFedAvg
 

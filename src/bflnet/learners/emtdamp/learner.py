@@ -56,7 +56,7 @@ from .server_em import (
 )
 from .tdamp_client import tdamp_client
 
-__all__ = ["EMTDAMP", "PART_KINDS", "part_codecs", "state_keys"]
+__all__ = ["EMTDAMP", "PART_KINDS", "every_part", "part_codecs", "state_keys"]
 
 F64 = torch.float64
 #: The parts of one layer's prior, in :class:`LayerPrior` order, with their kind.
@@ -88,6 +88,12 @@ def part_codecs(depth: int, codecs: Mapping[str, Any]) -> dict[str, Any]:
     spec[NOISE_STATE] = codecs.get("noise")
     spec[ROUND] = None
     return spec
+
+
+def every_part(depth: int, codec: Any) -> dict[str, Any]:
+    """The dict codec spec that encodes every part of a ``depth``-layer payload with
+    ``codec`` (the round counter always as float64)."""
+    return part_codecs(depth, dict.fromkeys(PART_KINDS, codec))
 
 
 def _as_tensor(x: Any, name: str) -> Tensor:

@@ -104,10 +104,6 @@ class Tank:
     def next_change(self, t: float) -> float:
         return self.empty_at if t < self.empty_at else math.inf
 
-    def down_time(self, t0: float, t1: float) -> float:
-        """Seconds of ``[t0, t1)`` with the battery empty."""
-        return max(0.0, t1 - max(t0, self.empty_at))
-
 
 def battery_specs(energy: Any, agents: list[Any]) -> dict[Any, Battery]:
     """``{agent: Battery}`` from one battery for every agent or a mapping; one-line errors."""

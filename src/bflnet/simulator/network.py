@@ -234,7 +234,7 @@ class Network:
 
     def _link_energy(self, src: Any, channel: Any) -> tuple[Any, float] | None:
         """``(tank, joules_per_bit)`` for a link whose sender has a battery."""
-        tank = self.nodes[src].battery if src in self.nodes else None
+        tank = self.nodes[src].battery
         return None if tank is None else (tank, joules_per_bit(tank.spec, channel))
 
     def start_fault_records(self) -> None:

@@ -55,10 +55,10 @@ class Job:
         return f"shift-{self.method}-s{self.seed}.csv"
 
 
-def jobs(seeds: int, quick: bool) -> list[Job]:
+def jobs(seeds: int, quick: bool, methods: tuple[str, ...] = METHODS) -> list[Job]:
     """Seed by seed, CD-BFL then DSGLD then CF-FL (each finished seed is a full figure)."""
     settings = QUICK if quick else PAPER
-    return [Job(m, {**settings, "methods": m}, s) for s in range(seeds) for m in METHODS]
+    return [Job(m, {**settings, "methods": m}, s) for s in range(seeds) for m in methods]
 
 
 def execute(job: Job) -> tuple[Job, pd.DataFrame, float]:
@@ -135,18 +135,24 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="tiny smoke test")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--methods", default=",".join(METHODS),
+                        help="comma-separated subset of %(default)s to run (two calls with "
+                             "disjoint subsets can share the parts folder)")
     parser.add_argument("--summary-only", action="store_true",
                         help="summarise and plot the parts on disk, run nothing")
     args = parser.parse_args()
     if args.seeds < 1 or args.workers < 1:
         parser.error("--seeds and --workers must be >= 1")
+    methods = tuple(m.strip() for m in args.methods.split(","))
+    if not methods or not set(methods) <= set(METHODS):
+        parser.error(f"--methods: a comma-separated subset of {','.join(METHODS)}")
     out = ROOT / ("out/cdbfl-quick" if args.quick else "out/cdbfl")
     parts = out / "parts"
     parts.mkdir(parents=True, exist_ok=True)
-    todo = jobs(args.seeds, args.quick)
     if not args.summary_only:
-        run_parts(todo, parts, args.workers, execute)
-    found = [parts / j.part for j in todo if (parts / j.part).exists()]
+        run_parts(jobs(args.seeds, args.quick, methods), parts, args.workers, execute)
+    found = [parts / j.part for j in jobs(args.seeds, args.quick)
+             if (parts / j.part).exists()]
     if not found:
         print("no parts on disk yet")
         return

@@ -14,7 +14,9 @@ time (one torch thread each):
    ``0 .. --seeds−1``, on the test set.
 
 Settings (:data:`SETTINGS`): ``single`` (Fig. 6/7: K = 1, τ_max = 1) and ``multi``
-(Fig. 10/11: Boston K = 4, MNIST K = 10, τ_max = 10), for ``boston`` and ``mnist``.
+(Fig. 10/11: Boston K = 4, MNIST K = 10, τ_max = 10), for ``boston`` and ``mnist``. When
+MNIST's IDX files are missing the MNIST runs use the 5 000-image fallback with the smaller
+shards of :data:`MNIST_5K` (the summary names the data each experiment used).
 Writes under ``out/emtdamp`` (``--quick``: ``out/emtdamp-quick``, synthetic Boston-shaped
 data and small Fashion-MNIST shards, a smoke test of the pipeline):
 
@@ -67,6 +69,16 @@ SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
                   "rounds": 10},
     },
 }
+#: MNIST when only the 5 000-image fallback is on disk (4 000 training, 1 000 test
+#: images): every client's shard is 9/10 of its share, so that tuning can hold out the
+#: other 1/10 as validation with the same shard sizes.
+MNIST_5K: dict[str, dict[str, Any]] = {
+    "single": {"K": 1, "tau_max": 1, "per_agent": 3_600, "eval_size": 1_000, "rounds": 20},
+    "multi": {"K": 10, "tau_max": 10, "per_agent": 360, "eval_size": 1_000, "rounds": 10},
+}
+#: Validation images held out of the training set in the tuning stage.
+VALIDATION_SIZE = {"full": 6_000, "5k": 400}
+MNIST_TRAIN = {"full": 60_000, "5k": 4_000}
 QUICK: dict[str, dict[str, dict[str, Any]]] = {
     "boston": {"single": {"K": 1, "tau_max": 1, "rounds": 6, "sweeps": 1,
                           "data": "synthetic", "sparsify_from": 2},
@@ -109,9 +121,38 @@ def execute(job: Job) -> tuple[Job, pd.DataFrame, float]:
     return job, frame, time.perf_counter() - start
 
 
+def mnist_size() -> str:
+    """``full`` when MNIST's IDX files are on disk, ``5k`` for the fallback subset."""
+    from bflnet.data.vision import MNIST, DatasetNotFoundError, find_split_files
+
+    try:
+        find_split_files(MNIST, "train")
+        find_split_files(MNIST, "test")
+    except DatasetNotFoundError:
+        return "5k"
+    return "full"
+
+
 def base(task: str, setting: str, quick: bool, rho: float, method: str) -> dict[str, Any]:
-    settings = (QUICK if quick else SETTINGS)[task][setting]
+    if quick:
+        settings = QUICK[task][setting]
+    elif task == "mnist" and mnist_size() == "5k":
+        settings = MNIST_5K[setting]
+    else:
+        settings = SETTINGS[task][setting]
     return {**settings, "target_density": rho, "methods": method}
+
+
+def validation(task: str, settings: dict[str, Any], quick: bool) -> dict[str, Any]:
+    """Tuning-stage overrides: evaluate on the validation split; MNIST's shards shrink by
+    the validation images (``VALIDATION_SIZE`` held out of the training set)."""
+    out = {**settings, "evaluate_on": "validation"}
+    if task == "mnist" and not quick:
+        size = mnist_size()
+        held = VALIDATION_SIZE[size]
+        room = (MNIST_TRAIN[size] - held) // settings["K"]
+        out.update(per_agent=min(settings["per_agent"], room), eval_size=held)
+    return out
 
 
 def tune_jobs(experiments: list[tuple[str, str]], quick: bool) -> list[Job]:
@@ -125,9 +166,10 @@ def tune_jobs(experiments: list[tuple[str, str]], quick: bool) -> list[Job]:
                     for lam in lams:
                         extra = {"lr": lr, **({"group_lasso": lam} if lam else {})}
                         label = f"lr{lr:g}" + (f"-lam{lam:g}" if lam else "")
+                        settings = validation(task, base(task, setting, quick, rho,
+                                                         method), quick)
                         out.append(Job("tune", task, setting, rho, method, TUNE_SEED,
-                                       {**base(task, setting, quick, rho, method), **extra,
-                                        "evaluate_on": "validation"}, label))
+                                       {**settings, **extra}, label))
     return out
 
 
@@ -208,7 +250,9 @@ def summarise(frame: pd.DataFrame, tuned: dict[str, Any]) -> list[str]:
     hits = reached(frame)
     for (task, setting), group in last.groupby(["task", "setting"]):
         metric = METRIC[str(task)]
-        lines += ["", f"## {task} {setting}: last-round {metric} (mean ± std [min, max])", ""]
+        sources = ", ".join(sorted(set(group["data_source"].astype(str))))
+        lines += ["", f"## {task} {setting}: last-round {metric} (mean ± std [min, max]); "
+                  f"data: {sources}", ""]
         for rho, at_rho in group.groupby("target_density", sort=False):
             for method, runs in at_rho.groupby("method", sort=False):
                 ok = int((runs["active_groups"] == runs["target_groups"]).sum())

@@ -6,6 +6,7 @@ with the working tree, and compares the DataFrames column for column (wall-clock
 aside). Exit status 1 when any differs.
 
     .venv/bin/python scripts/same_tables.py 6cdcd5e
+    .venv/bin/python scripts/same_tables.py HEAD --cases emtdamp,emtdamp-boston
 """
 
 from __future__ import annotations
@@ -37,31 +38,42 @@ CASES: dict[str, tuple[str, dict]] = {
     "consensus": ("consensus-averaging", {}),
     "unlearning": ("unlearning-latency", {}),
     "gfvl-unlearning": ("gfvl-unlearning", {}),
+    "emtdamp": ("emtdamp", {"rounds": 6}),
+    "emtdamp-boston": ("emtdamp-boston", {"data": "synthetic", "rounds": 4}),
+    "emtdamp-fashion": ("emtdamp-mnist", {"dataset": "fashion-mnist", "rounds": 2,
+                                          "per_agent": 200, "eval_size": 300}),
 }
 
 
-def run_cases(out: Path) -> None:
+def run_cases(out: Path, names: list[str]) -> None:
     """Write each case's table to ``out/<case>.pkl`` (run in the code under test)."""
     from bflnet.scenarios import run_scenario
 
-    for name, (scenario, overrides) in CASES.items():
+    for name in names:
+        scenario, overrides = CASES[name]
         run_scenario(scenario, overrides, seed=3).to_pickle(out / f"{name}.pkl")
         print(f"  {name}", flush=True)
 
 
-def run_with(src: Path, out: Path) -> None:
+def run_with(src: Path, out: Path, names: list[str]) -> None:
     env = {**os.environ, "PYTHONPATH": str(src)}
-    subprocess.run([sys.executable, __file__, "--cases-into", str(out)], env=env,
-                   check=True)
+    subprocess.run([sys.executable, __file__, "--cases-into", str(out), "--cases",
+                    ",".join(names)], env=env, check=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rev", nargs="?", help="the commit to compare with")
+    parser.add_argument("--cases", default=",".join(CASES),
+                        help="comma list of the cases to run (default: all)")
     parser.add_argument("--cases-into", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    names = [n.strip() for n in args.cases.split(",")]
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        parser.error(f"--cases: unknown {', '.join(unknown)}; known: {', '.join(CASES)}")
     if args.cases_into:
-        run_cases(Path(args.cases_into))
+        run_cases(Path(args.cases_into), names)
         return
     if not args.rev:
         parser.error("give the commit to compare with")
@@ -73,14 +85,14 @@ def main() -> None:
                         str(tree), args.rev], check=True)
         try:
             print(f"at {args.rev}:")
-            run_with(tree / "src", old)
+            run_with(tree / "src", old, names)
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
                             str(tree)], check=True)
         print("working tree:")
-        run_with(ROOT / "src", new)
+        run_with(ROOT / "src", new, names)
         differ = []
-        for name in CASES:
+        for name in names:
             a, b = pd.read_pickle(old / f"{name}.pkl"), pd.read_pickle(new / f"{name}.pkl")
             wall = [c for c in a.columns if "wall" in c]
             same = a.drop(columns=wall).equals(b.drop(columns=wall, errors="ignore"))

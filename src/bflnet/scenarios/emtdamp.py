@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.learners.hyper import EMTDAMPParams
-from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.network_settings import NetworkSettings, ServerOnly
 from bflnet.scenarios.registry import register
@@ -49,7 +48,6 @@ TASK_SETUP: dict[str, tuple[tuple[int, ...], str, int]] = {
     "boston-synthetic": ((13, 64, 64, 1), "gaussian", 101),
     "fashion-mnist": ((784, 128, 10), "probit", 100),
 }
-ROW_EVENTS = ("init", "iteration")
 FASHION_TRAIN, FASHION_TEST = 60_000, 10_000
 
 
@@ -124,12 +122,12 @@ def task_data(config: EMTDAMPConfig, rng: np.random.Generator
         return {k: (x[p], y[p]) for k, p in enumerate(parts)}, test
     from bflnet.data import iid, load_fashion_mnist
     from bflnet.scenarios.dsvgd_common import eval_subset
+    from bflnet.scenarios.server_rounds import centred_shards
     images, labels = load_fashion_mnist(split="train")
     parts = iid(len(labels), config.K, rng, per_agent=config.per_agent)
     test_x, test_y = eval_subset(config.eval_size, rng)
-    mean = np.mean([images[p].mean(0) for p in parts], axis=0)  # pooled: equal shards
-    agents = {k: (images[p] - mean, labels[p]) for k, p in enumerate(parts)}
-    return agents, (test_x - mean, test_y)
+    shards, test = centred_shards(images, labels, parts, (test_x, test_y))
+    return dict(enumerate(shards)), test
 
 
 def default_plot(frame: pd.DataFrame) -> Figure:
@@ -155,13 +153,11 @@ def default_plot(frame: pd.DataFrame) -> Figure:
           "variance, active neurons and clip counts per round.", plot=default_plot,
           datasets=("fashion-mnist",))
 def run(config: EMTDAMPConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
-    import networkx as nx
     import torch
 
     from bflnet.learners.emtdamp.learner import EMTDAMP, every_part
     from bflnet.protocols.codecs import RawCodec
-    from bflnet.protocols.parameter_server import ParameterServerProtocol
-    from bflnet.protocols.scheduling import RoundRobinSelector
+    from bflnet.scenarios.server_rounds import run_server_rounds
     from bflnet.simulator.simulation import Simulation
 
     torch.set_num_threads(config.threads)
@@ -169,18 +165,13 @@ def run(config: EMTDAMPConfig, *, seed: int = 0, progress: bool = False) -> pd.D
     agents, test = task_data(config, sim.streams.numpy("data"))
     sizes = TASK_SETUP[config.task][0]
     learner = EMTDAMP(sizes, agents, config.learner_params(), eval_data=test)
-    graph = nx.Graph()
-    graph.add_nodes_from(agents)
-    sim.build_network(graph, server=True, **config.network_kwargs(graph))
 
     def codec(bits: int) -> Any:
         return None if bits == 64 else every_part(len(sizes) - 1, RawCodec(bits))
 
-    protocol = ParameterServerProtocol(
-        learner, StopRule(max_iterations=config.rounds), selector=RoundRobinSelector(config.K),
-        uplink_codec=codec(config.uplink_bits), downlink_codec=codec(config.downlink_bits),
-        eval_every=config.eval_every, progress=progress)
-    frame = sim.run(protocol).frame
-    frame = frame[frame["event"].isin(ROW_EVENTS)].reset_index(drop=True)
+    frame = run_server_rounds(sim, learner, config.K, config, rounds=config.rounds,
+                              uplink_codec=codec(config.uplink_bits),
+                              downlink_codec=codec(config.downlink_bits),
+                              eval_every=config.eval_every, progress=progress)
     frame["uplink_bits"] = frame["cum_bits_up"].diff().fillna(0).astype("int64")
     return frame.assign(task=config.task, K=config.K)

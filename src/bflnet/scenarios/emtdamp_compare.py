@@ -55,7 +55,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.learners.hyper import EMTDAMPParams, GroupFedAvgParams
-from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.lists import comma_list
 from bflnet.scenarios.network_settings import NetworkSettings, ServerOnly
@@ -69,7 +68,6 @@ if TYPE_CHECKING:
 METHODS = ("emtdamp", "fedavg", "group-lasso", "group-snip")
 #: The baselines' ``GroupFedAvgParams.method``.
 BASELINE = {"fedavg": "plain", "group-lasso": "group-lasso", "group-snip": "group-snip"}
-ROW_EVENTS = ("init", "iteration")
 BOSTON_SIZES, MNIST_SIZES = (13, 64, 64, 1), (784, 128, 10)
 MNIST_TRAIN, MNIST_TEST = 60_000, 10_000
 #: Fraction of Boston's training rows held out with ``evaluate_on=validation``.
@@ -220,6 +218,7 @@ def mnist_task(config: MnistConfig, rng: np.random.Generator
     import numpy as np
 
     from bflnet.data.digits import load_digits
+    from bflnet.scenarios.server_rounds import centred_shards
     digits = load_digits(rng, config.dataset, fallback_test=config.fallback_test)
     images, labels = digits.train
     need = config.K * config.per_agent + (config.eval_size if config.evaluate_on ==
@@ -237,9 +236,8 @@ def mnist_task(config: MnistConfig, rng: np.random.Generator
         if config.eval_size < len(test_y):
             idx = np.sort(rng.choice(len(test_y), size=config.eval_size, replace=False))
             test_x, test_y = test_x[idx], test_y[idx]
-    mean = np.mean([images[p].mean(0) for p in parts], axis=0)  # pooled: equal shards
-    shards = [(images[p] - mean, labels[p]) for p in parts]
-    return shards, (test_x - mean, test_y), digits.source
+    shards, test = centred_shards(images, labels, parts, (test_x, test_y))
+    return shards, test, digits.source
 
 
 # --------------------------------------------------------------------------- runs
@@ -276,11 +274,9 @@ def run_method(method: str, config: CompareSettings, seed: int, *, progress: boo
                ) -> pd.DataFrame:
     """One simulation of ``method``: the data drawn from the run's ``data`` stream (the
     same for every method of a seed), then the parameter server for ``rounds`` rounds."""
-    import networkx as nx
     import torch
 
-    from bflnet.protocols.parameter_server import ParameterServerProtocol
-    from bflnet.protocols.scheduling import RoundRobinSelector
+    from bflnet.scenarios.server_rounds import run_server_rounds
     from bflnet.simulator.simulation import Simulation
 
     torch.set_num_threads(config.threads)
@@ -289,16 +285,10 @@ def run_method(method: str, config: CompareSettings, seed: int, *, progress: boo
     task = boston_task if config.TASK == "boston" else mnist_task
     shards, test, source = task(config, rng)  # type: ignore[arg-type]
     learner, codec = _learner(method, config, shards, test)
-    graph = nx.Graph()
-    graph.add_nodes_from(range(len(shards)))
-    sim.build_network(graph, server=True, **config.network_kwargs(graph))
-    protocol = ParameterServerProtocol(
-        learner, StopRule(max_iterations=config.rounds),
-        selector=RoundRobinSelector(len(shards)), uplink_codec=codec(config.uplink_bits),
-        downlink_codec=codec(config.downlink_bits), eval_every=config.eval_every,
-        progress=progress)
-    frame = sim.run(protocol).frame
-    frame = frame[frame["event"].isin(ROW_EVENTS)].reset_index(drop=True)
+    frame = run_server_rounds(sim, learner, len(shards), config, rounds=config.rounds,
+                              uplink_codec=codec(config.uplink_bits),
+                              downlink_codec=codec(config.downlink_bits),
+                              eval_every=config.eval_every, progress=progress)
     return frame.assign(method=method, seed=seed, data_source=source, task=config.TASK,
                         K=config.K, tau_max=config.tau_max,
                         target_density=config.target_density, evaluate_on=config.evaluate_on)

@@ -55,10 +55,10 @@ class Job:
         return f"shift-{self.method}-s{self.seed}.csv"
 
 
-def jobs(seeds: int, quick: bool, methods: tuple[str, ...] = METHODS) -> list[Job]:
+def jobs(seeds: list[int], quick: bool, methods: tuple[str, ...] = METHODS) -> list[Job]:
     """Seed by seed, CD-BFL then DSGLD then CF-FL (each finished seed is a full figure)."""
     settings = QUICK if quick else PAPER
-    return [Job(m, {**settings, "methods": m}, s) for s in range(seeds) for m in methods]
+    return [Job(m, {**settings, "methods": m}, s) for s in seeds for m in methods]
 
 
 def execute(job: Job) -> tuple[Job, pd.DataFrame, float]:
@@ -133,7 +133,9 @@ def save_figures(frame: pd.DataFrame, out: Path, docs: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny smoke test")
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0 .. SEEDS-1")
+    parser.add_argument("--seed-list", help="comma list of the seeds to run instead (the "
+                        "summary still covers every part of seeds 0 .. SEEDS-1 on disk)")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--methods", default=",".join(METHODS),
                         help="comma-separated subset of %(default)s to run (two calls with "
@@ -143,6 +145,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.seeds < 1 or args.workers < 1:
         parser.error("--seeds and --workers must be >= 1")
+    try:
+        run_seeds = ([int(v) for v in args.seed_list.split(",")] if args.seed_list
+                     else list(range(args.seeds)))
+    except ValueError:
+        parser.error("--seed-list: a comma list of integers, e.g. 1,2")
+    if any(not 0 <= v < 10**6 for v in run_seeds):
+        parser.error("--seed-list: seeds from 0 to 999999")
     methods = tuple(m.strip() for m in args.methods.split(","))
     if not methods or not set(methods) <= set(METHODS):
         parser.error(f"--methods: a comma-separated subset of {','.join(METHODS)}")
@@ -150,9 +159,9 @@ def main() -> None:
     parts = out / "parts"
     parts.mkdir(parents=True, exist_ok=True)
     if not args.summary_only:
-        run_parts(jobs(args.seeds, args.quick, methods), parts, args.workers, execute)
-    found = [parts / j.part for j in jobs(args.seeds, args.quick)
-             if (parts / j.part).exists()]
+        run_parts(jobs(run_seeds, args.quick, methods), parts, args.workers, execute)
+    every = sorted({*range(args.seeds), *run_seeds})
+    found = [parts / j.part for j in jobs(every, args.quick) if (parts / j.part).exists()]
     if not found:
         print("no parts on disk yet")
         return

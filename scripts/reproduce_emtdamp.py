@@ -232,13 +232,13 @@ def reached(frame: pd.DataFrame) -> pd.DataFrame:
     ``active_groups == target_groups`` count: a baseline is evaluated pruned every round,
     EM-TDAMP only from its target rule's first round (before it, it is the dense
     network, which says nothing about the compressed one)."""
-    rows = frame[(frame["event"] == "iteration")
-                 & (frame["active_groups"] == frame["target_groups"])]
+    rows = frame[frame["event"] == "iteration"]
     out = []
     keys = ["task", "setting", "target_density", "method", "seed"]
     for key, group in rows.groupby(keys):
         metric = METRIC[str(key[0])]
-        hit = group[group[metric] <= THRESHOLD[str(key[0])]]
+        at_target = group[group["active_groups"] == group["target_groups"]]
+        hit = at_target[at_target[metric] <= THRESHOLD[str(key[0])]]
         first = hit.iloc[0] if len(hit) else None
         out.append(dict(zip(keys, key, strict=True),
                         round=float(first["iteration"]) if first is not None else float("nan"),

@@ -167,6 +167,12 @@ def test_bad_forget_requests_are_one_line_errors(kwargs, message):
         ForgetRequest(**kwargs)
 
 
+def test_holding_a_token_the_parameter_server_does_not_have_is_a_one_line_error():
+    with pytest.raises(ValueError, match="^forget.hold_token: applies to the random walk"):
+        ParameterServerProtocol(Counter(), StopRule(max_iterations=3), interventions=[
+            ForgetRequest([0], after_iteration=1, hold_token=True)])
+
+
 # ---------------------------------------------------------------------- consensus
 
 

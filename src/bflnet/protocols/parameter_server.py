@@ -74,6 +74,9 @@ class ParameterServerProtocol:
         self.eval_every = check_eval_every(eval_every)
         self.progress = progress
         self.interventions = check_interventions(interventions)
+        if any(request.hold_token for request in self.interventions):
+            raise ValueError("forget.hold_token: applies to the random walk's token; the "
+                             "parameter server has none, so leave it false")
         self.deadline_s = None if deadline_s is None else check_real(
             "deadline_s", deadline_s, gt=0, le=1e12)
 

@@ -80,15 +80,37 @@ def final_rows(frame: pd.DataFrame) -> pd.DataFrame:
         seed=lambda f: seed_of(f))
 
 
+def overconfidence(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per run, from the pooled reliability rows of the shifted days: ``overconfidence`` =
+    Σ_m |B_m|/n · (conf(B_m) − acc(B_m)) (the signed ECE: > 0 over-confident, < 0
+    under-confident), ``overconfident_share``, the share of examples in bins whose
+    confidence exceeds their accuracy, and ``overconfident_bins``, the share of non-empty
+    bins where it does (the paper: CF-FL's confidence is above accuracy "for most bins")."""
+    bins = frame[(frame["event"] == "reliability") & (frame["count"] > 0)]
+    gap = bins["bin_confidence"] - bins["bin_accuracy"]
+    weighted = bins.assign(signed=bins["count"] * gap, over=bins["count"] * (gap > 0),
+                           over_bin=(gap > 0).astype(float))
+    by_run = weighted.groupby("run_id")
+    sums = by_run[["signed", "over", "count"]].sum()
+    return pd.DataFrame({"overconfidence": sums["signed"] / sums["count"],
+                         "overconfident_share": sums["over"] / sums["count"],
+                         "overconfident_bins": by_run["over_bin"].mean()})
+
+
 def summarise(frame: pd.DataFrame, settings: dict[str, Any]) -> list[str]:
     """The numbers docs/reproductions.md quotes: final metrics per method, the per-seed
     comparisons of must-shows 2 and 3, and bits per round."""
     last = final_rows(frame)
     pooled = frame[frame["event"] == "reliability"].groupby("run_id")["ece"].first()
-    last = last.assign(pooled_shift_ece=last["run_id"].map(pooled))
+    over = overconfidence(frame)
+    last = last.assign(pooled_shift_ece=last["run_id"].map(pooled),
+                       overconfidence=last["run_id"].map(over["overconfidence"]),
+                       overconfident_share=last["run_id"].map(over["overconfident_share"]),
+                       overconfident_bins=last["run_id"].map(over["overconfident_bins"]))
     lines = [f"## cdbfl-shift, {settings}", ""]
     columns = ["accuracy", "ece", "critical_accuracy", "shift_accuracy", "shift_ece",
-               "pooled_shift_ece"]
+               "pooled_shift_ece", "overconfidence", "overconfident_share",
+               "overconfident_bins"]
     for method, group in last.groupby("method"):
         rounds = sorted(int(r) for r in group["iteration"].unique())
         lines.append(f"{method} (seeds {sorted(group['seed'])}, final round {rounds}):")

@@ -10,13 +10,16 @@ import numpy as np
 import pytest
 
 from bflnet.channels import Channel, FixedRateChannel
+from bflnet.faults.energy import Battery
 from bflnet.faults.mobility import RandomWaypoint
 from bflnet.learners.averaging import ConsensusAveraging
+from bflnet.learners.base import Work
 from bflnet.learners.cdbfl import CDBFL
 from bflnet.protocols.async_gossip import AsyncGossipProtocol
 from bflnet.protocols.stopping import StopRule
 from bflnet.protocols.topologies import random_geometric
 from bflnet.simulator import Simulation
+from bflnet.simulator.compute import LogNormalTime
 from bflnet.simulator.live_graph import Mobility
 
 
@@ -101,6 +104,35 @@ def test_same_seed_same_frame_other_seed_other_frame():
                    channel=lossy, max_attempts=1)[0] for s in (4, 4, 5)]
     assert runs[0].equals(runs[1])
     assert not runs[0].equals(runs[2])
+
+
+class Working(ConsensusAveraging):
+    """Averaging with one local step of work before each exchange."""
+
+    def local_steps(self, node, state, rng):
+        return state, Work(steps=1)
+
+
+def test_compute_draws_from_each_nodes_stream_and_charges_its_battery():
+    graph = nx.complete_graph(3)
+    runs = []
+    for compute in (None, LogNormalTime(0.05, sigma=0.5), LogNormalTime(0.05, sigma=0.5)):
+        sim = Simulation(2, record_messages=True)
+        sim.build_network(graph, channel=FixedRateChannel(1e6, 0.001), compute=compute,
+                          energy={0: Battery(0.1, joules_per_step=0.03)})
+        protocol = AsyncGossipProtocol(Working(dict(enumerate([0.0, 1.0, 2.0]))),
+                                       StopRule(max_time_s=20.0))
+        runs.append(sim.run(protocol).frame)
+    free, drawn, again = runs
+    assert drawn.equals(again)
+    first = [f[f.event == "message"].time_s.iloc[0] for f in (free, drawn)]
+    assert first[1] > first[0]  # the same first tick, then a drawn computation
+    # node 0's fourth step empties its 0.1 J battery (0.03 J per step)
+    empty = drawn[(drawn.event == "fault") & (drawn.kind == "battery_empty")]
+    assert empty.node.tolist() == [0] and empty.cause.tolist() == ["compute"]
+    exchanges = drawn[drawn.event == "exchange"]
+    started_by_0 = exchanges[(exchanges.node == 0) & (exchanges.time_s < empty.time_s.iloc[0])]
+    assert len(started_by_0) <= 4
 
 
 class Dead(Channel):

@@ -121,7 +121,9 @@ class _Run:
         assert net is not None
         self.p, self.sim, self.loop, self.slots = protocol, sim, loop, slots
         self.env, self.rec, self.links = sim.env, sim.recorder, net.links
-        self.compute = {k: node.compute for k, node in net.nodes.items()}
+        # each node's compute time: its own stream for a model that draws, and its
+        # battery charged for the work
+        self.compute = {k: node.compute_time for k, node in net.nodes.items()}
         self.neighbours: Mapping[Any, tuple[Any, ...]] = (
             net.live.neighbours if net.live is not None
             else {k: tuple(net.graph.neighbors(k)) for k in net.agents})
@@ -178,7 +180,7 @@ class _Run:
         state, work = call(sim, learner.local_steps, i, slots.state(i), slots.rng(i), node=i,
                            iteration=self.iteration, what="learner.local_steps")
         slots.commit(i, state)
-        duration = self.compute[i].duration(work)
+        duration = self.compute[i](work)
         if duration:
             yield env.timeout(duration)
             if done.triggered:

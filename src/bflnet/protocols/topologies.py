@@ -25,6 +25,7 @@ import networkx as nx
 import numpy as np
 
 from bflnet.checks import check_int, check_real, is_number
+from bflnet.input_files import read_text
 
 GRAPH_NAMES: tuple[str, ...] = (
     "complete",
@@ -215,10 +216,7 @@ def _parse_label(token: str) -> int | str:
 
 
 def _read_edge_list(p: Path) -> nx.Graph:
-    try:
-        lines = p.read_text().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"path: cannot read graph file {str(p)!r} ({exc})") from None
+    lines = read_text(p, "path").splitlines()
     csv = p.suffix.lower() == ".csv"
     rows: list[tuple[int, list[str]]] = []
     for lineno, raw in enumerate(lines, start=1):
@@ -277,6 +275,18 @@ def _read_graphml(p: Path) -> nx.Graph:
     return g
 
 
+def _check_weights(g: nx.Graph, p: Path) -> None:
+    """Every edge ``weight`` in the file must be a finite number (not nan, inf, text)."""
+    for u, v, weight in g.edges(data="weight"):
+        if weight is None:
+            continue
+        finite = (isinstance(weight, numbers.Real) and not isinstance(weight, bool)
+                  and math.isfinite(weight))
+        if not finite:
+            raise ValueError(f"path: graph file {str(p)!r}: the weight of edge {u!r}-{v!r} "
+                             f"must be a finite number, got {weight!r}")
+
+
 def load_graph(path: str | Path) -> nx.Graph:
     """Load a graph from an edge list (``.txt``, ``.edgelist``, ``.csv``: one ``u v`` per
     line, optional numeric weight, ``#`` comments) or a ``.graphml`` file.
@@ -297,6 +307,7 @@ def load_graph(path: str | Path) -> nx.Graph:
     g = _read_graphml(p) if suffix in GRAPHML_SUFFIXES else _read_edge_list(p)
     if g.number_of_edges() == 0:
         raise ValueError(f"path: graph file {str(p)!r} has no edges")
+    _check_weights(g, p)
     labels = list(g.nodes)
     sortable = all(isinstance(x, int) for x in labels) or all(isinstance(x, str) for x in labels)
     return nx.convert_node_labels_to_integers(

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from bflnet.errors import SimulationError, SweepError
+from bflnet.errors import SimulationError, SweepError, WriteError
 from bflnet.scenarios.config import ValidationBug, describe_fields
 from bflnet.scenarios.config_file import run_request, sweep_request
 from bflnet.scenarios.provenance import run_record
@@ -58,13 +58,14 @@ def run(
         "--set", help="override a parameter: key=value (repeatable)")] = None,
     out: Annotated[str | None, typer.Option(help="write the results to FILE.csv or "
                                             "FILE.parquet")] = None,
+    force: Annotated[bool, typer.Option(help="overwrite an existing --out file")] = False,
     progress: Annotated[bool, typer.Option(help="progress bar on long runs")] = True,
 ) -> None:
     """Run a scenario and print a summary (or write the full table with --out)."""
-    from bflnet.scenarios.output import check_output_path, summary, write_frame
+    from bflnet.scenarios.output import check_output_target, summary, write_frame
     request = run_request(name, config, set_ or [], seed, out)
-    if request.out is not None:
-        check_output_path(request.out)
+    if request.out is not None:  # before the run: a bad path must not waste it
+        check_output_target(request.out, force=force)
     scenario = get_scenario(request.scenario)
     settings = scenario.config(request.overrides)
     frame = scenario.run(settings, seed=request.seed, progress=progress)
@@ -123,6 +124,7 @@ def rerun(
         help="write the new file here (default: print a summary)")] = None,
     strict_version: Annotated[bool, typer.Option(
         help="error, not warn, if the file was made by another bflnet version")] = False,
+    force: Annotated[bool, typer.Option(help="overwrite an existing --out file")] = False,
     workers: Annotated[int | None, typer.Option(
         help="for a sweep table: local Dask worker processes")] = None,
     progress: Annotated[bool, typer.Option(help="progress bar on long runs")] = True,
@@ -132,8 +134,8 @@ def rerun(
     from bflnet.scenarios.rerun import DIFFERENT, IDENTICAL, SAME_ROWS
     from bflnet.scenarios.rerun import rerun as rerun_file
 
-    result = rerun_file(file, out, strict_version=strict_version, workers=workers,
-                        progress=progress,
+    result = rerun_file(file, out, strict_version=strict_version, force=force,
+                        workers=workers, progress=progress,
                         warn=lambda text: typer.echo(f"bflnet: warning: {text}", err=True))
     if result.written is None:
         typer.echo(summary(result.frame))
@@ -187,15 +189,26 @@ def plot(
     typer.echo(f"wrote {save_figure(figure, out)}", err=True)
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors become one line on stderr and exit code 2; an exception
     other than ``ValueError`` from a config's validation is a bug in bflnet: one line,
-    exit code 3."""
+    exit code 3. A result that could not be written (a full disk, ...) is one line naming
+    the file and the reason, exit code 1; any other error of the operating system one line,
+    exit code 2."""
     try:
         result = app(args=argv, prog_name="bflnet", standalone_mode=False)
     except typer.Exit as exc:
         return int(exc.exit_code)
-    except typer.Abort:
+    except typer.Abort as exc:
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, EOFError):  # typer turns any EOFError into Abort
+            detail = _one_line(str(cause)) or "EOFError"
+            print(f"bflnet: error: unexpected end of data ({detail})", file=sys.stderr)
+            return 2
         print("bflnet: aborted", file=sys.stderr)
         return 130
     except typer.TyperException as exc:  # usage errors from the command-line parser
@@ -208,8 +221,16 @@ def main(argv: list[str] | None = None) -> int:
     except ValidationBug as exc:
         print(f"bflnet: {exc} (please report it)", file=sys.stderr)
         return 3
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"bflnet: error: {exc}", file=sys.stderr)
+    except ValueError as exc:
+        print(f"bflnet: error: {_one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except WriteError as exc:
+        print(f"bflnet: error: {_one_line(str(exc))}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # e.g. a data set not found, or unreadable
+        where = f"{str(exc.filename)!r}: " if exc.filename else ""
+        reason = exc.strerror if exc.strerror and exc.filename else str(exc)
+        print(f"bflnet: error: {where}{_one_line(reason)}", file=sys.stderr)
         return 2
     except SimulationError as exc:
         print(f"bflnet: run failed: {exc}", file=sys.stderr)

@@ -32,11 +32,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bflnet.input_files import read_bytes
 from bflnet.scenarios.config import describe_fields, field_types, parse_overrides, parse_value
 from bflnet.scenarios.registry import DEFAULT_SCENARIO, get_scenario
 
 RUN_KEYS = ("scenario", "seed", "out", "params")
 SWEEP_KEYS = ("scenario", "seeds", "out", "params", "grid")
+#: Largest config file read (a config is a few hundred bytes).
+MAX_CONFIG_BYTES = 2**20
+#: Deepest nesting of tables and arrays accepted (a config needs 3: [grid] K = [...]).
+MAX_CONFIG_DEPTH = 16
+
+
+def _depth(value: Any) -> int:
+    """How deeply tables and arrays nest in ``value`` (a scalar: 0), without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        children = (item.values() if isinstance(item, dict) else item
+                    if isinstance(item, list) else None)
+        if children is None:
+            continue
+        deepest = max(deepest, depth + 1)
+        if deepest > MAX_CONFIG_DEPTH:
+            break
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 @dataclass(frozen=True)
@@ -56,16 +77,24 @@ class ConfigFile:
 def read_config_file(path: str | Path, allowed: Sequence[str]) -> ConfigFile:
     """Read the TOML file at ``path`` whose top-level keys must be among ``allowed``."""
     path = Path(path)
+    with contextlib.suppress(OSError):  # read_bytes says why it cannot be read
+        if not path.exists() and not path.is_symlink():
+            raise ValueError(f"--config: no file {str(path)!r}")
+        if path.is_dir():
+            raise ValueError(f"--config: {str(path)!r} is a directory, not a TOML file")
+    raw = read_bytes(path, "--config", MAX_CONFIG_BYTES)  # /dev/zero: refused at once
     try:
-        data = tomllib.loads(path.read_bytes().decode("utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"--config: no file {str(path)!r}") from None
-    except IsADirectoryError:
-        raise ValueError(f"--config: {str(path)!r} is a directory, not a TOML file") from None
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not a UTF-8 text file") from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{path}: invalid TOML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: nested more than {MAX_CONFIG_DEPTH} levels deep") from None
+    if _depth(data) > MAX_CONFIG_DEPTH:
+        raise ValueError(f"{path}: nested more than {MAX_CONFIG_DEPTH} levels deep")
     unknown = [key for key in data if key not in allowed]
     if unknown:
         raise ValueError(f"{path}: unknown key {unknown[0]!r}; allowed: {', '.join(allowed)}")

@@ -12,15 +12,24 @@ The JSON has sorted keys and no timestamps, so the same run gives the same bytes
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from bflnet.atomic import WriteError, write_files
+from bflnet.input_files import describe_os_error
+
 FORMATS = (".csv", ".parquet")
 #: The Parquet schema-metadata key that holds a result's provenance.
 METADATA_KEY = b"bflnet"
+
+
+#: The longest file name (bytes) and path accepted, as on Linux file systems.
+NAME_MAX, PATH_MAX = 255, 4096
 
 
 def check_output_path(path: str | Path) -> Path:
@@ -29,6 +38,66 @@ def check_output_path(path: str | Path) -> Path:
     if path.suffix.lower() not in FORMATS:
         raise ValueError(f"--out: must end in .csv or .parquet, got {str(path)!r}")
     return path
+
+
+def check_output_target(path: str | Path, *, force: bool = False,
+                        what: str = "--out") -> Path:
+    """Check, before a run, that its results can be written to ``path``: a supported
+    extension; names within the file system's limits (the CSV sidecar's too); not a
+    directory nor another non-regular file; not an existing file unless ``force``; its
+    nearest existing parent a directory this process can create files in. A one-line
+    ``ValueError`` naming ``what`` and the reason otherwise."""
+    path = check_output_path(path)
+    text = str(path)
+    names = [*path.parts, *([sidecar_path(path).name] if path.suffix.lower() == ".csv"
+                            else [])]
+    for name in names:
+        if len(os.fsencode(name)) > NAME_MAX:
+            raise ValueError(f"{what}: the name {_cut(name)!r} is {len(os.fsencode(name))} "
+                             f"bytes long; a file name may have at most {NAME_MAX}")
+    if len(os.fsencode(text)) >= PATH_MAX:
+        raise ValueError(f"{what}: the path is {len(os.fsencode(text))} bytes long; at most "
+                         f"{PATH_MAX - 1} allowed")
+    kind = _kind(path, what)
+    if kind == "directory":
+        raise ValueError(f"{what}: {text!r} is a directory; give a file name ending in "
+                         f".csv or .parquet")
+    if kind not in (None, "file"):
+        raise ValueError(f"{what}: {text!r} exists and is not a regular file")
+    if kind == "file" and not force:
+        raise ValueError(f"{what}: {text!r} already exists; pass --force to overwrite it")
+    parent = path.parent
+    while _kind(parent, what) is None and parent != parent.parent:
+        parent = parent.parent
+    if _kind(parent, what) != "directory":
+        raise ValueError(f"{what}: cannot create {text!r}: {str(parent)!r} is not a "
+                         f"directory")
+    try:
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        raise ValueError(f"{what}: cannot write in {str(parent)!r} "
+                         f"({describe_os_error(exc)})") from None
+    return path
+
+
+def _kind(path: Path, what: str) -> str | None:
+    """``None`` (nothing there), ``"file"``, ``"directory"`` or ``"other"``."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        return None  # a parent is a file: reported by the parent check
+    except OSError as exc:
+        raise ValueError(f"{what}: cannot look at {str(path)!r} "
+                         f"({describe_os_error(exc)})") from None
+    kinds = {0o100000: "file", 0o040000: "directory"}
+    return kinds.get(mode & 0o170000, "other")
+
+
+def _cut(text: str, keep: int = 60) -> str:
+    return text if len(text) <= keep else f"{text[:keep]}..."
 
 
 def metadata_json(metadata: Mapping[str, Any]) -> str:
@@ -61,16 +130,22 @@ def write_frame(frame: pd.DataFrame, path: str | Path,
     """Write ``frame`` to ``path`` (.csv or .parquet), creating parent folders; with
     ``metadata``, also how the table was made (Parquet metadata or a CSV sidecar)."""
     path = check_output_path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(f"cannot write {str(path)!r}: cannot create its directory "
+                         f"({describe_os_error(exc)}); nothing was written") from exc
     if path.suffix.lower() == ".csv":
-        frame.to_csv(path, index=False)
         sidecar = sidecar_path(path)
+        files: list[tuple[Path, Any]] = [(path, lambda tmp: frame.to_csv(tmp, index=False))]
         if metadata is not None:
-            sidecar.write_text(json.dumps(dict(metadata), sort_keys=True, indent=1) + "\n")
-        else:  # a stale sidecar would describe another table
+            text = json.dumps(dict(metadata), sort_keys=True, indent=1) + "\n"
+            files.append((sidecar, lambda tmp: tmp.write_text(text)))
+        write_files(files)
+        if metadata is None:  # a stale sidecar would describe another table
             sidecar.unlink(missing_ok=True)
     else:
-        write_parquet(frame, path, metadata)
+        write_files([(path, lambda tmp: write_parquet(frame, tmp, metadata))])
     return path
 
 
@@ -83,33 +158,62 @@ def _existing(path: str | Path) -> Path:
     return path
 
 
+def _unreadable(path: Path, exc: BaseException) -> ValueError:
+    reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
+    fmt = "CSV" if path.suffix.lower() == ".csv" else "Parquet"
+    return ValueError(f"file: cannot read {str(path)!r} as {fmt} "
+                      f"({_cut(' '.join(reason.split()), 200)})")
+
+
 def read_frame(path: str | Path) -> pd.DataFrame:
-    """Read a table written by :func:`write_frame`."""
+    """Read a table written by :func:`write_frame`; a one-line error naming the file if
+    it cannot be read."""
     path = _existing(path)
-    return pd.read_csv(path) if path.suffix.lower() == ".csv" else pd.read_parquet(path)
+    try:
+        return pd.read_csv(path) if path.suffix.lower() == ".csv" else pd.read_parquet(path)
+    except (ValueError, OSError, pd.errors.EmptyDataError) as exc:
+        raise _unreadable(path, exc) from None
+
+
+#: Largest provenance record read (a run's is a few kB).
+MAX_METADATA_BYTES = 2**20
 
 
 def read_metadata(path: str | Path) -> dict[str, Any]:
-    """The metadata stored with a result file; a one-line error if it has none."""
+    """The metadata stored with a result file; a one-line error if it has none or it is
+    not a JSON object of at most :data:`MAX_METADATA_BYTES`."""
+    from bflnet.input_files import decode_text, read_bytes
+
     path = _existing(path)
     if path.suffix.lower() == ".csv":
         sidecar = sidecar_path(path)
         if not sidecar.exists():
             raise ValueError(f"file: {str(path)!r} has no bflnet metadata "
                              f"({sidecar.name} is missing)")
-        text = sidecar.read_text()
+        raw = read_bytes(sidecar, "file", MAX_METADATA_BYTES)
+        source = sidecar
     else:
         import pyarrow.parquet as pq
 
-        raw = (pq.read_schema(path).metadata or {}).get(METADATA_KEY)
+        try:
+            raw = (pq.read_schema(path).metadata or {}).get(METADATA_KEY)
+        except (ValueError, OSError) as exc:
+            raise _unreadable(path, exc) from None
         if raw is None:
             raise ValueError(f"file: {str(path)!r} has no bflnet metadata")
-        text = raw.decode()
+        if len(raw) > MAX_METADATA_BYTES:
+            raise ValueError(f"file: the bflnet metadata of {str(path)!r} is larger than "
+                             f"{MAX_METADATA_BYTES} bytes")
+        source = path
+    text = decode_text(raw, source, "file")
     try:
         metadata = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"file: the bflnet metadata of {str(path)!r} is not JSON "
                          f"({exc})") from None
+    except RecursionError:
+        raise ValueError(f"file: the bflnet metadata of {str(path)!r} is nested too "
+                         f"deeply") from None
     if not isinstance(metadata, dict):
         raise ValueError(f"file: the bflnet metadata of {str(path)!r} is not a JSON object")
     return metadata

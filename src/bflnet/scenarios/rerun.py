@@ -16,8 +16,10 @@ from typing import Any
 
 import pandas as pd
 
+from bflnet.scenarios.config import field_types
+from bflnet.scenarios.config_file import toml_value
 from bflnet.scenarios.output import (
-    check_output_path,
+    check_output_target,
     read_frame,
     read_metadata,
     sidecar_path,
@@ -43,10 +45,98 @@ class RerunResult:
     warning: str | None
 
 
-def _require(record: Mapping[str, Any], path: Path, keys: tuple[str, ...]) -> None:
-    missing = [key for key in keys if key not in record]
-    if missing:
-        raise ValueError(f"file: the bflnet metadata of {str(path)!r} lacks {missing[0]!r}")
+#: The keys of each kind of record (see :mod:`bflnet.scenarios.provenance`).
+RECORD_KEYS = {RUN: ("bflnet", "kind", "scenario", "seed", "config"),
+               SWEEP: ("bflnet", "kind", "scenario", "grid", "fixed", "seeds")}
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _typed_value(cls: type, name: str, value: Any) -> Any:
+    """A stored config value typed like a TOML one (``null``: an optional field unset)."""
+    if value is None:
+        from bflnet.params import base_type
+
+        types_ = field_types(cls)
+        if name in types_ and base_type(types_[name])[1]:
+            return None
+    return toml_value(cls, name, value)
+
+
+def check_record(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Check the record of a result file like a config: its keys, their types, the
+    scenario and every stored parameter (typed as in a config file); a one-line
+    ``ValueError`` naming the first bad key. A record of this bflnet version must hold the
+    scenario's full config and no other key; one of another version may lack fields
+    (their defaults) or have more. The record is returned unchanged."""
+    for key in ("bflnet", "kind", "scenario"):
+        if key not in record:
+            raise ValueError(f"lacks {key!r}")
+    if not isinstance(record["bflnet"], str):
+        raise ValueError(f"bflnet: must be a version string, got {_short(record['bflnet'])}")
+    kind = record["kind"]
+    if not isinstance(kind, str) or kind not in RECORD_KEYS:
+        raise ValueError(f"kind: must be {RUN!r} or {SWEEP!r}, got {_short(kind)}")
+    same_version = record["bflnet"] == version()
+    for key in RECORD_KEYS[kind]:
+        if key not in record:
+            raise ValueError(f"lacks {key!r}")
+    unknown = [key for key in record if key not in RECORD_KEYS[kind]]
+    if unknown and same_version:
+        raise ValueError(f"unknown key {_short(unknown[0])}; a {kind} record has "
+                         f"{', '.join(RECORD_KEYS[kind])}")
+    if not isinstance(record["scenario"], str):
+        raise ValueError(f"scenario: must be a scenario name, got {_short(record['scenario'])}")
+    try:
+        cls = get_scenario(record["scenario"]).config_cls
+    except ValueError as exc:
+        raise ValueError(f"scenario: {exc}") from None
+    if kind == RUN:
+        if not _is_count(record["seed"]):
+            raise ValueError(f"seed: must be a non-negative integer, got "
+                             f"{_short(record['seed'])}")
+        _check_params(cls, "config", record["config"], full=same_version)
+        return record
+    _check_params(cls, "fixed", record["fixed"], full=False)
+    grid = record["grid"]
+    if not isinstance(grid, dict):
+        raise ValueError(f"grid: must be an object of lists, got {_short(grid)}")
+    for name, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise ValueError(f"grid: {_short(name)} must be a non-empty list, got "
+                             f"{_short(values)}")
+        for value in values:
+            _check_value(cls, "grid", name, value)
+    seeds = record["seeds"]
+    if not isinstance(seeds, list) or not seeds or not all(map(_is_count, seeds)):
+        raise ValueError(f"seeds: must be a non-empty list of non-negative integers, got "
+                         f"{_short(seeds)}")
+    return record
+
+
+def _check_value(cls: type, where: str, name: str, value: Any) -> None:
+    try:
+        _typed_value(cls, name, value)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def _check_params(cls: type, key: str, params: Any, *, full: bool) -> None:
+    if not isinstance(params, dict):
+        raise ValueError(f"{key}: must be an object of parameters, got {_short(params)}")
+    for name, value in params.items():
+        _check_value(cls, key, name, value)
+    if full:
+        missing = [name for name in field_types(cls) if name not in params]
+        if missing:
+            raise ValueError(f"{key}: lacks the parameter {missing[0]!r}")
+
+
+def _short(value: Any, keep: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= keep else f"{text[:keep - 3]}..."
 
 
 def check_version(record: Mapping[str, Any], path: Path, strict: bool) -> str | None:
@@ -91,24 +181,27 @@ def _rerun_sweep(record: Mapping[str, Any], target: Path, workers: int | None,
 
 
 def rerun(path: str | Path, out: str | Path | None = None, *, strict_version: bool = False,
-          workers: int | None = None, progress: bool = False,
+          force: bool = False, workers: int | None = None, progress: bool = False,
           warn: Callable[[str], None] | None = None) -> RerunResult:
     """Make the result file at ``path`` again into ``out`` (default: a temporary file of
-    the same format, removed afterwards) and compare it with the original. A version
-    warning is also passed to ``warn`` at once, before the (maybe long) run."""
+    the same format, removed afterwards) and compare it with the original. An existing
+    ``out`` is refused unless ``force``. The stored record is checked first
+    (:func:`check_record`). A version warning is also passed to ``warn`` at once, before
+    the (maybe long) run."""
     path = Path(path)
-    record = read_metadata(path)
-    _require(record, path, ("bflnet", "kind", "scenario"))
+    try:
+        record = check_record(read_metadata(path))
+    except ValueError as exc:
+        message = str(exc)
+        if not message.startswith("file:"):
+            message = f"file: the bflnet metadata of {str(path)!r}: {message}"
+        raise ValueError(message) from None
     kind = record["kind"]
-    if kind not in (RUN, SWEEP):
-        raise ValueError(f"file: unknown kind {kind!r} in the bflnet metadata of "
-                         f"{str(path)!r}; known: {RUN}, {SWEEP}")
-    _require(record, path, ("config", "seed") if kind == RUN else ("grid", "fixed", "seeds"))
     warning = check_version(record, path, strict_version)
     if warning is not None and warn is not None:
         warn(warning)
     if out is not None:
-        check_output_path(out)
+        check_output_target(out, force=force)
     original, original_frame = _file_bytes(path), read_frame(path)
     with tempfile.TemporaryDirectory(prefix="bflnet-rerun-") as tmp:
         target = Path(out) if out is not None else Path(tmp) / f"rerun{path.suffix.lower()}"

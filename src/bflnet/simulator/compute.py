@@ -9,7 +9,6 @@ back each node's recorded durations (:func:`read_compute_trace`).
 
 from __future__ import annotations
 
-import csv
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.checks import check_real
+from bflnet.input_files import csv_rows, exists
 from bflnet.learners.base import NO_WORK, Work
 
 if TYPE_CHECKING:
@@ -184,11 +184,10 @@ def read_compute_trace(path: str | Path, *, cycle: bool = True) -> TraceTime:
     per local computation, in order per node). One-line ``ValueError`` naming the file,
     line and field for anything malformed (a duration must be finite, >= 0 and <= 1e12)."""
     path = Path(path)
-    if not path.is_file():
+    if not exists(path, "compute trace"):
         raise ValueError(f"compute trace: no such file {str(path)!r}")
     rows: dict[str, list[float]] = {}
-    with path.open(newline="") as handle:
-        reader = csv.DictReader(handle)
+    with csv_rows(path, "compute trace") as reader:
         header = tuple(h.strip() for h in (reader.fieldnames or ()))
         if header[:2] != COMPUTE_TRACE_COLUMNS:
             raise ValueError(f"compute trace {path.name}: the header must start with "

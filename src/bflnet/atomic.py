@@ -1,0 +1,74 @@
+"""Writing result files whole or not at all.
+
+:func:`write_files` writes each file to a temporary file in its own directory, flushes it
+to the disk, and only when every one is complete renames them over their targets
+(``os.replace``, atomic within a directory). If anything fails — a full disk, a read-only
+directory, Ctrl-C — the temporary files are removed and the targets are left as they were
+(absent, or their old content): never a truncated table, never a table without its
+sidecar. The error is a :class:`WriteError` naming the target file and the reason.
+
+>>> import tempfile, pathlib
+>>> target = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
+>>> write_files([(target, lambda tmp: tmp.write_text("hello"))])
+>>> target.read_text()
+'hello'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from bflnet.errors import WriteError
+from bflnet.input_files import describe_os_error
+
+__all__ = ["WriteError", "temporary_name", "write_files"]
+
+#: Characters of the target's name kept in its temporary file's name (short enough that
+#: the temporary name fits wherever the target's does).
+_KEPT = 40
+
+
+def temporary_name(path: Path) -> Path:
+    """A fresh hidden name next to ``path``: ``.<name>.<random>.tmp``, the name cut so
+    that it is never longer than a 255-byte file-name limit allows."""
+    return path.with_name(f".{path.name[:_KEPT]}.{secrets.token_hex(4)}.tmp")
+
+
+def _sync(path: Path) -> None:
+    """Flush ``path`` to the disk (where a full disk may only now be noticed)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_files(files: Sequence[tuple[Path, Callable[[Path], object]]]) -> None:
+    """For each ``(target, write)``, ``write(tmp)`` fills a temporary file next to
+    ``target``; then all are renamed over their targets. A :class:`WriteError` naming the
+    target and the reason if any step fails, with nothing left behind."""
+    temporaries: list[Path] = []
+    target, renamed = Path(), 0
+    try:
+        for target, write in files:
+            target = Path(target)
+            tmp = temporary_name(target)
+            temporaries.append(tmp)
+            write(tmp)
+            _sync(tmp)
+        for (target, _), tmp in zip(files, temporaries, strict=True):
+            os.replace(tmp, target)
+            renamed += 1
+    except OSError as exc:
+        done = ("nothing was written" if not renamed else
+                f"only {renamed} of its {len(files)} files were replaced")
+        raise WriteError(f"cannot write {str(target)!r}: {describe_os_error(exc)}; "
+                         f"{done}") from exc
+    finally:
+        for tmp in temporaries:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)

@@ -48,8 +48,42 @@ def test_installs_the_debian_package_when_root_and_apt_are_there(nowhere, monkey
     monkeypatch.setattr(ensure_mod.subprocess, "run", fake_run)
     found, message = ensure_mod.ensure("fashion-mnist")
     assert found and message == "Fashion-MNIST: installed (dataset-fashion-mnist)"
-    assert calls == [["apt-get", "update", "-qq"],
+    assert calls == [["dpkg-query", "-W", "-f=${Status}", "dataset-fashion-mnist"],
+                     ["apt-get", "update", "-qq"],
                      ["apt-get", "install", "-y", "-qq", "dataset-fashion-mnist"]]
+
+
+def test_a_package_installed_without_its_files_is_reinstalled(nowhere, monkeypatch,
+                                                              tiny_fashion_dir):
+    calls = []
+
+    def fake_run(command, **kwargs):
+        calls.append(command)
+        stdout = ""
+        if command[0] == "dpkg-query":  # dpkg says installed, yet the files are gone
+            stdout = "install ok installed"
+        if command[:2] == ["apt-get", "install"] and "--reinstall" in command:
+            import shutil
+
+            shutil.copytree(tiny_fashion_dir, nowhere)
+        return type("Done", (), {"returncode": 0, "stdout": stdout, "stderr": ""})()
+
+    monkeypatch.setattr(ensure_mod.shutil, "which", lambda name: "/usr/bin/apt-get")
+    monkeypatch.setattr(ensure_mod.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(ensure_mod.subprocess, "run", fake_run)
+    assert ensure_mod.ensure("fashion-mnist") == (
+        True, "Fashion-MNIST: installed (dataset-fashion-mnist)")
+    assert calls[-1] == ["apt-get", "install", "--reinstall", "-y", "-qq",
+                         "dataset-fashion-mnist"]
+
+
+def test_under_ci_a_missing_data_set_fails_the_main(nowhere, capsys, monkeypatch):
+    monkeypatch.setattr(ensure_mod.shutil, "which", lambda name: None)
+    monkeypatch.setenv("CI", "true")
+    assert ensure_mod.main(["fashion-mnist"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: CI=true and Fashion-MNIST train split not found")
+    assert "\n" not in err
 
 
 def test_no_install_attempt_without_apt_or_root(nowhere, monkeypatch):
@@ -73,6 +107,7 @@ def test_a_failed_install_says_why(nowhere, monkeypatch):
 
 def test_the_main_warns_in_one_line_and_exits_zero(nowhere, capsys, monkeypatch):
     monkeypatch.setattr(ensure_mod.shutil, "which", lambda name: None)
+    monkeypatch.delenv("CI", raising=False)
     assert ensure_mod.main(["fashion-mnist"]) == 0
     err = capsys.readouterr().err.strip()
     assert err.startswith("warning: Fashion-MNIST train split not found") and "\n" not in err

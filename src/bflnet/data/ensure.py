@@ -5,10 +5,11 @@ Debian's packages where the machine allows; otherwise say in one line what to do
     python -m bflnet.data.ensure --for-run NAME [...]   # what `make run ARGS=...` runs
 
 Found: prints where. Missing and installable (root, ``apt-get`` present, the data set has
-a Debian package): runs ``apt-get update`` and ``apt-get install <package>``, then checks
+a Debian package): runs ``apt-get update`` and ``apt-get install <package>`` (``install
+--reinstall`` when dpkg lists the package as installed but its files are gone), then checks
 again. Otherwise prints one line naming the package to install or where to put the files,
-and exits 0, so that a test run goes on (the tests that need the data then skip, or fail
-under ``CI=true``).
+and exits 0, so that a test run goes on (the tests that need the data then skip); under
+``CI=true`` it exits 1 instead, since the tests would fail there.
 """
 
 from __future__ import annotations
@@ -47,11 +48,25 @@ def can_install(spec: IdxDatasetSpec) -> bool:
             and hasattr(os, "geteuid") and os.geteuid() == 0)
 
 
+def package_installed(package: str) -> bool:
+    """Whether dpkg lists ``package`` as installed (its files may still be missing)."""
+    try:
+        done = subprocess.run(["dpkg-query", "-W", "-f=${Status}", package],
+                              capture_output=True, text=True, check=False)
+    except OSError:  # no dpkg-query: not a Debian system
+        return False
+    return done.returncode == 0 and (done.stdout or "").strip().endswith(" installed")
+
+
 def install(spec: IdxDatasetSpec) -> str | None:
-    """Install ``spec``'s Debian package; ``None`` on success, else why not (one line)."""
+    """Install ``spec``'s Debian package, or reinstall it when dpkg lists it as installed
+    although its files are missing (a plain install would then do nothing); ``None`` on
+    success, else why not (one line)."""
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    package = str(spec.debian_package)
+    again = ["--reinstall"] if package_installed(package) else []
     for command in (["apt-get", "update", "-qq"],
-                    ["apt-get", "install", "-y", "-qq", str(spec.debian_package)]):
+                    ["apt-get", "install", *again, "-y", "-qq", package]):
         done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -112,10 +127,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"datasets: unknown {unknown[0]!r}; known: {', '.join(DATASETS)}",
               file=sys.stderr)
         return 2
+    strict = os.environ.get("CI") == "true"
+    status = 0
     for name in dict.fromkeys(wanted):
         found, message = ensure(name, allow_install=not args.no_install)
-        print(message if found else f"warning: {message}", file=sys.stderr)
-    return 0
+        if found:
+            print(message, file=sys.stderr)
+        elif strict:  # under CI a missing data set fails, it does not skip tests
+            print(f"error: CI=true and {message}", file=sys.stderr)
+            status = 1
+        else:
+            print(f"warning: {message}", file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":

@@ -75,3 +75,57 @@ def real_fashion_mnist(monkeypatch: pytest.MonkeyPatch) -> None:
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true and the data set is missing: {reason}")
         pytest.skip(reason)
+
+
+@pytest.fixture
+def deny_access(monkeypatch: pytest.MonkeyPatch):
+    """``deny(directory, code, writes_only=False)``: from then on, opening or looking at
+    anything under ``directory`` (with ``writes_only``: creating, writing or renaming
+    there) fails with ``OSError(code)`` (default EACCES), as an unreadable directory or a
+    read-only file system would, even for root (who ignores permission bits)."""
+    import builtins
+    import errno as errno_mod
+    import io
+
+    denied: list[tuple[str, int, bool]] = []
+    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | getattr(os, "O_TMPFILE", 0)
+
+    def check(path: object, writing: bool) -> None:
+        if isinstance(path, int):
+            return
+        text = os.path.abspath(os.fsdecode(path))  # type: ignore[arg-type]
+        for base, code, writes_only in denied:
+            if (text == base or text.startswith(base + os.sep)) and (writing or
+                                                                     not writes_only):
+                raise OSError(code, os.strerror(code), text)
+
+    def wrap(real, writing):
+        def guarded(path, *args, **kwargs):
+            check(path, writing(args, kwargs))
+            return real(path, *args, **kwargs)
+        return guarded
+
+    def open_mode(args, kwargs):
+        mode = args[0] if args else kwargs.get("mode", "r")
+        return any(c in mode for c in "wax+")
+
+    def os_open_flags(args, kwargs):
+        flags = args[0] if args else kwargs.get("flags", 0)
+        return bool(flags & write_flags)
+
+    def never(args, kwargs):
+        return False
+
+    def always(args, kwargs):
+        return True
+
+    for module, name, writing in ((builtins, "open", open_mode), (io, "open", open_mode),
+                                  (os, "open", os_open_flags), (os, "stat", never),
+                                  (os, "lstat", never), (os, "mkdir", always),
+                                  (os, "replace", always)):
+        monkeypatch.setattr(module, name, wrap(getattr(module, name), writing))
+
+    def deny(directory: Path, code: int = errno_mod.EACCES, writes_only: bool = False) -> None:
+        denied.append((os.path.abspath(directory), code, writes_only))
+
+    return deny

@@ -27,15 +27,18 @@ from bflnet.input_files import describe_os_error
 
 __all__ = ["WriteError", "temporary_name", "write_files"]
 
-#: Characters of the target's name kept in its temporary file's name (short enough that
-#: the temporary name fits wherever the target's does).
-_KEPT = 40
+#: The usual limit on a file name, in bytes.
+NAME_MAX = 255
 
 
 def temporary_name(path: Path) -> Path:
-    """A fresh hidden name next to ``path``: ``.<name>.<random>.tmp``, the name cut so
-    that it is never longer than a 255-byte file-name limit allows."""
-    return path.with_name(f".{path.name[:_KEPT]}.{secrets.token_hex(4)}.tmp")
+    """A fresh hidden name next to ``path``: ``.<name>.<random>.tmp``, the name cut when
+    needed so that it fits a 255-byte file-name limit wherever the target's name does."""
+    token = secrets.token_hex(4)
+    name = path.name
+    while len(os.fsencode(f".{name}.{token}.tmp")) > NAME_MAX:
+        name = name[:-1]
+    return path.with_name(f".{name}.{token}.tmp")
 
 
 def _sync(path: Path) -> None:

@@ -228,7 +228,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bflnet: error: {_one_line(str(exc))}", file=sys.stderr)
         return 1
     except OSError as exc:  # e.g. a data set not found, or unreadable
-        where = f"{str(exc.filename)!r}: " if exc.filename else ""
+        name = str(exc.filename)
+        name = name if len(name) <= 120 else f"{name[:60]}...{name[-40:]}"
+        where = f"{name!r}: " if exc.filename else ""
         reason = exc.strerror if exc.strerror and exc.filename else str(exc)
         print(f"bflnet: error: {where}{_one_line(reason)}", file=sys.stderr)
         return 2

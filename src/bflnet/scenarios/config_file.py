@@ -44,9 +44,10 @@ MAX_CONFIG_BYTES = 2**20
 MAX_CONFIG_DEPTH = 16
 
 
-def _depth(value: Any) -> int:
-    """How deeply tables and arrays nest in ``value`` (a scalar: 0), without recursion."""
-    deepest, stack = 0, [(value, 0)]
+def _depth(data: dict[str, Any]) -> int:
+    """How deeply tables and arrays nest under the file's top level (``[params]``: 1),
+    without recursion."""
+    deepest, stack = 0, [(value, 0) for value in data.values()]
     while stack:
         item, depth = stack.pop()
         children = (item.values() if isinstance(item, dict) else item

@@ -97,7 +97,11 @@ def check_record(record: Mapping[str, Any]) -> Mapping[str, Any]:
         if not _is_count(record["seed"]):
             raise ValueError(f"seed: must be a non-negative integer, got "
                              f"{_short(record['seed'])}")
-        _check_params(cls, "config", record["config"], full=same_version)
+        typed = _check_params(cls, "config", record["config"], full=same_version)
+        try:
+            get_scenario(record["scenario"]).config(typed)  # the config's own checks
+        except ValueError as exc:
+            raise ValueError(f"config: {exc}") from None
         return record
     _check_params(cls, "fixed", record["fixed"], full=False)
     grid = record["grid"]
@@ -116,22 +120,23 @@ def check_record(record: Mapping[str, Any]) -> Mapping[str, Any]:
     return record
 
 
-def _check_value(cls: type, where: str, name: str, value: Any) -> None:
+def _check_value(cls: type, where: str, name: str, value: Any) -> Any:
     try:
-        _typed_value(cls, name, value)
+        return _typed_value(cls, name, value)
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
 
 
-def _check_params(cls: type, key: str, params: Any, *, full: bool) -> None:
+def _check_params(cls: type, key: str, params: Any, *, full: bool) -> dict[str, Any]:
+    """The stored parameters typed; a one-line error naming ``key`` and the field."""
     if not isinstance(params, dict):
         raise ValueError(f"{key}: must be an object of parameters, got {_short(params)}")
-    for name, value in params.items():
-        _check_value(cls, key, name, value)
+    typed = {name: _check_value(cls, key, name, value) for name, value in params.items()}
     if full:
         missing = [name for name in field_types(cls) if name not in params]
         if missing:
             raise ValueError(f"{key}: lacks the parameter {missing[0]!r}")
+    return typed
 
 
 def _short(value: Any, keep: int = 60) -> str:

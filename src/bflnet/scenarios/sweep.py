@@ -55,6 +55,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from bflnet.atomic import write_files
 from bflnet.errors import SweepError
 from bflnet.scenarios import get_scenario, run_scenario
 from bflnet.scenarios.config import make_config, parse_value
@@ -211,13 +212,9 @@ def sweep_paths(out: str | Path) -> SweepPaths:
 
 
 def _atomic_write(path: Path, write: Any) -> None:
-    """``write(tmp_path)`` then rename over ``path``: readers never see a partial file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """``write(tmp_path)`` then rename over ``path``: readers never see a partial file; a
+    :class:`~bflnet.errors.WriteError` naming ``path`` if it cannot be written."""
+    write_files([(path, write)])
 
 
 def _write_text(path: Path, text: str) -> None:

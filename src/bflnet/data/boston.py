@@ -156,4 +156,7 @@ def load_boston(rng: np.random.Generator, boston_csv: str | os.PathLike[str] | N
     """Find, read and split the Boston set; ``source`` is ``"<where>:<path>"``."""
     path, where = find_boston(boston_csv)
     x, y = read_boston_csv(path)
+    if isinstance(n_test, int) and n_test >= 1 and len(y) < n_test + 2:
+        raise ValueError(f"{path}: has {len(y)} rows; at least {n_test + 2} needed for "
+                         f"{n_test} test rows")
     return boston_split(x, y, rng, n_test=n_test, source=f"{where}:{path}")

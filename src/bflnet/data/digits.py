@@ -70,6 +70,8 @@ def read_mnist_5k(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray]
         raw = gunzip(raw, path, MAX_5K_BYTES)
     try:
         text = raw.decode("ascii")
+        if not text.strip():
+            raise ValueError("no rows")
         data = np.loadtxt(io.StringIO(text), delimiter=",", dtype=np.float64, ndmin=2)
     except ValueError as exc:
         first = (str(exc).splitlines() or [type(exc).__name__])[0]

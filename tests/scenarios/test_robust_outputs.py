@@ -344,3 +344,15 @@ def test_a_config_file_nested_as_deep_as_allowed_is_read(tmp_path):
     depth = MAX_CONFIG_DEPTH - 1
     path.write_text("[params]\nK = " + "[" * depth + "1" + "]" * depth + "\n")
     assert read_config_file(path, RUN_KEYS).params["K"] is not None
+
+
+def test_a_figure_that_cannot_be_written_is_one_line(tmp_path, capsys, deny_access):
+    table = tmp_path / "r.csv"
+    assert main(["run", *QUICK, "--out", str(table)]) == 0
+    capsys.readouterr()
+    figures = tmp_path / "figures"
+    figures.mkdir()
+    deny_access(figures, errno.EROFS, writes_only=True)
+    one_line(capsys, ["plot", str(table), "--y", "max_deviation", "--out",
+                      str(figures / "f.png")], 1, "cannot write", "Read-only file system")
+    assert listing(figures) == []

@@ -174,10 +174,18 @@ def reliability_diagram(probs: Any, labels: Any, n_bins: int = 10,
 
 
 def save_figure(fig: Figure, path: str | Path, dpi: int = 150) -> Path:
-    """Write ``fig`` to ``path`` (.png, .pdf or .svg), creating parent folders."""
+    """Write ``fig`` to ``path`` (.png, .pdf or .svg), creating parent folders; whole or
+    not at all (:func:`bflnet.atomic.write_files`)."""
+    from bflnet.atomic import WriteError, write_files
+
     path = Path(path)
     if path.suffix.lower() not in FIGURE_FORMATS:
         raise ValueError(f"--out: must end in {', '.join(FIGURE_FORMATS)}, got {str(path)!r}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(f"cannot write {str(path)!r}: cannot create its directory "
+                         f"({exc.strerror or exc}); nothing was written") from exc
+    fmt = path.suffix.lower().lstrip(".")
+    write_files([(path, lambda tmp: fig.savefig(tmp, dpi=dpi, format=fmt))])
     return path

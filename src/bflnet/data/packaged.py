@@ -21,6 +21,9 @@ def package_file(package: str, parts: Sequence[str]) -> Path | None:
         return None
     for base in spec.submodule_search_locations:
         path = Path(base).joinpath(*parts)
-        if path.is_file():
-            return path
+        try:
+            if path.is_file():
+                return path
+        except OSError:  # an unreadable installation ships nothing usable
+            continue
     return None

@@ -75,7 +75,13 @@ def _existing(tmp_path):
     return tmp_path / "r.csv", "--force"
 
 
+def _sidecar_directory(tmp_path):
+    (tmp_path / "r.csv.json").mkdir()
+    return tmp_path / "r.csv", "where the table's record goes"
+
+
 BAD_TARGETS = {"parent is a file": _file_parent, "a directory": _directory,
+               "the sidecar a directory": _sidecar_directory,
                "300-character name": _long_name, "sidecar name too long": _long_sidecar,
                "300-character directory": _long_directory, "path too long": _long_path,
                "existing file": _existing}

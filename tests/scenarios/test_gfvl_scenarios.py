@@ -34,17 +34,19 @@ TINY = {
     "unlearning-latency": {"runs": 5, "learn_iterations": 10},
 }
 COLUMNS = {
-    "gfvl-beta-bernoulli": ["graph", "run", "run_seed", "iteration", "time_s", "cum_bits",
+    "gfvl-beta-bernoulli": ["graph", "run", "run_seed", "event", "iteration", "time_s",
+                            "cum_bits",
                             "cum_bits_delivered", "node", "kl", "theta_mean",
                             "theory_cover_iterations"],
     "gfvl-beta-exponential": ["L", "run", "run_seed", "iteration", "total_local_iterations",
-                              "time_s", "cum_bits", "cum_bits_delivered", "node", "kl",
+                              "event", "time_s", "cum_bits", "cum_bits_delivered", "node", "kl",
                               "theta_mean"],
-    "gfvl-unlearning": ["method", "run", "run_seed", "iteration", "since_request", "time_s",
-                        "cum_bits", "cum_bits_delivered", "node", "time_since_request_s",
-                        "bits_since_request", "kl_retrained", "kl", "theta_mean",
-                        "unlearn_pending", "unlearned_at"],
-    "unlearning-latency": ["run", "run_seed", "unlearn_iterations", "unlearn_time_s",
+    "gfvl-unlearning": ["method", "run", "run_seed", "iteration", "since_request", "event",
+                        "time_s", "cum_bits", "cum_bits_delivered", "node",
+                        "time_since_request_s", "bits_since_request", "kl_retrained", "kl",
+                        "theta_mean", "unlearn_pending", "unlearned_at",
+                        "unlearned_at_time_s", "unlearned_at_bits"],
+    "unlearning-latency": ["run", "run_seed", "event", "unlearn_iterations", "unlearn_time_s",
                            "unlearn_bits", "unlearn_kl_retrained", "retrain_iterations",
                            "retrain_time_s", "retrain_bits", "theory_unlearn_iterations",
                            "theory_retrain_iterations", "paper_retrain_iterations"],
@@ -147,6 +149,9 @@ def test_unlearning_subtracts_the_agent_at_its_first_visit_and_retraining_starts
     assert unl.since_request.min() == -300 and unl.since_request.max() == 120
     assert ret.since_request.min() == 0 and ret.since_request.max() == 120
     assert ret.unlearn_pending.isna().all() and ret.unlearned_at.isna().all()
+    assert ret.unlearned_at_time_s.isna().all() and ret.unlearned_at_bits.isna().all()
+    assert set(frame.event) == {"init", "iteration"}
+    assert (frame.event == "init").eq(frame.iteration == 0).all()
     for _, run in unl.groupby("run"):
         at = int(run.unlearned_at.iloc[0])
         row = run.set_index("since_request")
@@ -156,6 +161,9 @@ def test_unlearning_subtracts_the_agent_at_its_first_visit_and_retraining_starts
         assert (row.unlearn_pending.loc[at:] == 0).all()
         assert row.kl_retrained[at] < 0.5 * row.kl_retrained[at - 1]
         assert row.time_since_request_s[0] == 0 and row.bits_since_request[0] == 0
+        # the latency in seconds and bits: from the request to the merge's row
+        assert run.unlearned_at_time_s.iloc[0] == row.time_since_request_s[at] > 0
+        assert run.unlearned_at_bits.iloc[0] == row.bits_since_request[at] > 0
     # Retraining starts from the prior: theta_mean = 1/2 under Beta(2, 2).
     assert (ret[ret.since_request == 0].theta_mean == 0.5).all()
     assert (ret[ret.since_request == 0].kl_retrained > 10).all()

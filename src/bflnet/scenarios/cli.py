@@ -20,6 +20,21 @@ app = typer.Typer(help="bflnet: wireless network simulator with Bayesian federat
                   add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        import bflnet
+
+        typer.echo(f"bflnet {bflnet.__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="print bflnet's version and exit")] = False) -> None:
+    """bflnet: wireless network simulator with Bayesian federated learning."""
+
+
 @app.command("list")
 def list_scenarios() -> None:
     """List the registered scenarios."""

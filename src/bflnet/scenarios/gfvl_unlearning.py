@@ -29,7 +29,8 @@ walking and the agent unlearns one visit each time it is scheduled, the others l
 meanwhile. ``reinforce_draws`` and ``data`` as in ``gfvl-beta-exponential``.
 
 One row per (method, run, evaluated iteration): ``method``, ``run``, ``run_seed``,
-``iteration`` (of that simulation), ``since_request`` (iteration − learn_iterations for
+``event`` (``init`` for iteration 0, else ``iteration``), ``iteration`` (of that
+simulation), ``since_request`` (iteration − learn_iterations for
 unlearning, negative while learning; = iteration for retraining, which starts at the
 request), ``time_s``, ``cum_bits``, ``cum_bits_delivered``, ``time_since_request_s``,
 ``bits_since_request`` (the same from the request on), ``node``, ``kl_retrained`` =
@@ -37,7 +38,10 @@ KL(q ‖ exact posterior without the forgotten data), ``kl`` = KL(q ‖ posterio
 ``theta_mean``, and for unlearning ``unlearn_pending`` (forgotten agents whose data are
 still in q) and ``unlearned_at`` (the 1-based slot after the request at which the last
 forgotten agent's subtraction was merged; the paper's latency, 1/K + K − 1 = 9.1 on
-average here; NaN if not reached). Evaluated: every ``eval_every`` iterations, and every
+average here; NaN if not reached), with ``unlearned_at_time_s`` and
+``unlearned_at_bits``, the simulated seconds and the bits from the request to the end of
+that slot's computation (counted as ``unlearning-latency``'s ``unlearn_time_s`` and
+``unlearn_bits``). Evaluated: every ``eval_every`` iterations, and every
 iteration in the first 100 after the request.
 
 With ``baseline="0"`` (the paper's c = 0) the natural-gradient η_k are so noisy that
@@ -222,8 +226,12 @@ def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False) 
             forgotten_at = {row["node"]: row["iteration"] for row in every_row
                             if row["event"] == "forgotten"}
             done = [forgotten_at.get(k) for k in forget]
-            unlearned = (max(done) - start if method == "unlearning" and None not in done
-                         else np.nan)
+            unlearned = unlearned_s = unlearned_bits = np.nan
+            if method == "unlearning" and None not in done:
+                merged = recorded[max(done)]  # recorded[i] is iteration i's row
+                unlearned = max(done) - start
+                unlearned_s = merged["time_s"] - origin["time_s"]
+                unlearned_bits = merged["cum_bits"] - origin["cum_bits"]
             for row in recorded:
                 if row["iteration"] not in keep:
                     continue
@@ -232,13 +240,15 @@ def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False) 
                 pending = (float(sum(d is None or d > row["iteration"] for d in done))
                            if method == "unlearning" else np.nan)
                 rows.append({
-                    "method": method, "run": r, "run_seed": run_seed, **base_fields(row),
+                    "method": method, "run": r, "run_seed": run_seed, "event": row["event"],
+                    **base_fields(row),
                     "since_request": row["iteration"] - start,
                     "time_since_request_s": row["time_s"] - origin["time_s"],
                     "bits_since_request": row["cum_bits"] - origin["cum_bits"],
                     "kl_retrained": metrics["kl_retrained"], "kl": metrics["kl"],
                     "theta_mean": metrics["theta_mean"], "unlearn_pending": pending,
-                    "unlearned_at": unlearned})
+                    "unlearned_at": unlearned, "unlearned_at_time_s": unlearned_s,
+                    "unlearned_at_bits": unlearned_bits})
     frame = pd.DataFrame.from_records(rows)
     order = ["method", "run", "run_seed", "iteration", "since_request"]
     return frame[order + [c for c in frame.columns if c not in order]]

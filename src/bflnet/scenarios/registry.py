@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
+    from bflnet.scenarios.schema import Schema
+
 RunFunction = Callable[..., "pd.DataFrame"]
 #: A scenario's default figure of its result table.
 PlotFunction = Callable[["pd.DataFrame"], "Figure"]
@@ -41,8 +43,10 @@ class Scenario:
     run_fn: RunFunction
     description: str
     plot: PlotFunction | None = None
-    #: Data sets (``bflnet.data.ensure.DATASETS`` names) the scenario reads.
+    #: Data sets (``bflnet.data.ensure.known()`` names) the scenario reads.
     datasets: tuple[str, ...] = ()
+    #: What its output columns mean (``bflnet describe NAME --columns``).
+    columns: Schema | None = None
 
     def config(self, overrides: Mapping[str, Any] | None = None) -> Any:
         """The validated config with ``overrides`` applied."""
@@ -61,14 +65,16 @@ _REGISTRY: dict[str, Scenario] = {}
 
 def register(name: str, config: type, description: str,
              plot: PlotFunction | None = None,
-             datasets: tuple[str, ...] = ()) -> Callable[[RunFunction], RunFunction]:
+             datasets: tuple[str, ...] = (),
+             columns: Schema | None = None) -> Callable[[RunFunction], RunFunction]:
     """Decorator that registers a scenario's run function (and optional default ``plot``,
-    and the data sets it reads) under ``name``."""
+    the data sets it reads and its output columns) under ``name``."""
 
     def wrap(fn: RunFunction) -> RunFunction:
         if name in _REGISTRY:
             raise ValueError(f"scenario {name!r} is registered twice")
-        _REGISTRY[name] = Scenario(name, config, fn, description, plot, tuple(datasets))
+        _REGISTRY[name] = Scenario(name, config, fn, description, plot, tuple(datasets),
+                                   columns)
         return fn
 
     return wrap

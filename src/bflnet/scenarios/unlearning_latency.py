@@ -289,7 +289,7 @@ def run(config: UnlearningLatencyConfig, *, seed: int = 0,
         protocol = RandomWalkProtocol(learner, walk, unlearn_stop, interventions=requests)
         outcome = sim.run_outcome(protocol)
         rows = [row for row in sim.recorder.rows if row["event"] in ROW_EVENTS]
-        row: dict[str, Any] = {"run": r, "run_seed": run_seed}
+        row: dict[str, Any] = {"run": r, "run_seed": run_seed, "event": "run"}
         if outcome.reason == "forgotten":
             done, origin = rows[-1], rows[request]
             row.update(unlearn_iterations=done["iteration"] - request,

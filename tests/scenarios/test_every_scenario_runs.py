@@ -1,0 +1,112 @@
+"""Every registered scenario runs on the set-up that ``make test`` makes (the real data
+sets put in place by ``python -m bflnet.data.ensure --all``), with its defaults or, where
+those take minutes, with fewer steps only; and its table follows the declared schema.
+
+A new scenario is run with its defaults unless it is named in :data:`SHORT`. A data set
+the scenario reads that is missing skips its test with the one-line reason, and fails it
+under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import pytest
+
+from bflnet.data import ensure as ensure_mod
+from bflnet.data.vision import ENV_VAR
+from bflnet.scenarios.registry import get_scenario, scenario_names
+
+#: Fewer steps (rounds, iterations, runs, evaluation images) where a default takes more
+#: than a few seconds: the data, model and methods stay the defaults'.
+SHORT: dict[str, dict[str, object]] = {
+    "async-fedavg": {"duration_s": 4.0, "eval_size": 300},
+    "cdbfl-local-steps": {"rounds": 3, "burn_in": 1, "eval_every": 3, "eval_size": 200},
+    "cdbfl-shift": {"rounds": 3, "burn_in": 1, "eval_every": 3, "eval_size": 50,
+                    "shift_size": 50},
+    "churn-gfvl": {"runs": 2},
+    "cover-time": {"runs": 20},
+    "dsvgd-sparsifiers": {"iterations": 2, "eval_every": 2, "eval_size": 200,
+                          "per_agent": 100},
+    "dsvgd-vs-fedavg": {"iterations": 2, "eval_every": 2, "eval_size": 200, "per_agent": 100},
+    "emtdamp": {"rounds": 3, "per_agent": 200, "eval_size": 200},
+    "emtdamp-boston": {"rounds": 2},
+    "emtdamp-mnist": {"rounds": 1, "per_agent": 200, "eval_size": 200},
+    "forget-svgd": {"pretrain_rounds": 1, "learn_iterations": 2, "unlearn_iterations": 2,
+                    "scratch_iterations": 2, "eval_every": 2, "eval_size": 200},
+    "gfvl-beta-bernoulli": {"runs": 2},
+    "gfvl-beta-exponential": {"runs": 1, "iterations": 100},
+    "gfvl-unlearning": {"runs": 1, "learn_iterations": 50, "iterations": 50},
+    "mobile-gossip": {"duration_s": 5.0},
+    "unlearning-latency": {"runs": 20},
+}
+
+_FRAMES: dict[str, pd.DataFrame] = {}
+
+
+def needs_data(name: str) -> None:
+    """Skip (fail under ``CI=true``) when a data set ``name`` reads is missing."""
+    for dataset in get_scenario(name).datasets:
+        found, message = ensure_mod.ensure(dataset, allow_install=False)
+        if not found:
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"CI=true and a data set of {name} is missing: {message}")
+            pytest.skip(message)
+
+
+@pytest.fixture
+def real_data(monkeypatch):
+    """The data sets where the set-up put them, not the tests' tiny stand-ins."""
+    if os.path.basename(os.environ.get(ENV_VAR, "")).startswith("tiny-fashion"):
+        monkeypatch.delenv(ENV_VAR)
+
+
+def frame_of(name: str) -> pd.DataFrame:
+    """The table of ``name`` under its (short) defaults, computed once."""
+    if name not in _FRAMES:
+        needs_data(name)
+        scenario = get_scenario(name)
+        _FRAMES[name] = scenario.run(scenario.config(SHORT.get(name)), seed=0)
+    return _FRAMES[name]
+
+
+def test_short_settings_name_registered_scenarios_and_only_shorten():
+    assert set(SHORT) <= set(scenario_names())
+    for name, overrides in SHORT.items():
+        get_scenario(name).config(overrides)  # valid
+
+
+@pytest.mark.parametrize("name", scenario_names())
+def test_defaults_run(name, real_data):
+    frame = frame_of(name)
+    assert len(frame) > 0
+    assert "event" in frame.columns and frame["event"].notna().all()
+
+
+@pytest.mark.parametrize(("name", "prefix", "real"), [
+    ("emtdamp-boston", "", "boston_housing.csv"),
+    ("emtdamp-mnist", "mnist", "mnist"),
+])
+def test_the_em_tdamp_comparisons_read_real_data(name, prefix, real, real_data):
+    sources = set(frame_of(name)["data_source"])
+    assert len(sources) == 1
+    source = sources.pop()
+    assert not source.startswith("synthetic") and source.startswith(prefix) and real in source
+
+
+@pytest.mark.parametrize("name", scenario_names())
+def test_the_table_follows_the_declared_schema(name, real_data):
+    schema = get_scenario(name).columns
+    assert schema is not None, f"{name}: declare COLUMNS (bflnet.scenarios.schema)"
+    frame = frame_of(name)
+    undeclared = [c for c in frame.columns if c not in schema.names()]
+    assert not undeclared, f"{name}: columns not in its schema: {undeclared}"
+    absent = [c.name for c in schema.columns if not c.when and c.name not in frame.columns]
+    assert not absent, f"{name}: declared columns missing from the table: {absent}"
+    for column in schema.columns:
+        if column.events and column.name in frame.columns:
+            carried = set(frame.loc[frame[column.name].notna(), "event"])
+            assert carried <= set(column.events), (
+                f"{name}: {column.name} is carried by {sorted(carried)} rows, declared "
+                f"{column.events}")

@@ -30,7 +30,7 @@ SHORT: dict[str, dict[str, object]] = {
     "dsvgd-sparsifiers": {"iterations": 2, "eval_every": 2, "eval_size": 200,
                           "per_agent": 100},
     "dsvgd-vs-fedavg": {"iterations": 2, "eval_every": 2, "eval_size": 200, "per_agent": 100},
-    "emtdamp": {"rounds": 3, "per_agent": 200, "eval_size": 200},
+    "emtdamp": {"rounds": 3},
     "emtdamp-boston": {"rounds": 2},
     "emtdamp-mnist": {"rounds": 1, "per_agent": 200, "eval_size": 200},
     "forget-svgd": {"pretrain_rounds": 1, "learn_iterations": 2, "unlearn_iterations": 2,
@@ -98,7 +98,7 @@ def test_the_em_tdamp_comparisons_read_real_data(name, prefix, real, real_data):
 @pytest.mark.parametrize("name", scenario_names())
 def test_the_table_follows_the_declared_schema(name, real_data):
     schema = get_scenario(name).columns
-    assert schema is not None, f"{name}: declare COLUMNS (bflnet.scenarios.schema)"
+    assert schema is not None, f"{name}: declare SCHEMA (bflnet.scenarios.schema)"
     frame = frame_of(name)
     undeclared = [c for c in frame.columns if c not in schema.names()]
     assert not undeclared, f"{name}: columns not in its schema: {undeclared}"

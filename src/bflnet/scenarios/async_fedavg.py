@@ -35,6 +35,24 @@ from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.lists import comma_list
 from bflnet.scenarios.network_settings import NetworkSettings, ServerOnly
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.schema import (
+    ACCURACY,
+    BRIER,
+    CUM_BITS,
+    CUM_BITS_DELIVERED,
+    CUM_BITS_DOWN,
+    CUM_BITS_UP,
+    ECE,
+    EVENT,
+    ITERATION,
+    METHOD,
+    NLL,
+    RUN_ID,
+    TIME_S,
+    UPDATES,
+    Schema,
+    col,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -115,10 +133,29 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     return fig
 
 
+SCHEMA = Schema.of(
+    RUN_ID, METHOD.means("sync, deadline or fedbuff"),
+    TIME_S, ITERATION.means("round (sync, deadline) or merge (fedbuff); 0: the initial "
+                            "model"),
+    EVENT.means("init or iteration (a round or a merge)"),
+    CUM_BITS, CUM_BITS_DELIVERED, CUM_BITS_UP, CUM_BITS_DOWN,
+    ACCURACY.means("test accuracy (NaN between evaluations)"), ECE, NLL, BRIER,
+    UPDATES.on("iteration"),
+    col("late", "count", "deadline: updates that arrived after the deadline and were "
+        "dropped", "iteration", when="methods including deadline"),
+    col("busy", "count", "deadline: scheduled agents not sent the state, still busy",
+        "iteration", when="methods including deadline"),
+    col("staleness_mean", "count", "fedbuff: mean staleness (merges since the update's "
+        "state) of the merged updates", "iteration", when="methods including fedbuff"),
+    col("staleness_max", "count", "fedbuff: largest staleness of the merged updates",
+        "iteration", when="methods including fedbuff"),
+)
+
+
 @register(NAME, AsyncFedAvgConfig,
           "FedAvg under log-normal stragglers: synchronous rounds, rounds with a deadline, "
           "and FedBuff's buffered asynchronous merges; accuracy against simulated time.",
-          plot=default_plot, datasets=("fashion-mnist",))
+          plot=default_plot, datasets=("fashion-mnist",), columns=SCHEMA)
 def run(config: AsyncFedAvgConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     import networkx as nx
     import torch  # lazily, so that `bflnet list` stays fast

@@ -26,6 +26,7 @@ from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.dsvgd_common import eval_subset
 from bflnet.scenarios.network_settings import GRAPHS, NetworkSettings
 from bflnet.scenarios.resources import FLOAT32, check_memory
+from bflnet.scenarios.schema import ACCURACY, DROPPED, ECE, METHOD, NLL, RUN_ID, col
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -274,3 +275,27 @@ def tidy(frames: list[pd.DataFrame], first: tuple[str, ...]) -> pd.DataFrame:
     frame = pd.concat(frames, ignore_index=True)
     head = [c for c in first if c in frame.columns]
     return frame[head + [c for c in frame.columns if c not in head]]
+
+
+#: The columns of a CD-BFL round row (both scenarios).
+ROUND_COLUMNS = (
+    col("consensus_error", "1", "RMS distance of the devices' samples to their mean",
+        "init", "round"),
+    ACCURACY.means("the devices' mean test accuracy of their posterior predictives (NaN "
+                   "between evaluations)").on("init", "round"),
+    ECE.means("the devices' mean test ECE").on("init", "round", "reliability"),
+    NLL.means("the devices' mean test NLL").on("init", "round"),
+    col("kept_samples", "count", "samples each device has kept for its predictive so far",
+        "init", "round"),
+    col("missed_increments", "count", "CD-BFL: compressed increments lost, over the nodes "
+        "(NaN for DSGLD)", "init", "round"),
+    DROPPED.on("round"),
+    col("copy_gap", "1", "CD-BFL: largest gap between a device's copy and the sum of its "
+        "neighbours' (0 up to rounding while nothing is lost)", "round"),
+)
+#: The columns that say which run a row belongs to (both scenarios).
+RUN_COLUMNS = (
+    RUN_ID, METHOD,
+    col("local_steps", "count", "local Langevin steps per round, L (1 for DSGLD)"),
+    col("message_bits", "bits", "size of one D2D message"),
+)

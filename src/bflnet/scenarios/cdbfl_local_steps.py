@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, ClassVar
 from bflnet.learners.hyper import CDBFLParams, LangevinParams
 from bflnet.params import param, subset, validate
 from bflnet.scenarios.cdbfl_common import (
+    ROUND_COLUMNS,
+    RUN_COLUMNS,
     CDBFLSettings,
     codec_for,
     run_consensus,
@@ -33,6 +35,7 @@ from bflnet.scenarios.cdbfl_common import (
 )
 from bflnet.scenarios.lists import int_list
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.schema import CUM_BITS, CUM_BITS_DELIVERED, EVENT, ITERATION, TIME_S, Schema
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -81,10 +84,16 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     return fig
 
 
+SCHEMA = Schema.of(
+    *RUN_COLUMNS, ITERATION.means("round (0: the initial model)"), TIME_S,
+    EVENT.means("init or round"), CUM_BITS, CUM_BITS_DELIVERED, *ROUND_COLUMNS,
+)
+
+
 @register(NAME, CDBFLLocalStepsConfig,
           "CD-BFL (paper Fig. 3): L local steps per round with top-k compressed gossip, "
           "against uncompressed DSGLD; accuracy and ECE against rounds, seconds and bits.",
-          plot=default_plot, datasets=("fashion-mnist",))
+          plot=default_plot, datasets=("fashion-mnist",), columns=SCHEMA)
 def run(config: CDBFLLocalStepsConfig, *, seed: int = 0, progress: bool = False
         ) -> pd.DataFrame:
     from bflnet.protocols.progress import setup_bar

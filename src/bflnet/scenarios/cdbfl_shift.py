@@ -35,6 +35,8 @@ from bflnet.learners.hyper import CDBFLParams, LangevinParams
 from bflnet.params import param, subset, validate
 from bflnet.scenarios.cdbfl_common import (
     CRITICAL_LABELS,
+    ROUND_COLUMNS,
+    RUN_COLUMNS,
     CDBFLSettings,
     Workspace,
     codec_for,
@@ -47,6 +49,15 @@ from bflnet.scenarios.cdbfl_common import (
 )
 from bflnet.scenarios.lists import comma_list, int_list
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.schema import (
+    CUM_BITS,
+    CUM_BITS_DELIVERED,
+    EVENT,
+    ITERATION,
+    TIME_S,
+    Schema,
+    col,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -156,10 +167,37 @@ def reliability_rows(learner: Any, states: dict[Any, Any], n_bins: int) -> pd.Da
     return table.assign(bin=np.arange(len(table)), ece=data.ece, event="reliability")
 
 
+_ROUND = ("init", "round")
+SCHEMA = Schema.of(
+    *RUN_COLUMNS,
+    EVENT.means("init, round, or reliability (one confidence bin of the final reliability "
+                "diagram on the shifted maps)"),
+    TIME_S.on(*_ROUND), ITERATION.means("round (0: the initial model)").on(*_ROUND),
+    CUM_BITS.on(*_ROUND), CUM_BITS_DELIVERED.on(*_ROUND),
+    *ROUND_COLUMNS[:4],
+    col("critical_accuracy", "fraction", "accuracy on day 0's critical maps (labels 1-6)",
+        *_ROUND),
+    col("critical_ece", "fraction", "ECE on day 0's critical maps", *_ROUND),
+    col("critical_nll", "nats", "NLL on day 0's critical maps", *_ROUND),
+    col("shift_accuracy", "fraction", "accuracy on the test days' critical maps", *_ROUND),
+    col("shift_ece", "fraction", "ECE on the test days' critical maps", *_ROUND),
+    col("shift_nll", "nats", "NLL on the test days' critical maps", *_ROUND),
+    ROUND_COLUMNS[4], ROUND_COLUMNS[6],
+    col("lower", "fraction", "the bin's lower confidence edge", "reliability"),
+    col("upper", "fraction", "the bin's upper confidence edge", "reliability"),
+    col("count", "count", "predictions in the bin", "reliability"),
+    col("bin_accuracy", "fraction", "accuracy of the bin's predictions", "reliability"),
+    col("bin_confidence", "fraction", "mean confidence of the bin's predictions",
+        "reliability"),
+    col("bin", "index", "the bin's number", "reliability"),
+    ROUND_COLUMNS[5], ROUND_COLUMNS[7],
+)
+
+
 @register(NAME, CDBFLShiftConfig,
           "CD-BFL (paper Fig. 4): DSGLD, CD-BFL and CF-FL trained on day-0 radar maps, "
           "reliability diagrams on other days' maps of the critical labels 1-6.",
-          plot=default_plot)
+          plot=default_plot, columns=SCHEMA)
 def run(config: CDBFLShiftConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     from bflnet.protocols.progress import setup_bar
 

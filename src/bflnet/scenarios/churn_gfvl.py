@@ -35,6 +35,21 @@ from bflnet.scenarios.gfvl_common import GFVLSettings, base_fields, progress_run
 from bflnet.scenarios.lists import comma_list
 from bflnet.scenarios.network_settings import GRAPHS
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.schema import (
+    CUM_BITS,
+    CUM_BITS_DELIVERED,
+    EVENT,
+    ITERATION,
+    KL,
+    NODE,
+    RUN,
+    RUN_SEED,
+    THETA_MEAN,
+    TIME_S,
+    Schema,
+    col,
+    fault_columns,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -102,10 +117,22 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     return fig
 
 
+SCHEMA = Schema.of(
+    col("downtime", "fraction", "long-run fraction of time a device is down (downtimes)"),
+    RUN, RUN_SEED, ITERATION, TIME_S, CUM_BITS, CUM_BITS_DELIVERED,
+    NODE.means("agent scheduled at this slot; fault rows: the node concerned"),
+    EVENT.means("init, iteration (one token visit) or fault"),
+    KL.on("init", "iteration"), THETA_MEAN.on("init", "iteration"),
+    col("covered", "flag", "every agent has completed a visit", "init", "iteration"),
+    *fault_columns("node_down", "node_up", "token_lost", "token_regenerated",
+                   "lost_in_outage", "cut_mid_air"),
+)
+
+
 @register(NAME, ChurnGFVLConfig,
           "G-FVL over a random walk on devices that go down and come back: KL to the exact "
           "posterior against time, per downtime fraction, with the fault rows.",
-          plot=default_plot)
+          plot=default_plot, columns=SCHEMA)
 def run(config: ChurnGFVLConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     import pandas as pd
 

@@ -44,10 +44,22 @@ def list_scenarios() -> None:
 
 
 @app.command()
-def describe(name: Annotated[str, typer.Argument(help="scenario name")]) -> None:
-    """Show a scenario's parameters, defaults and allowed values."""
+def describe(name: Annotated[str, typer.Argument(help="scenario name")],
+             columns: Annotated[bool, typer.Option(
+                 "--columns", help="list the output columns instead: name, unit, the "
+                 "event rows that carry it, meaning")] = False) -> None:
+    """Show a scenario's parameters, defaults and allowed values (or its output columns)."""
     scenario = get_scenario(name)
     typer.echo(f"{scenario.name}: {scenario.description}")
+    if columns:
+        if scenario.columns is None:
+            raise ValueError(f"{name}: declares no output columns")
+        typer.echo("\ncolumns (name, unit, [event rows that carry it], meaning):")
+        for line in scenario.columns.lines():
+            typer.echo(line)
+        typer.echo("(a sweep's table adds the swept parameters, seed, run_id and "
+                   "config_hash)")
+        return
     if scenario.datasets:
         typer.echo(f"reads the data sets: {', '.join(scenario.datasets)} "
                    f"(python -m bflnet.data.ensure {' '.join(scenario.datasets)})")

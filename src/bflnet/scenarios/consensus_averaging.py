@@ -14,6 +14,7 @@ from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.network_settings import NetworkSettings
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.schema import BASE, DROPPED, MESSAGE_COLUMNS, NODE, Schema, col
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -44,9 +45,23 @@ class ConsensusAveragingConfig(NetworkSettings):
         self.check_network_fields()
 
 
+SCHEMA = Schema.of(
+    *BASE,
+    col("max_deviation", "1", "largest |value - true mean| over the nodes", "init", "round"),
+    col("mean_value", "1", "mean of the nodes' values (drifts from the true mean only "
+        "when messages are lost)", "init", "round"),
+    NODE.means("message rows: the sender").on("message").only_when("record_messages=true"),
+    col("peer", "index", "message rows: the receiver", "message", when="record_messages=true"),
+    *MESSAGE_COLUMNS,
+    DROPPED.on("round", "message"),
+    col("spectral_gap", "1", "1 - second largest |eigenvalue| of the mixing matrix (same "
+        "on every row)"),
+)
+
+
 @register(NAME, ConsensusAveragingConfig,
           "Gossip averaging of one number per node; records the max deviation from the true "
-          "mean per round.")
+          "mean per round.", columns=SCHEMA)
 def run(config: ConsensusAveragingConfig, *, seed: int = 0,
         progress: bool = False) -> pd.DataFrame:
     from bflnet.learners.averaging import ConsensusAveraging

@@ -32,6 +32,7 @@ from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.network_settings import NetworkSettings
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.schema import RUN, RUN_SEED, Schema, col
 from bflnet.simulator.compute import Work
 
 if TYPE_CHECKING:
@@ -113,9 +114,29 @@ def _theory(P: np.ndarray, graph: nx.Graph) -> dict[str, float]:
     }
 
 
+SCHEMA = Schema.of(
+    RUN, RUN_SEED,
+    col("event", "label", "run: one row per run"),
+    col("K", "count", "number of agents"),
+    col("start_node", "index", "the walk's first node"),
+    col("cover_iterations", "count", "slots after the first until every agent has been "
+        "scheduled"),
+    col("moves", "count", "token hand-overs until then"),
+    col("cover_time_s", "s", "simulated time when the cover slot's computation ends"),
+    col("cover_bits", "bits", "bits on the air until then, retransmissions included"),
+    col("exact_cover_iterations", "count", "exact Markov-chain expectation, uniform start "
+        "(NaN for K > 12)"),
+    col("closed_form_cover_iterations", "count", "(K-1) H_(K-1) on a complete graph, else "
+        "NaN"),
+    col("matthews_lower", "count", "Matthews' lower bound on the expected cover time"),
+    col("matthews_upper", "count", "Matthews' upper bound on the expected cover time"),
+)
+
+
 @register(NAME, CoverTimeConfig,
           "Random-walk cover time (slots, seconds, bits) per run, beside the exact "
-          "Markov-chain value, the complete-graph closed form and Matthews' bounds.")
+          "Markov-chain value, the complete-graph closed form and Matthews' bounds.",
+          columns=SCHEMA)
 def run(config: CoverTimeConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     import pandas as pd
     from tqdm.auto import tqdm

@@ -45,6 +45,20 @@ from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param
 from bflnet.scenarios.network_settings import NetworkSettings, ServerOnly
 from bflnet.scenarios.resources import FLOAT32, check_memory, human_bytes
+from bflnet.scenarios.schema import (
+    ACCURACY,
+    BRIER,
+    CUM_BITS,
+    CUM_BITS_DELIVERED,
+    CUM_BITS_DOWN,
+    CUM_BITS_UP,
+    ECE,
+    ITERATION,
+    NLL,
+    SERVER_NODE,
+    TIME_S,
+    col,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -329,3 +343,25 @@ __all__ = [
     "eval_subset", "fedavg_learner", "iid_fashion_mnist", "mlp", "mlp_dim",
     "run_parameter_server", "sparsity_groups", "tidy",
 ]
+
+
+#: The budget columns (every DSVGD scenario).
+BUDGET_COLUMNS = {
+    "sharing_fraction": col("sharing_fraction", "fraction", "effective sharing fraction "
+                            "of the sparsity patterns (1/groups)"),
+    "groups": col("groups", "count", "sparsity patterns per message"),
+    "n_particles": col("n_particles", "count", "particles N_p (1 for FedAvg)"),
+    "rate_multiple": col("rate_multiple", "1", "uplink budget R_u as a multiple of the "
+                         "model size d"),
+    "budget_bits": col("budget_bits", "bits", "uplink budget R_u per iteration"),
+    "k": col("k", "count", "entries kept per particle"),
+    "message_bits": col("message_bits", "bits", "size of one compressed uplink message"),
+}
+#: The columns of a parameter-server row (every DSVGD scenario).
+SERVER_COLUMNS = (
+    TIME_S, ITERATION.means("iteration (one scheduled agent; 0: the initial particles)"),
+    CUM_BITS, CUM_BITS_DELIVERED, CUM_BITS_UP, CUM_BITS_DOWN,
+    SERVER_NODE,
+)
+METRIC_COLUMNS = (ACCURACY.means("test accuracy of the particles' predictive (NaN between "
+                                 "evaluations)"), ECE, NLL, BRIER)

@@ -31,6 +31,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.dsvgd_common import (
+    BUDGET_COLUMNS,
+    METRIC_COLUMNS,
+    SERVER_COLUMNS,
     SPARSIFIERS,
     DSVGDSettings,
     budget_codec,
@@ -43,6 +46,7 @@ from bflnet.scenarios.dsvgd_common import (
 )
 from bflnet.scenarios.lists import comma_list
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.schema import EVENT, RUN_ID, SCHEDULED, UPDATES, UPLINK_BITS, Schema, col
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,10 +98,20 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     return fig
 
 
+SCHEMA = Schema.of(
+    RUN_ID, col("sparsifier", "label", "per-particle, shared or alpha-shared"),
+    *(BUDGET_COLUMNS[n] for n in ("sharing_fraction", "groups", "n_particles",
+                                  "rate_multiple", "budget_bits", "k", "message_bits")),
+    SERVER_COLUMNS[0], SERVER_COLUMNS[1], EVENT.means("init or iteration"),
+    *SERVER_COLUMNS[2:], *METRIC_COLUMNS, SCHEDULED.on("iteration"),
+    UPDATES.on("iteration"), UPLINK_BITS,
+)
+
+
 @register(NAME, DSVGDSparsifiersConfig,
           "Compressed DSVGD (letter Fig. 3): accuracy and ECE vs iterations for per-particle, "
           "shared and alpha-shared sparsification at the same uplink budget R_u.",
-          plot=default_plot, datasets=("fashion-mnist",))
+          plot=default_plot, datasets=("fashion-mnist",), columns=SCHEMA)
 def run(config: DSVGDSparsifiersConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     _, data, model = iid_setup(NAME, config, seed, progress)
     frames = []

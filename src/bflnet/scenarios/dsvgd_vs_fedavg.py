@@ -28,6 +28,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.dsvgd_common import (
+    BUDGET_COLUMNS,
+    METRIC_COLUMNS,
+    SERVER_COLUMNS,
     SPARSIFIERS,
     DSVGDSettings,
     budget_codec,
@@ -41,6 +44,7 @@ from bflnet.scenarios.dsvgd_common import (
 )
 from bflnet.scenarios.lists import comma_list, float_list, int_list
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.schema import EVENT, METHOD, RUN_ID, SCHEDULED, UPDATES, UPLINK_BITS, Schema
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -123,10 +127,20 @@ def final_rows(frame: pd.DataFrame) -> pd.DataFrame:
     return rows.loc[rows.groupby("run_id", sort=False)["iteration"].idxmax()]
 
 
+SCHEMA = Schema.of(
+    RUN_ID, METHOD.means("dsvgd or fedavg"),
+    *(BUDGET_COLUMNS[n] for n in ("n_particles", "rate_multiple", "groups",
+                                  "sharing_fraction", "budget_bits", "k", "message_bits")),
+    SERVER_COLUMNS[0], SERVER_COLUMNS[1], EVENT.means("init or iteration"),
+    *SERVER_COLUMNS[2:], *METRIC_COLUMNS, SCHEDULED.on("iteration"),
+    UPDATES.on("iteration"), UPLINK_BITS,
+)
+
+
 @register(NAME, DSVGDvsFedAvgConfig,
           "Compressed DSVGD vs compressed FedAvg (letter Fig. 4): accuracy and ECE for "
           "N_p particles under per-iteration uplink budgets R_u.", plot=default_plot,
-          datasets=("fashion-mnist",))
+          datasets=("fashion-mnist",), columns=SCHEMA)
 def run(config: DSVGDvsFedAvgConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     _, data, model = iid_setup(NAME, config, seed, progress)
     methods = comma_list("methods", config.methods)

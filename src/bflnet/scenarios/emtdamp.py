@@ -35,6 +35,22 @@ from bflnet.learners.hyper import EMTDAMPParams
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.network_settings import NetworkSettings, ServerOnly
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.schema import (
+    ACCURACY,
+    CUM_BITS,
+    CUM_BITS_DELIVERED,
+    CUM_BITS_DOWN,
+    CUM_BITS_UP,
+    EVENT,
+    ITERATION,
+    SCHEDULED,
+    SERVER_NODE,
+    TIME_S,
+    UPDATES,
+    UPLINK_BITS,
+    Schema,
+    col,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -148,10 +164,51 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     return fig
 
 
+_CLIPS = ("p_var_floor", "z_to_p_ratio", "r_var_cap", "r_gain", "q_var_cap", "q_gain",
+          "output_precision")
+#: EM-TDAMP's columns of a round row (``emtdamp`` and the comparisons).
+EMTDAMP_COLUMNS = (
+    col("noise_var", "1", "the server's estimate of the noise variance", "init",
+        "iteration"),
+    col("active_groups", "count", "weight groups (neurons) still in use", "init",
+        "iteration"),
+    col("confident_groups", "count", "groups whose activity exceeds the threshold",
+        "init", "iteration"),
+    col("target_groups", "count", "groups the target sparsity keeps, sum over layers of "
+        "T_l", "init", "iteration"),
+)
+REGRESSION_COLUMNS = (
+    col("test_mse", "1", "test mean squared error of the posterior-mean network", "init",
+        "iteration"),
+    col("test_nmse", "1", "test normalised MSE, |y_hat - y|^2 / |y|^2", "init",
+        "iteration"),
+)
+CLASSIFICATION_COLUMNS = (
+    ACCURACY.means("test accuracy of the posterior-mean network").on("init", "iteration"),
+    col("test_error", "fraction", "test error, 1 - accuracy", "init", "iteration"),
+)
+CLIP_COLUMNS = (
+    *(col(f"clip_{q}", "count", f"TDAMP safeguard {q} fired this many times this round",
+          "iteration") for q in _CLIPS),
+    col("clips", "count", "TDAMP safeguards fired this round, all kinds", "iteration"),
+)
+SCHEMA = Schema.of(
+    TIME_S, ITERATION.means("round (0: the initial prior)"), EVENT.means("init or iteration"),
+    CUM_BITS, CUM_BITS_DELIVERED, CUM_BITS_UP, CUM_BITS_DOWN, SERVER_NODE,
+    *EMTDAMP_COLUMNS,
+    *(c.only_when("task=boston-synthetic") for c in REGRESSION_COLUMNS),
+    *(c.only_when("task=fashion-mnist") for c in CLASSIFICATION_COLUMNS),
+    SCHEDULED.on("iteration"), UPDATES.on("iteration"), *CLIP_COLUMNS,
+    UPLINK_BITS.means("bits sent to the server this round"),
+    col("task", "label", "boston-synthetic or fashion-mnist"),
+    col("K", "count", "number of clients"),
+)
+
+
 @register(NAME, EMTDAMPConfig,
           "EM-TDAMP (server EM + client TDAMP) under a parameter server: test loss, noise "
           "variance, active neurons and clip counts per round.", plot=default_plot,
-          datasets=("fashion-mnist",))
+          datasets=("fashion-mnist",), columns=SCHEMA)
 def run(config: EMTDAMPConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     import torch
 

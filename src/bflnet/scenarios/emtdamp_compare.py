@@ -56,9 +56,32 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.learners.hyper import EMTDAMPParams, GroupFedAvgParams
 from bflnet.scenarios.config import param, validate
+from bflnet.scenarios.emtdamp import (
+    CLASSIFICATION_COLUMNS,
+    CLIP_COLUMNS,
+    EMTDAMP_COLUMNS,
+    REGRESSION_COLUMNS,
+)
 from bflnet.scenarios.lists import comma_list
 from bflnet.scenarios.network_settings import NetworkSettings, ServerOnly
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.schema import (
+    CUM_BITS,
+    CUM_BITS_DELIVERED,
+    CUM_BITS_DOWN,
+    CUM_BITS_UP,
+    EVENT,
+    ITERATION,
+    METHOD,
+    SCHEDULED,
+    SEED,
+    SERVER_NODE,
+    TIME_S,
+    UPDATES,
+    Column,
+    Schema,
+    col,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -329,10 +352,39 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     return fig
 
 
+def _columns(metrics: tuple[Column, ...], dense: Column) -> Schema:
+    rows = ("init", "iteration")
+    return Schema.of(
+        TIME_S, ITERATION.means("round (0: the initial model)"),
+        EVENT.means("init or iteration"), CUM_BITS, CUM_BITS_DELIVERED, CUM_BITS_UP,
+        CUM_BITS_DOWN, SERVER_NODE,
+        *(c.means(c.meaning + " (EM-TDAMP rows; the baselines: pruned to the target)")
+          if c.name == "active_groups" else c for c in EMTDAMP_COLUMNS[1:]),
+        EMTDAMP_COLUMNS[0].means("EM-TDAMP's noise variance estimate (NaN for the "
+                                 "baselines)"),
+        *metrics, SCHEDULED.on("iteration"), UPDATES.on("iteration"), *CLIP_COLUMNS,
+        METHOD.means("emtdamp, fedavg, group-lasso or group-snip"), SEED,
+        col("data_source", "label", "which data ran: where the file was found and its "
+            "path, or synthetic-boston-shaped"),
+        col("task", "label", "boston or mnist"), col("K", "count", "number of clients"),
+        col("tau_max", "count", "TDAMP passes (baselines: minibatch epochs) per round"),
+        col("target_density", "fraction", "target group sparsity rho"),
+        col("evaluate_on", "label", "test or validation"),
+        dense.on(*rows),
+    )
+
+
+BOSTON_COLUMNS = _columns(REGRESSION_COLUMNS, col(
+    "test_nmse_dense", "1", "baselines: test NMSE before pruning (EM-TDAMP: as test_nmse)"))
+MNIST_COLUMNS = _columns(CLASSIFICATION_COLUMNS, col(
+    "test_error_dense", "fraction", "baselines: test error before pruning (EM-TDAMP: as "
+    "test_error)"))
+
+
 @register("emtdamp-boston", BostonConfig,
           "EM-TDAMP vs FedAvg, group lasso and group SNIP (Adam) on Boston housing, "
           "13-64-64-1: test NMSE per round, bits and time, at a target group sparsity.",
-          plot=default_plot, datasets=("boston",))
+          plot=default_plot, datasets=("boston",), columns=BOSTON_COLUMNS)
 def run_boston(config: BostonConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     return run_methods(config, seed, progress)
 
@@ -340,6 +392,6 @@ def run_boston(config: BostonConfig, *, seed: int = 0, progress: bool = False) -
 @register("emtdamp-mnist", MnistConfig,
           "EM-TDAMP vs FedAvg, group lasso and group SNIP (Adam) on MNIST, 784-128-10: "
           "test error per round, bits and time, at a target group sparsity.",
-          plot=default_plot, datasets=("mnist-5k",))
+          plot=default_plot, datasets=("mnist-5k",), columns=MNIST_COLUMNS)
 def run_mnist(config: MnistConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     return run_methods(config, seed, progress)

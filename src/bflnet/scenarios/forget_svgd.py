@@ -85,6 +85,9 @@ from bflnet.params import subset
 from bflnet.protocols.interventions import KEEP, ForgetRequest, Phase
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.dsvgd_common import (
+    BUDGET_COLUMNS,
+    METRIC_COLUMNS,
+    SERVER_COLUMNS,
     DSVGDSettings,
     VisionData,
     budget_codec,
@@ -98,6 +101,17 @@ from bflnet.scenarios.dsvgd_common import (
 from bflnet.scenarios.lists import float_list, int_list
 from bflnet.scenarios.registry import register
 from bflnet.scenarios.resources import FLOAT32
+from bflnet.scenarios.schema import (
+    EVENT,
+    ITERATION,
+    METHOD,
+    RUN_ID,
+    SCHEDULED,
+    UPDATES,
+    UPLINK_BITS,
+    Schema,
+    col,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -251,10 +265,38 @@ def _label_groups(frame: pd.DataFrame, forget: list[int]) -> pd.DataFrame:
                         acc_remaining=frame[kept].mean(axis=1, skipna=False))
 
 
+_EVAL = ("init", "iteration")
+SCHEMA = Schema.of(
+    RUN_ID.means("one timeline (learning, request, unlearning) or one scratch run"),
+    METHOD.means("learning, forget-svgd or scratch"),
+    *(BUDGET_COLUMNS[n] for n in ("rate_multiple", "sharing_fraction", "groups",
+                                  "budget_bits", "k", "message_bits")),
+    ITERATION.means("iteration of the timeline (one scheduled agent)"),
+    col("since_request", "count", "iterations since the forget request (negative while "
+        "learning)"),
+    col("acc_unlearned", "fraction", "mean test accuracy over the forgotten classes", *_EVAL),
+    col("acc_remaining", "fraction", "mean test accuracy over the other classes", *_EVAL),
+    SERVER_COLUMNS[0],
+    EVENT.means("init, iteration, or forget_request (the request, at since_request = 0)"),
+    *SERVER_COLUMNS[2:],
+    *(c.on(*_EVAL) for c in METRIC_COLUMNS),
+    *(col(f"acc_class_{c}", "fraction", f"test accuracy on class {c}", *_EVAL)
+      for c in range(10)),
+    col("forget_train_acc", "fraction", "largest accuracy of the predictive on a forgetting "
+        "agent's own training data", *_EVAL),
+    SCHEDULED.on("iteration"), UPDATES.on("iteration"),
+    col("forget_pending", "count", "forgetting agents not yet forgotten (from the request "
+        "on)", "iteration"),
+    UPLINK_BITS,
+    col("pretrain_accuracy", "fraction", "test accuracy of the pre-trained MLP (same on "
+        "every row of a run)"),
+)
+
+
 @register(NAME, ForgetSVGDConfig,
           "Compressed Forget-SVGD (letter Fig. 5): accuracy on the unlearned labels (2, 9) "
           "and the remaining labels, vs training the last layer from scratch.",
-          plot=default_plot, datasets=("fashion-mnist",))
+          plot=default_plot, datasets=("fashion-mnist",), columns=SCHEMA)
 def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     import numpy as np
 

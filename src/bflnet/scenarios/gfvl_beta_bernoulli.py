@@ -45,6 +45,20 @@ from bflnet.scenarios.gfvl_common import (
 from bflnet.scenarios.lists import comma_list
 from bflnet.scenarios.network_settings import GRAPHS
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.schema import (
+    CUM_BITS,
+    CUM_BITS_DELIVERED,
+    EVENT,
+    ITERATION,
+    KL,
+    NODE,
+    RUN,
+    RUN_SEED,
+    THETA_MEAN,
+    TIME_S,
+    Schema,
+    col,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -108,9 +122,21 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     return fig
 
 
+SCHEMA = Schema.of(
+    col("graph", "label", "topology of this run (graphs)"),
+    RUN, RUN_SEED,
+    EVENT.means("init (the prior, iteration 0) or iteration (one token visit)"),
+    ITERATION, TIME_S, CUM_BITS, CUM_BITS_DELIVERED,
+    NODE.means("agent scheduled at this slot (the start node at iteration 0)"),
+    KL, THETA_MEAN,
+    col("theory_cover_iterations", "count", "expected 1-based cover slot of this walk and "
+        "graph, where kl reaches ~0 (NaN where not computed)"),
+)
+
+
 @register(NAME, GFVLBetaBernoulliConfig,
           "G-FVL, beta-Bernoulli (paper Fig. 3): KL to the exact posterior per iteration, "
-          "second and bit, per topology.", plot=default_plot)
+          "second and bit, per topology.", plot=default_plot, columns=SCHEMA)
 def run(config: GFVLBetaBernoulliConfig, *, seed: int = 0,
         progress: bool = False) -> pd.DataFrame:
     import pandas as pd

@@ -60,6 +60,20 @@ from bflnet.scenarios.gfvl_common import (
 )
 from bflnet.scenarios.lists import int_list
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.schema import (
+    CUM_BITS,
+    CUM_BITS_DELIVERED,
+    EVENT,
+    ITERATION,
+    KL,
+    NODE,
+    RUN,
+    RUN_SEED,
+    THETA_MEAN,
+    TIME_S,
+    Schema,
+    col,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -111,9 +125,21 @@ def default_plot(frame: pd.DataFrame, x: str = "total_local_iterations") -> Figu
     return fig
 
 
+SCHEMA = Schema.of(
+    col("L", "count", "natural-gradient steps per visit (local_iters)"),
+    RUN, RUN_SEED, ITERATION,
+    col("total_local_iterations", "count", "L x iteration"),
+    EVENT.means("init (the prior, iteration 0) or iteration (one token visit)"),
+    TIME_S, CUM_BITS, CUM_BITS_DELIVERED,
+    NODE.means("agent scheduled at this slot (the start node at iteration 0)"),
+    KL.means("KL(q || exact posterior), by quadrature"), THETA_MEAN,
+)
+
+
 @register(NAME, GFVLBetaExponentialConfig,
           "G-FVL, beta-exponential (paper Fig. 4): KL against total local iterations L·i, "
-          "seconds and bits for several local steps L per visit.", plot=default_plot)
+          "seconds and bits for several local steps L per visit.",
+          plot=default_plot, columns=SCHEMA)
 def run(config: GFVLBetaExponentialConfig, *, seed: int = 0,
         progress: bool = False) -> pd.DataFrame:
     import pandas as pd

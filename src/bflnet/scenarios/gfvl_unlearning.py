@@ -72,6 +72,20 @@ from bflnet.scenarios.gfvl_common import (
     with_run_id,
 )
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.schema import (
+    CUM_BITS,
+    CUM_BITS_DELIVERED,
+    EVENT,
+    ITERATION,
+    KL,
+    NODE,
+    RUN,
+    RUN_SEED,
+    THETA_MEAN,
+    TIME_S,
+    Schema,
+    col,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -170,9 +184,33 @@ def _data(config: GFVLUnlearningConfig, K: int, forget: list[int],
     return data
 
 
+SCHEMA = Schema.of(
+    col("method", "label", "unlearning (learn, then forget) or retraining (from scratch "
+        "without the forgotten data)"),
+    RUN, RUN_SEED, ITERATION,
+    col("since_request", "count", "iterations since the forget request (negative while "
+        "learning)"),
+    EVENT.means("init (iteration 0) or iteration (one token visit)"),
+    TIME_S, CUM_BITS, CUM_BITS_DELIVERED,
+    NODE.means("agent scheduled at this slot"),
+    col("time_since_request_s", "s", "simulated seconds since the request"),
+    col("bits_since_request", "bits", "bits on the air since the request"),
+    col("kl_retrained", "nats", "KL(q || exact posterior without the forgotten data)"),
+    KL, THETA_MEAN,
+    col("unlearn_pending", "count", "forgotten agents whose data are still in q (NaN on "
+        "retraining rows)"),
+    col("unlearned_at", "count", "1-based slot after the request at which the last "
+        "forgotten agent's subtraction was merged (NaN: not reached, or retraining)"),
+    col("unlearned_at_time_s", "s", "simulated seconds from the request to the end of that "
+        "slot's computation"),
+    col("unlearned_at_bits", "bits", "bits on the air from the request to then"),
+)
+
+
 @register(NAME, GFVLUnlearningConfig,
           "G-FVL unlearning (paper Fig. 5): KL to the retrained posterior after a forget "
-          "request, exact subtraction vs retraining from scratch.", plot=default_plot)
+          "request, exact subtraction vs retraining from scratch.",
+          plot=default_plot, columns=SCHEMA)
 def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     import networkx as nx
     import numpy as np

@@ -21,6 +21,7 @@ from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.lists import float_list
 from bflnet.scenarios.network_settings import GRAPHS, NetworkSettings
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.schema import BASE, DROPPED, MESSAGE_COLUMNS, NODE, Schema, col
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -135,10 +136,33 @@ def _run_speed(config: MobileGossipConfig, speed: float, seed: int,
     return frame
 
 
+SCHEMA = Schema.of(
+    *BASE,
+    col("max_deviation", "1", "largest |value - true mean| over the nodes", "init", "round",
+        "exchange", "end"),
+    col("mean_value", "1", "mean of the nodes' values", "init", "round", "exchange", "end"),
+    NODE.means("exchange rows: the node that woke up; fault rows: one end of the link; "
+               "message rows: the sender").on("exchange", "fault", "message"),
+    col("peer", "index", "exchange rows: its partner; fault rows: the other end of the "
+        "link; message rows: the receiver", "exchange", "fault", "message"),
+    col("outcome", "label", "exchange rows: ok, or why the exchange failed", "exchange",
+        when="mode=async"),
+    DROPPED.on("exchange", "round", "message"),
+    col("replies_in_flight", "count", "exchange and end rows: replies not yet delivered",
+        "exchange", "end", when="mode=async"),
+    col("speed", "m/s", "the run's node speed (speeds)"),
+    col("kind", "label", "fault rows: link_up or link_down; message rows: what the message "
+        "carries", "fault", "message"),
+    col("cause", "label", "fault rows: why (mobility: the nodes moved apart or closer)",
+        "fault"),
+    *MESSAGE_COLUMNS[1:],
+)
+
+
 @register(NAME, MobileGossipConfig,
           "Consensus averaging on nodes moving by random waypoint (asynchronous pairwise "
           "gossip or synchronous rounds): max deviation from the mean against time, one "
-          "run per speed.", plot=default_plot)
+          "run per speed.", plot=default_plot, columns=SCHEMA)
 def run(config: MobileGossipConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     import pandas as pd
     frames = [_run_speed(config, speed, seed, progress) for speed in config.speed_list()]

@@ -1,4 +1,4 @@
-"""What a scenario's output columns mean: each scenario module declares its ``COLUMNS``
+"""What a scenario's output columns mean: each scenario module declares its ``SCHEMA``
 (a :class:`Schema`) next to its run function, and ``bflnet describe NAME --columns``
 prints it.
 
@@ -130,3 +130,34 @@ NLL = col("nll", "nats", "mean negative log-likelihood of the test labels")
 BRIER = col("brier", "1", "Brier score on the test set")
 DROPPED = col("dropped", "count", "messages lost (after every retransmission) this step")
 BASE = (TIME_S, ITERATION, EVENT, CUM_BITS, CUM_BITS_DELIVERED)
+SCHEDULED = col("scheduled", "count", "agents the server scheduled this round")
+UPDATES = col("updates", "count", "agents' updates merged this round")
+UPLINK_BITS = col("uplink_bits", "bits", "bits sent to the server this iteration")
+SERVER_NODE = NODE.means("the server (its rows)")
+
+#: Rows of one message each (``record_messages=true``).
+MESSAGE_COLUMNS = (
+    col("kind", "label", "message rows: what the message carries (gossip, token, ...)",
+        "message", when="record_messages=true"),
+    col("bits", "bits", "the message's size", "message", when="record_messages=true"),
+    col("bits_on_air", "bits", "bits the message took on the air, retransmissions included",
+        "message", when="record_messages=true"),
+    col("attempts", "count", "transmission attempts of the message", "message",
+        when="record_messages=true"),
+    col("start_s", "s", "simulated time the message's first transmission began",
+        "message", when="record_messages=true"),
+)
+
+
+def fault_columns(*kinds: str, when: str = "") -> tuple[Column, ...]:
+    """``kind``, ``peer``, ``lost`` and ``lost_steps`` of ``fault`` rows (``kinds``: the
+    kinds that can occur)."""
+    return (
+        col("kind", "label", f"fault rows: what happened ({', '.join(kinds)})", "fault",
+            when=when),
+        col("peer", "index", "fault rows: the other end of the link", "fault", when=when),
+        col("lost", "label", "fault rows: what a crash lost (agent_state, token, ...)",
+            "fault", when=when or "keep_state=false or a lost token"),
+        col("lost_steps", "count", "fault rows (token_lost): the token's updates lost",
+            "fault", when=when),
+    )

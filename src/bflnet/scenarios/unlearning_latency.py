@@ -72,6 +72,7 @@ from bflnet.scenarios.gfvl_common import (
     state_of,
 )
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.schema import RUN, RUN_SEED, Schema, col
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -251,10 +252,33 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     return fig
 
 
+SCHEMA = Schema.of(
+    RUN, RUN_SEED,
+    col("event", "label", "run: one row per run"),
+    col("unlearn_iterations", "count", "1-based slot after the request at which the forget "
+        "is merged (NaN: not within max_iterations)"),
+    col("unlearn_time_s", "s", "simulated seconds from the request to the end of that "
+        "slot's computation"),
+    col("unlearn_bits", "bits", "bits on the air from the request to then"),
+    col("unlearn_kl_retrained", "nats", "KL(q || retrained posterior) once the forget is "
+        "merged"),
+    col("retrain_iterations", "count", "slot at which retraining from scratch reaches KL "
+        "< threshold (NaN: retrain=false or not reached)"),
+    col("retrain_time_s", "s", "simulated seconds of retraining until then"),
+    col("retrain_bits", "bits", "bits on the air of retraining until then"),
+    col("theory_unlearn_iterations", "count", "expected unlearn_iterations (exact Markov "
+        "chain; 1/K + K - 1 on a complete graph)"),
+    col("theory_retrain_iterations", "count", "expected retrain_iterations (exact for K <= "
+        "16 or a complete graph, else NaN)"),
+    col("paper_retrain_iterations", "count", "the G-FVL paper's (K-2) H_(K-2) + 1 on a "
+        "complete graph with one forgotten agent, else NaN"),
+)
+
+
 @register(NAME, UnlearningLatencyConfig,
           "Iterations, seconds and bits until a forgotten agent's data are gone (exact "
           "G-FVL unlearning) vs retraining from scratch, with the Markov-chain theory.",
-          plot=default_plot)
+          plot=default_plot, columns=SCHEMA)
 def run(config: UnlearningLatencyConfig, *, seed: int = 0,
         progress: bool = False) -> pd.DataFrame:
     import pandas as pd

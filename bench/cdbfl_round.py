@@ -7,7 +7,7 @@ LeNet-5 (``d = 1 419 146``), L local steps of a minibatch of B maps per device. 
 reference is the learning alone: K·L calls of the model's log-likelihood gradient (a
 forward and a backward pass) on minibatches of the same size, with nothing else. The
 ratio round / reference is what compression, mixing, noise, minibatch sampling and
-bookkeeping add (issue 10's target: at most 1.3).
+bookkeeping add (target: at most 1.3).
 
 A round's time is the difference between runs of ``--rounds`` + 1 and 1 rounds, divided by
 ``--rounds`` (so set-up and the first round's allocations are left out); the reference

@@ -2,7 +2,7 @@
 
 ``cover-time`` on the complete graph with K = 10 and 2000 runs (each run a fresh
 simulation: network, random streams, the walk until every node is visited, about 26
-hops), timed from the call to the table (issue 14's target: at most 1.5 s). Prints the
+hops), timed from the call to the table (target: at most 1.5 s). Prints the
 median of ``--repeat`` timings, the ratio to the target and the time per run and hop.
 
     python bench/cover_time_mc.py [--runs 2000] [--K 10] [--repeat 3]

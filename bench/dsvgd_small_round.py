@@ -1,4 +1,4 @@
-"""Benchmark: one DSVGD round on a small model (issue 14's first row).
+"""Benchmark: one DSVGD round on a small model.
 
 The shape of the DSVGD paper's covertype experiment: logistic regression with 54 features
 and 2 classes (``d = 110``), K = 2 agents × 232 404 rows, N_p = 6 particles, 200 SVGD

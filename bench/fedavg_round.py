@@ -1,6 +1,6 @@
 """Benchmark: a FedAvg round through the parameter server against a plain torch loop.
 
-The issue's shape: K = 10 agents × 6000 examples of 784 features (Fashion-MNIST's shape;
+The shape: K = 10 agents × 6000 examples of 784 features (Fashion-MNIST's shape;
 the values are random, the timing does not depend on them), the letter's 784-100-10 MLP,
 60 SGD steps of 100 examples per agent, every agent every round, an ideal network, no
 evaluation. Three timings in the same run, each the median over ``--repeat`` repeats:
@@ -15,8 +15,8 @@ evaluation. Three timings in the same run, each the median over ``--repeat`` rep
   at the end: the same arithmetic with nothing of bflnet.
 
 A protocol round's time is the difference between runs of ``--rounds`` + 1 and 1 rounds,
-divided by ``--rounds`` (set-up and the first round's allocations left out). The target
-(issue 14): batched ≤ 0.6 × the plain loop.
+divided by ``--rounds`` (set-up and the first round's allocations left out). The target:
+batched ≤ 0.6 × the plain loop.
 
     python bench/fedavg_round.py [--rounds 2] [--repeat 3] [--threads 1]
 """

@@ -4,7 +4,7 @@ For each K: the set-up (the graph, Metropolis-Hastings weights as a sparse matri
 network's nodes and links; no spectral gap) and the marginal cost of one message,
 ``(t(R2 rounds) - t(R1 rounds)) / ((R2 - R1) · 4K)`` with the consensus protocol and
 :class:`bflnet.learners.averaging.ConsensusAveraging` (one float64 per node) over 1 Mbit/s,
-5 ms links. Issue 14's targets: a message at most 2 × a random-walk hop (measured here
+5 ms links. Targets: a message at most 2 × a random-walk hop (measured here
 the same way, K = 100, 4-regular graph, a token of one float), flat within ± 25 % from
 K = 16 to 4096; set-up at most 1 s at K = 4096. Prints one line per K and the ratios.
 

@@ -1,5 +1,5 @@
 """Benchmark: start-up of the command line, ``bflnet list`` and ``bflnet describe``
-(issue 14's target: at most 0.4 s each, wall clock, on this project's 2-core machine).
+(target: at most 0.4 s each, wall clock, on this project's 2-core machine).
 
 Each command runs in a fresh interpreter ``--repeat`` times; the median is printed with
 its ratio to the target, and the heavy packages the command loaded (none should be).

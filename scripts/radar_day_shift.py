@@ -1,5 +1,5 @@
-"""How much the synthetic radar days shift (issue 10: a model trained on day 0 should lose
-5-15 accuracy points on the other days).
+"""How much the synthetic radar days shift (the target the synthetic maps were made
+for: a model trained on day 0 should lose 5-15 accuracy points on the other days).
 
 Trains the classic LeNet-5 (:class:`bflnet.learners.lenet.BayesianLeNet`'s layers as a
 point estimate, plain Adam on the cross-entropy, no prior and no noise: the question is

@@ -1,4 +1,4 @@
-"""The G-FVL experiments under the original code's settings (issue 15).
+"""The G-FVL experiments under the original code's settings.
 
 Agent-skewed data (agent i's points have means t ~ Beta(K + 1 − i, i)), REINFORCE with S
 draws per data point and the paper's baseline c = 0:

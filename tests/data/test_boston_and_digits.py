@@ -20,6 +20,7 @@ from bflnet.data.boston import (
     read_boston_csv,
 )
 from bflnet.data.digits import load_digits, read_mnist_5k
+from bflnet.data.home import HOME_VAR
 from bflnet.data.vision import ENV_VAR, DatasetNotFoundError
 
 
@@ -38,8 +39,10 @@ def write_boston(path: Path, table: np.ndarray, *, header: bool = False,
 
 
 @pytest.fixture
-def no_data_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def no_data_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No BFLNET_DATA, and an empty bflnet data directory."""
     monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.setenv(HOME_VAR, str(tmp_path / "empty-data-home"))
 
 
 def fake_package(root: Path, files: dict[str, bytes]) -> Path:
@@ -97,8 +100,7 @@ def test_constant_training_column_is_only_centred():
     assert np.all(split.train[0][:, 3] == 0.0) and np.isfinite(split.test[0]).all()
 
 
-def test_named_csv_env_dir_and_bundled_copy_in_that_order(tmp_path, monkeypatch):
-    monkeypatch.delenv(ENV_VAR, raising=False)
+def test_named_csv_env_dir_and_bundled_copy_in_that_order(tmp_path, monkeypatch, no_data_env):
     named = write_boston(tmp_path / "named.csv", boston_table(seed=1))
     env_dir = tmp_path / "env"
     env_dir.mkdir()

@@ -70,6 +70,7 @@ def test_validation_split_is_held_out_of_the_training_rows(boston_csv):
 
 def test_missing_boston_file_is_one_line(monkeypatch, tmp_path):
     monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.setenv("BFLNET_DATA_HOME", str(tmp_path / "empty-data-home"))
     monkeypatch.setattr("bflnet.data.boston.bundled_copy", lambda: None)
     with pytest.raises(FileNotFoundError, match="pass boston_csv=<file>") as info:
         run_scenario("emtdamp-boston", TINY)

@@ -1,6 +1,7 @@
 """CD-BFL: compressed decentralised Bayesian federated learning (Barbieri et al.), Algorithm 1
-of the CD-BFL paper with note 6 of shared/papers (CHOCO-SGD's memory-efficient form plus one
-Langevin noise draw per round). Every round t each node k:
+of the CD-BFL paper in the memory-efficient form of CHOCO-SGD (Koloskova, Stich and Jaggi,
+"Decentralized stochastic optimization and gossip algorithms with compressed
+communication", ICML 2019), plus one Langevin noise draw per round. Every round t each node k:
 
 1. θ_k^(0) = θ_{k,t};  θ_k^(l) = θ_k^(l−1) − η ∇f_k(θ_k^(l−1); M_k), l = 1..L  (eq. 5)
 2. Δθ_k = Q(θ_k^(L) − v_k)       — sent to every neighbour; Q is the protocol's codec

@@ -5,13 +5,15 @@ The **global state** is the ``(N_p, d)`` particle tensor Θ (float32 torch by de
 represents ``q(θ)`` through its KDE. The scheduled agent ``k``:
 
 1. runs ``L = local_iters`` AdaGrad-SVGD steps (eqs. 5-6) from Θ^(i−1) on the tilted target
-   of eq. 7 with the sum loss of note 1::
+   of eq. 7 with the sum of the per-example losses (N_k times the average loss, so that the
+   fixed point is the global posterior)::
 
        log p̃_k(θ) = log q^(i−1)(θ) − log t_k^(i−1)(θ)
                     + s · (N_k / (M·α)) · Σ_{b∈batch} log p(y_b | x_b, θ)
 
-   with ``s = +1`` (learning) or ``s = −1`` (Forget-SVGD, eq. 8 and note 2), ``α`` the
-   ``temperature`` and a fresh minibatch of ``M = min(batch_size, N_k)`` examples per step;
+   with ``s = +1`` (learning) or ``s = −1`` (Forget-SVGD, eq. 8: the flipped sign removes
+   the agent's likelihood), ``α`` the ``temperature`` and a fresh minibatch of
+   ``M = min(batch_size, N_k)`` examples per step;
 2. sends ``ΔΘ = Θ^[L] − Θ^(i−1)`` (``Update.payload``, ``(N_p, d)``: what the letter
    compresses, Sec. III); the server sets ``Θ^(i) = Θ^(i−1) + ΔΘ`` (``merge``);
 3. distils its approximate likelihood: local particles move by ``distill_iters``

@@ -16,8 +16,11 @@ an update lost on the uplink changes nothing and η = η₀ + Σ_k η_k keeps ho
 * ``method="exact"`` (conjugate likelihood; eqs. 13-14): Δη = Σ_{z∈D_k}[s_l(z); 1]/α − η_k.
   The first visit adds the agent's statistics, every revisit is an exact no-op.
 * ``method="natgrad"`` (any likelihood, e.g. Beta prior + exponential likelihood, eqs. 22-23):
-  L natural-gradient steps (eq. 17, with note 5's η_k^[l−1] = η^[l−1] − η^(i−1) + η_k^(i−1))
-  on the local free energy with the *sum* loss Σ_n −log p(z_n|θ) (note 1), the gradient
+  L natural-gradient steps (eq. 17, with the local parameter implied by the current iterate,
+  η_k^[l−1] = η^[l−1] − η^(i−1) + η_k^(i−1))
+  on the local free energy with the *sum* loss Σ_n −log p(z_n|θ) (not the average: the
+  fixed point must be the global posterior, as the conjugate update eq. 13 has it), the
+  gradient
   ∇_μ E_q[L_k] estimated by REINFORCE with S samples and baseline c (eqs. 18-20).
   ``reinforce_draws`` sets the sampling unit: ``"per-agent"`` (eq. 18) draws S samples
   per agent, shared by its N points: (1/S) Σ_s (Σ_n ℓ_n(θ_s) − c) (s(θ_s) − μ);

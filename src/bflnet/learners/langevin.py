@@ -2,7 +2,7 @@
 objective f_k (eq. 3 of the CD-BFL paper), the running posterior predictive of the
 post-burn-in samples, and the network metrics.
 
-**Local objective** (note 6 of shared/papers): node k of K holding E_k examples minimises
+**Local objective** (eq. 3 of the CD-BFL paper): node k of K holding E_k examples minimises
 
     f_k(θ) = −(E_k / M) Σ_{b ∈ batch} log p(y_b | x_b, θ) − (1/K) log p₀(θ),
 

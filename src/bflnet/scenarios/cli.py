@@ -69,6 +69,8 @@ def describe(name: Annotated[str, typer.Argument(help="scenario name")],
     for r in rows:
         typer.echo(f"  {r['name']:<{width}}  default {r['default']!r}; {r['allowed']}. "
                    f"{r['help']}")
+    if scenario.columns is not None:
+        typer.echo(f"\n(bflnet describe {name} --columns: what its output columns mean)")
 
 
 CONFIG_HELP = ("a TOML file: scenario, its \\[params] table, seed and out (the command line "

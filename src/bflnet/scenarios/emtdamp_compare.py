@@ -17,8 +17,9 @@ round(ρ N_{l−1})`` surviving neurons per layer (``ρ = target_density``; thei
 is ``<metric>_dense``).
 
 **emtdamp-boston**: 13-64-64-1, Gaussian likelihood, batch 101, the real Boston housing
-set (:mod:`bflnet.data.boston`: ``boston_csv``, a ``BFLNET_DATA`` copy or mlxtend's
-bundled CSV; 404/102 split drawn from the run's seed, features and target standardised
+set (:mod:`bflnet.data.boston`: ``boston_csv``, a ``BFLNET_DATA`` copy, or the copy from
+mlxtend's wheel that ``python -m bflnet.data.ensure boston`` puts in bflnet's data
+directory; 404/102 split drawn from the run's seed, features and target standardised
 by the training statistics), split evenly over ``K`` clients; test NMSE. ``data=synthetic``
 uses :func:`bflnet.data.regression.boston_shaped` instead (``data_source`` says so).
 **emtdamp-mnist**: 784-128-10, probit-product likelihood for EM-TDAMP and softmax for the
@@ -168,8 +169,8 @@ class BostonConfig(CompareSettings):
     K: int = param(1, "number of clients (paper: 1 for Fig. 6, 4 for Fig. 10)", ge=1, le=404)
     batch_size: int = param(101, "minibatch size of every method (paper: 101)", ge=1,
                             le=10**6)
-    data: str = param("boston", "boston: the real set (boston_csv, BFLNET_DATA or mlxtend's "
-                      "copy); synthetic: Boston-shaped synthetic data", choices=("boston",
+    data: str = param("boston", "boston: the real set (boston_csv, BFLNET_DATA or the copy "
+                      "the set-up fetched); synthetic: Boston-shaped synthetic data", choices=("boston",
                                                                                 "synthetic"))
     boston_csv: str | None = param(None, "Boston housing CSV (14 columns, MEDV last); none: "
                                    "look in BFLNET_DATA, then bflnet's data directory "

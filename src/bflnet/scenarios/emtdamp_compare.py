@@ -170,8 +170,8 @@ class BostonConfig(CompareSettings):
     batch_size: int = param(101, "minibatch size of every method (paper: 101)", ge=1,
                             le=10**6)
     data: str = param("boston", "boston: the real set (boston_csv, BFLNET_DATA or the copy "
-                      "the set-up fetched); synthetic: Boston-shaped synthetic data", choices=("boston",
-                                                                                "synthetic"))
+                      "the set-up fetched); synthetic: Boston-shaped synthetic data",
+                      choices=("boston", "synthetic"))
     boston_csv: str | None = param(None, "Boston housing CSV (14 columns, MEDV last); none: "
                                    "look in BFLNET_DATA, then bflnet's data directory "
                                    "(python -m bflnet.data.ensure boston), then an "

@@ -46,7 +46,7 @@ SHORT: dict[str, dict[str, object]] = {
 VARIANTS: list[tuple[str, dict[str, object]]] = [
     ("consensus-averaging", {"record_messages": True, "rounds": 3, "loss_prob": 0.3,
                              "max_attempts": 1}),
-    ("mobile-gossip", {"mode": "sync", "record_messages": True, "duration_s": 2.0}),
+    ("mobile-gossip", {"mode": "sync", "record_messages": True, "duration_s": 0.5}),
     ("mobile-gossip", {"record_messages": True, "duration_s": 2.0}),
     ("churn-gfvl", {"runs": 2, "keep_state": False}),
     ("emtdamp", {"rounds": 2, "task": "fashion-mnist", "per_agent": 100, "eval_size": 100}),

@@ -71,6 +71,8 @@ def find_mnist_5k() -> Path | None:
 
 def read_mnist_5k(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray]:
     """``(x (n, 784) float32 in [0, 1], y (n,) int64)`` from a pixels-then-label CSV."""
+    import pandas as pd  # its C parser reads the 5000 x 785 file ~4x faster than loadtxt
+
     raw = read_bytes(path, "MNIST subset", MAX_5K_BYTES)
     if raw[:2] == b"\x1f\x8b" or str(path).endswith(".gz"):
         raw = gunzip(raw, path, MAX_5K_BYTES)
@@ -78,9 +80,9 @@ def read_mnist_5k(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray]
         text = raw.decode("ascii")
         if not text.strip():
             raise ValueError("no rows")
-        data = np.loadtxt(io.StringIO(text), delimiter=",", dtype=np.float64, ndmin=2)
-    except ValueError as exc:
-        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        data = pd.read_csv(io.StringIO(text), header=None, dtype=np.float64).to_numpy()
+    except ValueError as exc:  # pandas' parser errors are ValueErrors too
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ValueError(f"{path}: not a numeric CSV ({first})") from None
     if data.shape[1] != PIXELS + 1 or len(data) < 2:
         raise ValueError(f"{path}: expected at least 2 rows of {PIXELS + 1} columns (784 "

@@ -13,6 +13,7 @@ import typer
 from bflnet.errors import SimulationError, SweepError, WriteError
 from bflnet.scenarios.config import ValidationBug, describe_fields
 from bflnet.scenarios.config_file import run_request, sweep_request
+from bflnet.scenarios.interrupt import Interrupted, catch_signals
 from bflnet.scenarios.provenance import run_record
 from bflnet.scenarios.registry import DEFAULT_SCENARIO, get_scenario, scenario_names
 
@@ -135,7 +136,8 @@ def sweep(
     request = sweep_request(name, config, grid or [], set_ or [], seeds, out)
     table = run_sweep(request.scenario, request.grid, request.seeds, request.out,
                       fixed=request.fixed, workers=workers, scheduler=scheduler,
-                      progress=progress)
+                      progress=progress,
+                      warn=lambda text: typer.echo(f"bflnet: warning: {text}", err=True))
     info = table.attrs["sweep"]
     for failure in info["failed"]:
         typer.echo(f"failed: {failure['params']} seed {failure['seed']}: {failure['error']}",
@@ -227,9 +229,14 @@ def main(argv: list[str] | None = None) -> int:
     other than ``ValueError`` from a config's validation is a bug in bflnet: one line,
     exit code 3. A result that could not be written (a full disk, ...) is one line naming
     the file and the reason, exit code 1; any other error of the operating system one line,
-    exit code 2."""
+    exit code 2. Ctrl-C (SIGINT) or SIGTERM: one line, exit code 128 + the signal (130,
+    143)."""
     try:
-        result = app(args=argv, prog_name="bflnet", standalone_mode=False)
+        with catch_signals():
+            result = app(args=argv, prog_name="bflnet", standalone_mode=False)
+    except Interrupted as exc:
+        print(f"bflnet: {exc}", file=sys.stderr)
+        return exc.exit_code
     except typer.Exit as exc:
         return int(exc.exit_code)
     except typer.Abort as exc:

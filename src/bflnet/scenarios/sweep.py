@@ -29,6 +29,17 @@ last grid key varies fastest), then seed, then the run's own row order, with the
 parameters, ``seed``, ``run_id`` and ``config_hash`` as the first columns; so it is the
 same whatever the number of workers. Run one sweep process per ``out`` at a time.
 
+A part is checked before it is reused: it must read back, hold the rows the manifest
+recorded, and carry the record of its own run (scenario, config, seed). A part that fails
+the check is deleted and computed again, with a warning naming it and the reason.
+
+Ctrl-C or SIGTERM stops a sweep within about a second: the runs in flight are abandoned,
+the worker processes stopped, temporary files removed, and :class:`Interrupted` is raised
+with a message saying how many runs are kept and how to resume (run the same sweep
+again). The local workers do not see a terminal's Ctrl-C themselves; the driver stops them.
+An existing cluster (``scheduler``) is checked with a short connect timeout before anything
+is written.
+
 Every part stores its run's record (scenario, full config, seed, bflnet version) and the
 table stores the sweep's (scenario, grid, fixed parameters, seeds, version) as Parquet
 metadata (:mod:`bflnet.scenarios.provenance`), so ``bflnet rerun`` can make either again.
@@ -36,6 +47,7 @@ metadata (:mod:`bflnet.scenarios.provenance`), so ``bflnet rerun`` can make eith
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import itertools
@@ -43,10 +55,12 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
 import traceback
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -59,11 +73,19 @@ from bflnet.atomic import write_files
 from bflnet.errors import SweepError
 from bflnet.scenarios import get_scenario, run_scenario
 from bflnet.scenarios.config import make_config, parse_value
-from bflnet.scenarios.output import write_parquet
+from bflnet.scenarios.interrupt import (
+    Interrupted,
+    catch_signals,
+    children_ignore_sigint,
+    deferred,
+)
+from bflnet.scenarios.output import METADATA_KEY, metadata_json, write_parquet
 from bflnet.scenarios.provenance import canonical_config, run_record, sweep_record
 
 META_COLUMNS = ("seed", "run_id", "config_hash")
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+CONNECT_TIMEOUT_S = 5.0  # to an existing scheduler
+STOP_TIMEOUT_S = 0.5  # for a local worker to stop before it is terminated
 
 
 def default_workers() -> int:
@@ -226,13 +248,15 @@ def _write_parquet(frame: pd.DataFrame, path: Path, metadata: Mapping[str, Any])
 
 
 def _read_manifest(path: Path) -> dict[str, dict[str, Any]]:
-    """Latest record per run id; a line torn by a kill is skipped."""
+    """Latest record per run id; a line torn by a kill, or otherwise not a record of
+    ours, is skipped."""
     records: dict[str, dict[str, Any]] = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            with contextlib.suppress(json.JSONDecodeError, KeyError, TypeError):
+    if path.is_file():
+        for line in path.read_bytes().decode(errors="replace").splitlines():
+            with contextlib.suppress(ValueError, KeyError, TypeError, RecursionError):
                 record = json.loads(line)
-                records[record["run_id"]] = record
+                if isinstance(record, dict) and isinstance(record["run_id"], str):
+                    records[record["run_id"]] = record
     return records
 
 
@@ -256,26 +280,74 @@ def _remove_temporaries(paths: SweepPaths) -> None:
         path.unlink(missing_ok=True)
 
 
-def _prepare(plan: SweepPlan, paths: SweepPaths) -> set[str]:
-    """Set up ``out``, reconcile the manifest with the parts; the finished run ids."""
-    paths.runs.mkdir(parents=True, exist_ok=True)
-    _remove_temporaries(paths)
+_RECORD_KEYS = ("kind", "scenario", "seed", "config")
+
+
+def part_problem(plan: SweepPlan, run: Run, part: Path, rows: Any) -> str | None:
+    """Why the part on disk cannot stand for ``run`` (``None`` if it can): it does not
+    read back, its row count is not the ``rows`` the manifest recorded (when it recorded
+    one), or its stored record is not that of this run."""
+    try:
+        table = pq.read_table(part)
+        raw = (table.schema.metadata or {}).get(METADATA_KEY)
+        record = json.loads(raw.decode()) if raw is not None else None
+    except Exception as exc:  # any damage: truncated, not Parquet, bad metadata, ...
+        reason = _one_line(exc).replace(f" {str(part)!r}", "").replace(str(part), "it")
+        return f"it does not read back ({reason[:200]})"
+    if isinstance(rows, int) and table.num_rows != rows:
+        return f"it has {table.num_rows} rows, the manifest recorded {rows}"
+    expected = run_record(plan.scenario, plan.configs[run.config_hash], run.seed)
+    if not isinstance(record, dict) or any(
+            metadata_json({"v": record.get(k)}) != metadata_json({"v": expected[k]})
+            for k in _RECORD_KEYS):
+        return "its stored record is not that of this run"
+    return None
+
+
+def _scan(plan: SweepPlan, paths: SweepPaths) -> tuple[set[str], dict[str, str]]:
+    """Read only: the run ids with a sound part, and why each other part is unsound."""
+    if paths.runs.exists() and not paths.runs.is_dir():
+        raise ValueError(f"--out: {str(paths.runs)!r} must be a directory of a sweep's runs")
     records = _read_manifest(paths.manifest)
-    done = set()
+    done, bad = set(), {}
     for run in plan.runs:
         part = paths.part(run.run_id)
-        if part.exists():
+        if part.is_dir():
+            raise ValueError(f"--out: {str(part)!r} is a directory, not a run's part; "
+                             f"move it away")
+        if not part.exists():
+            continue
+        record = records.get(run.run_id, {})
+        rows = record.get("rows") if record.get("status") == "ok" else None
+        problem = part_problem(plan, run, part, rows)
+        if problem is None:
             done.add(run.run_id)
-            if records.get(run.run_id, {}).get("status") != "ok":  # killed before logging
-                rows = pq.read_metadata(part).num_rows
-                records[run.run_id] = _record(plan, run, "ok", rows=rows)
+        else:
+            bad[run.run_id] = problem
+    return done, bad
+
+
+def _prepare(plan: SweepPlan, paths: SweepPaths, done: set[str],
+             bad: Mapping[str, str]) -> None:
+    """Set up ``out``: delete the unsound parts, reconcile the manifest with the parts."""
+    paths.runs.mkdir(parents=True, exist_ok=True)
+    _remove_temporaries(paths)
+    for run_id in bad:
+        paths.part(run_id).unlink(missing_ok=True)
+    records = _read_manifest(paths.manifest)
+    for run in plan.runs:
+        record = records.get(run.run_id, {})
+        if run.run_id in done and record.get("status") != "ok":  # killed before logging
+            rows = pq.read_metadata(paths.part(run.run_id)).num_rows
+            records[run.run_id] = _record(plan, run, "ok", rows=rows)
+        elif run.run_id in bad:
+            records[run.run_id] = _record(plan, run, "bad part", error=bad[run.run_id])
     _write_text(paths.manifest, "".join(json.dumps(r) + "\n" for r in records.values()))
     spec = {"scenario": plan.scenario, "grid": {k: list(v) for k, v in plan.grid.items()},
             "fixed": dict(plan.fixed), "seeds": list(plan.seeds),
             "runs": [_run_entry(run) for run in plan.runs]}
     _write_text(paths.spec, json.dumps(spec, indent=1))
     paths.table.unlink(missing_ok=True)
-    return done
 
 
 # --- execution on Dask -------------------------------------------------------------------
@@ -331,26 +403,86 @@ def _quiet_logs() -> Iterator[None]:
         logger.setLevel(level)
 
 
+def check_scheduler(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """A one-line ``ValueError`` unless a Dask scheduler answers at ``address`` within
+    ``timeout`` seconds (a bad address fails at once). Runs in its own thread and event
+    loop, so it works under a running loop (Jupyter) too."""
+    from distributed.comm import connect
+
+    async def probe() -> None:
+        comm = await connect(address, timeout=timeout)
+        await comm.close()
+
+    failure: list[BaseException] = []
+
+    def attempt() -> None:
+        try:
+            asyncio.run(asyncio.wait_for(probe(), timeout + 1))
+        except BaseException as exc:  # what a wrong address or peer can raise varies
+            failure.append(exc)
+
+    thread = threading.Thread(target=attempt, name="bflnet-scheduler-check", daemon=True)
+    thread.start()
+    thread.join(timeout + 2)
+    if failure and not isinstance(failure[0], OSError | ValueError | TimeoutError):
+        reason = "something answers there, but not a Dask scheduler"  # e.g. MemoryError
+    else:
+        reason = (_one_line(failure[0]) if failure else
+                  f"no answer in {timeout:g} s" if thread.is_alive() else None)
+    if reason is not None:
+        raise ValueError(f"--scheduler: cannot connect to {address[:200]!r} "
+                         f"({reason[:300]})")
+
+
+async def _stop_workers(cluster: Any, timeout: float) -> None:
+    await asyncio.gather(*(worker.close(timeout=timeout)
+                           for worker in list(cluster.workers.values())),
+                         return_exceptions=True)
+
+
+@contextlib.contextmanager
+def _local_cluster(workers: int) -> Iterator[Any]:
+    """A LocalCluster of ``workers`` single-threaded processes that ignore a terminal's
+    Ctrl-C; on an exception (an interrupt), its workers are stopped at once, busy or not."""
+    from distributed import LocalCluster
+
+    with children_ignore_sigint():
+        # no dashboard; its HTTP server (health checks) on a free port, not 8787
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None,
+                               scheduler_kwargs={"dashboard_address": ":0"},
+                               silence_logs=logging.CRITICAL)
+    try:
+        yield cluster
+    except BaseException:
+        with deferred():  # a second Ctrl-C does not cut the clean-up short
+            cluster.sync(_stop_workers, cluster, STOP_TIMEOUT_S)
+        raise
+    finally:
+        with deferred():
+            cluster.close()
+
+
 @contextlib.contextmanager
 def dask_client(workers: int, scheduler: str | None = None) -> Iterator[Any]:
-    """A ``distributed.Client``: on ``scheduler`` if given, else on a new LocalCluster of
-    ``workers`` single-threaded processes (no dashboard); closed on exit."""
-    from distributed import Client, LocalCluster
+    """A ``distributed.Client``: on ``scheduler`` if given (checked first, with a short
+    connect timeout), else on a new LocalCluster of ``workers`` single-threaded processes
+    (no dashboard); closed on exit."""
+    from distributed import Client
 
     with _quiet_logs():
         if scheduler is not None:
+            check_scheduler(scheduler)
             try:
-                client = Client(scheduler, timeout="20s", set_as_default=False)
+                client = Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s",
+                                set_as_default=False)
             except (OSError, TimeoutError, ValueError) as exc:
-                raise ValueError(f"--scheduler: cannot connect to {scheduler!r} "
-                                 f"({_one_line(exc)})") from None
+                raise ValueError(f"--scheduler: cannot connect to {scheduler[:200]!r} "
+                                 f"({_one_line(exc)[:300]})") from None
             with client:
                 yield client
             return
-        # no dashboard; its HTTP server (health checks) on a free port, not 8787
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None, scheduler_kwargs={"dashboard_address": ":0"},
-                          silence_logs=logging.CRITICAL) as cluster, \
+        with _local_cluster(workers) as cluster, \
                 Client(cluster, set_as_default=False) as client:
             yield client
 
@@ -374,20 +506,21 @@ def _run_pending(plan: SweepPlan, pending: Sequence[Run], paths: SweepPaths, cli
     failures = []
     with paths.manifest.open("a") as manifest:
         for future in as_completed(futures, loop=client.loop):
-            run = futures.pop(future)
-            outcome = _outcome(future)
-            future.release()
-            frame = outcome.pop("frame", None)
-            if frame is not None:
-                _write_parquet(frame, paths.part(run.run_id), run_record(
-                    plan.scenario, plan.configs[run.config_hash], run.seed))
-            record = _record(plan, run, **outcome)
-            _append(manifest, record)
-            if record["status"] != "ok":
-                failures.append(record)
-            if failures:
-                bar.set_postfix(failed=len(failures), refresh=False)
-            bar.update(1)
+            with deferred():  # a part and its manifest line are written whole
+                run = futures.pop(future)
+                outcome = _outcome(future)
+                future.release()
+                frame = outcome.pop("frame", None)
+                if frame is not None:
+                    _write_parquet(frame, paths.part(run.run_id), run_record(
+                        plan.scenario, plan.configs[run.config_hash], run.seed))
+                record = _record(plan, run, **outcome)
+                _append(manifest, record)
+                if record["status"] != "ok":
+                    failures.append(record)
+                if failures:
+                    bar.set_postfix(failed=len(failures), refresh=False)
+                bar.update(1)
     return failures
 
 
@@ -461,31 +594,61 @@ def _check_count(name: str, value: Any) -> int:
 def sweep(name: str, grid: Mapping[str, Sequence[Any]], seeds: int | Sequence[int],
           out: str | Path, *, fixed: Mapping[str, Any] | None = None,
           workers: int | None = None, scheduler: str | None = None, progress: bool = True,
-          torch_threads: int = 1) -> pd.DataFrame:
+          torch_threads: int = 1, warn: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Run scenario ``name`` over ``grid`` (key → values) × ``seeds`` (a count: 0..N-1, or
     a list) with ``fixed`` overrides; persist every run under ``out``; the full table.
 
     ``workers`` local processes (default ``min(2, cpus)``) unless ``scheduler`` (an address
     such as ``tcp://host:8786``) names an existing Dask cluster. Finished runs in ``out``
-    are skipped; failed runs are retried. ``table.attrs["sweep"]`` counts the runs and
-    lists the failures; :class:`SweepError` if no run succeeded.
+    are skipped; failed runs are retried; a damaged part is computed again and reported to
+    ``warn`` (default :func:`warnings.warn`). ``table.attrs["sweep"]`` counts the runs and
+    lists the failures; :class:`SweepError` if no run succeeded; :class:`Interrupted` on
+    Ctrl-C or SIGTERM (in the main thread), every finished run kept.
     """
     plan = plan_sweep(name, grid, seeds, fixed)
     workers = _check_count("workers", default_workers() if workers is None else workers)
     torch_threads = _check_count("torch_threads", torch_threads)
     paths = sweep_paths(out)
-    done = _prepare(plan, paths)
+    with catch_signals():
+        try:
+            return _sweep(plan, paths, workers, scheduler, progress, torch_threads,
+                          warn or _warn)
+        except Interrupted as exc:
+            raise _interrupted(plan, paths, exc.signum) from None
+
+
+def _warn(text: str) -> None:
+    warnings.warn(text, stacklevel=3)
+
+
+def _interrupted(plan: SweepPlan, paths: SweepPaths, signum: int) -> Interrupted:
+    kept = sum(paths.part(run.run_id).is_file() for run in plan.runs)
+    return Interrupted(signum, f"sweep interrupted: {kept} of {len(plan.runs)} runs are "
+                       f"kept in {str(paths.root)!r}; run the same command again to "
+                       f"compute the other {len(plan.runs) - kept}")
+
+
+def _sweep(plan: SweepPlan, paths: SweepPaths, workers: int, scheduler: str | None,
+           progress: bool, torch_threads: int, warn: Callable[[str], None]) -> pd.DataFrame:
+    done, bad = _scan(plan, paths)
+    for run_id, problem in bad.items():
+        warn(f"the part {str(paths.part(run_id))!r} is damaged: {problem}; "
+             f"computing it again")
     pending = [run for run in plan.runs if run.run_id not in done]
     failures: list[dict[str, Any]] = []
-    if pending:  # the bar starts once the cluster is up, so its ETA counts runs only
-        with dask_client(workers, scheduler) as client, \
-                _progress_bar(len(plan.runs), len(done), name, progress) as bar:
-            failures = _run_pending(plan, pending, paths, client, bar, torch_threads)
-    return _finish(plan, paths, len(done), len(pending), failures)
+    if not pending:
+        _prepare(plan, paths, done, bad)
+    else:  # nothing is written before the cluster is up (or the scheduler answers)
+        with dask_client(workers, scheduler) as client:
+            _prepare(plan, paths, done, bad)
+            # the bar starts once the cluster is up, so its ETA counts runs only
+            with _progress_bar(len(plan.runs), len(done), plan.scenario, progress) as bar:
+                failures = _run_pending(plan, pending, paths, client, bar, torch_threads)
+    return _finish(plan, paths, len(done), len(pending), failures, bad)
 
 
 def _finish(plan: SweepPlan, paths: SweepPaths, skipped: int, pending: int,
-            failures: list[dict[str, Any]]) -> pd.DataFrame:
+            failures: list[dict[str, Any]], bad: Mapping[str, str]) -> pd.DataFrame:
     if len(failures) == len(plan.runs):
         first = failures[0]
         raise SweepError(f"all {len(plan.runs)} runs failed (see {paths.manifest}); first: "
@@ -497,7 +660,7 @@ def _finish(plan: SweepPlan, paths: SweepPaths, skipped: int, pending: int,
         "scenario": plan.scenario, "runs": len(plan.runs), "skipped": skipped,
         "computed": pending - len(failures), "failed": [
             {k: f[k] for k in ("run_id", "params", "seed", "error")} for f in failures],
-        "table": str(paths.table)}
+        "recomputed": dict(bad), "table": str(paths.table)}
     return table
 
 

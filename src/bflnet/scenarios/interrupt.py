@@ -5,8 +5,9 @@ so ``finally`` blocks and context managers run (temporary files are removed, wor
 processes stopped) and the command line can end with one line and exit code
 ``128 + signal``. Code that must not be cut in the middle (writing a part and its
 manifest line) runs inside :func:`deferred`: a signal that arrives there is raised when the
-block ends. :func:`children_ignore_sigint` starts child processes (Dask workers) that do
-not see a terminal's Ctrl-C, so that only the parent decides how they stop.
+block ends. :func:`children_ignore_signals` starts child processes (Dask workers) that do
+not see a terminal's Ctrl-C (or a SIGTERM to the process group), so that only the parent
+decides how they stop.
 
 Signals are caught whatever the inherited disposition: a shell starts a background job
 (``bflnet sweep ... &``) with SIGINT ignored, yet ``kill -INT`` is then an explicit request
@@ -86,15 +87,16 @@ def deferred() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def children_ignore_sigint() -> Iterator[None]:
-    """Processes started in the block (from any thread started in it) keep SIGINT blocked:
-    a terminal's Ctrl-C, sent to the whole process group, reaches the parent only. A
-    SIGINT to this process during the block is delivered when it ends."""
+def children_ignore_signals() -> Iterator[None]:
+    """Processes started in the block (from any thread started in it) keep SIGINT and
+    SIGTERM blocked: a terminal's Ctrl-C, or a ``kill`` of the whole process group,
+    reaches the parent only, which then stops them (SIGKILL still works). Either signal
+    sent to this process during the block is delivered when it ends."""
     if not _main_thread():
         yield
         return
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    signal.pthread_sigmask(signal.SIG_BLOCK, set(SIGNALS))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, set(SIGNALS))

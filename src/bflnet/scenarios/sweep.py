@@ -36,7 +36,8 @@ the check is deleted and computed again, with a warning naming it and the reason
 Ctrl-C or SIGTERM stops a sweep within about a second: the runs in flight are abandoned,
 the worker processes stopped, temporary files removed, and :class:`Interrupted` is raised
 with a message saying how many runs are kept and how to resume (run the same sweep
-again). The local workers do not see a terminal's Ctrl-C themselves; the driver stops them.
+again). The local workers do not see a terminal's Ctrl-C (nor a SIGTERM to the process
+group) themselves; the driver stops them.
 An existing cluster (``scheduler``) is checked with a short connect timeout before anything
 is written.
 
@@ -76,7 +77,7 @@ from bflnet.scenarios.config import make_config, parse_value
 from bflnet.scenarios.interrupt import (
     Interrupted,
     catch_signals,
-    children_ignore_sigint,
+    children_ignore_signals,
     deferred,
 )
 from bflnet.scenarios.output import METADATA_KEY, metadata_json, write_parquet
@@ -403,11 +404,13 @@ def _quiet_logs() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def check_scheduler(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+def check_scheduler(address: str, timeout: float | None = None) -> None:
     """A one-line ``ValueError`` unless a Dask scheduler answers at ``address`` within
-    ``timeout`` seconds (a bad address fails at once). Runs in its own thread and event
-    loop, so it works under a running loop (Jupyter) too."""
+    ``timeout`` seconds (default :data:`CONNECT_TIMEOUT_S`; a bad address fails at once).
+    Runs in its own thread and event loop, so it works under a running loop (Jupyter)."""
     from distributed.comm import connect
+
+    timeout = CONNECT_TIMEOUT_S if timeout is None else timeout
 
     async def probe() -> None:
         comm = await connect(address, timeout=timeout)
@@ -424,11 +427,12 @@ def check_scheduler(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
     thread = threading.Thread(target=attempt, name="bflnet-scheduler-check", daemon=True)
     thread.start()
     thread.join(timeout + 2)
-    if failure and not isinstance(failure[0], OSError | ValueError | TimeoutError):
+    if thread.is_alive() or (failure and type(failure[0]) is TimeoutError):
+        reason = f"no answer in {timeout:g} s"  # connected, but no handshake came
+    elif failure and not isinstance(failure[0], OSError | ValueError):
         reason = "something answers there, but not a Dask scheduler"  # e.g. MemoryError
     else:
-        reason = (_one_line(failure[0]) if failure else
-                  f"no answer in {timeout:g} s" if thread.is_alive() else None)
+        reason = _one_line(failure[0]) if failure else None
     if reason is not None:
         raise ValueError(f"--scheduler: cannot connect to {address[:200]!r} "
                          f"({reason[:300]})")
@@ -443,10 +447,11 @@ async def _stop_workers(cluster: Any, timeout: float) -> None:
 @contextlib.contextmanager
 def _local_cluster(workers: int) -> Iterator[Any]:
     """A LocalCluster of ``workers`` single-threaded processes that ignore a terminal's
-    Ctrl-C; on an exception (an interrupt), its workers are stopped at once, busy or not."""
+    Ctrl-C and a SIGTERM to the process group; on an exception (an interrupt), its workers
+    are stopped at once (within :data:`STOP_TIMEOUT_S`, then killed), busy or not."""
     from distributed import LocalCluster
 
-    with children_ignore_sigint():
+    with children_ignore_signals():
         # no dashboard; its HTTP server (health checks) on a free port, not 8787
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                dashboard_address=None,
@@ -474,7 +479,7 @@ def dask_client(workers: int, scheduler: str | None = None) -> Iterator[Any]:
         if scheduler is not None:
             check_scheduler(scheduler)
             try:
-                client = Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s",
+                client = Client(scheduler, timeout=f"{max(CONNECT_TIMEOUT_S, 1)}s",
                                 set_as_default=False)
             except (OSError, TimeoutError, ValueError) as exc:
                 raise ValueError(f"--scheduler: cannot connect to {scheduler[:200]!r} "
@@ -624,7 +629,7 @@ def _warn(text: str) -> None:
 def _interrupted(plan: SweepPlan, paths: SweepPaths, signum: int) -> Interrupted:
     kept = sum(paths.part(run.run_id).is_file() for run in plan.runs)
     return Interrupted(signum, f"sweep interrupted: {kept} of {len(plan.runs)} runs are "
-                       f"kept in {str(paths.root)!r}; run the same command again to "
+                       f"kept in {str(paths.root)!r}; run the same sweep again to "
                        f"compute the other {len(plan.runs) - kept}")
 
 

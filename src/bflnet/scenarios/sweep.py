@@ -55,6 +55,7 @@ import itertools
 import json
 import logging
 import os
+import signal
 import sys
 import threading
 import time
@@ -86,7 +87,7 @@ from bflnet.scenarios.provenance import canonical_config, run_record, sweep_reco
 META_COLUMNS = ("seed", "run_id", "config_hash")
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 CONNECT_TIMEOUT_S = 5.0  # to an existing scheduler
-STOP_TIMEOUT_S = 0.5  # for a local worker to stop before it is terminated
+STOP_TIMEOUT_S = 2.0  # for a killed local worker to be reaped
 
 
 def default_workers() -> int:
@@ -439,33 +440,45 @@ def check_scheduler(address: str, timeout: float | None = None) -> None:
 
 
 async def _stop_workers(cluster: Any, timeout: float) -> None:
-    await asyncio.gather(*(worker.close(timeout=timeout)
-                           for worker in list(cluster.workers.values())),
-                         return_exceptions=True)
+    """Kill the cluster's worker processes, busy or not, and close their nannies: each
+    nanny is marked closing first (so it starts no new worker), then its process gets
+    SIGKILL (so a busy worker neither finishes its run nor prints anything)."""
+    nannies = list(cluster.workers.values())
+    pids = [nanny.pid for nanny in nannies]
+    closing = [asyncio.ensure_future(nanny.close(timeout=timeout)) for nanny in nannies]
+    await asyncio.sleep(0)  # each close() has begun: its nanny restarts nothing now
+    for pid in pids:
+        if pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    await asyncio.gather(*closing, return_exceptions=True)
 
 
 @contextlib.contextmanager
 def _local_cluster(workers: int) -> Iterator[Any]:
     """A LocalCluster of ``workers`` single-threaded processes that ignore a terminal's
     Ctrl-C and a SIGTERM to the process group; on an exception (an interrupt), its workers
-    are stopped at once (within :data:`STOP_TIMEOUT_S`, then killed), busy or not."""
+    are killed at once, busy or not (see :func:`_stop_workers`)."""
     from distributed import LocalCluster
 
-    with children_ignore_signals():
-        # no dashboard; its HTTP server (health checks) on a free port, not 8787
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None,
-                               scheduler_kwargs={"dashboard_address": ":0"},
-                               silence_logs=logging.CRITICAL)
+    cluster = None
     try:
+        with children_ignore_signals():  # a signal meanwhile is raised as this block ends
+            # no dashboard; its HTTP server (health checks) on a free port, not 8787
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=None,
+                                   scheduler_kwargs={"dashboard_address": ":0"},
+                                   silence_logs=logging.CRITICAL)
         yield cluster
     except BaseException:
-        with deferred():  # a second Ctrl-C does not cut the clean-up short
-            cluster.sync(_stop_workers, cluster, STOP_TIMEOUT_S)
+        if cluster is not None:
+            with deferred():  # a second Ctrl-C does not cut the clean-up short
+                cluster.sync(_stop_workers, cluster, STOP_TIMEOUT_S)
         raise
     finally:
-        with deferred():
-            cluster.close()
+        if cluster is not None:
+            with deferred():
+                cluster.close()
 
 
 @contextlib.contextmanager
@@ -478,12 +491,18 @@ def dask_client(workers: int, scheduler: str | None = None) -> Iterator[Any]:
     with _quiet_logs():
         if scheduler is not None:
             check_scheduler(scheduler)
+            client = None
             try:
-                client = Client(scheduler, timeout=f"{max(CONNECT_TIMEOUT_S, 1)}s",
-                                set_as_default=False)
+                with deferred():  # no Client object is left to a slow clean-up at exit
+                    client = Client(scheduler, timeout=f"{max(CONNECT_TIMEOUT_S, 1)}s",
+                                    set_as_default=False)
             except (OSError, TimeoutError, ValueError) as exc:
                 raise ValueError(f"--scheduler: cannot connect to {scheduler[:200]!r} "
                                  f"({_one_line(exc)[:300]})") from None
+            except BaseException:  # an interrupt that came while connecting
+                if client is not None:
+                    client.close()
+                raise
             with client:
                 yield client
             return

@@ -85,12 +85,18 @@ def stamps(out):
             for p in sweep_paths(out).runs.glob("*.parquet")}
 
 
-def live_processes(session):
-    """Processes of the session other than zombies (exited, waiting to be reaped)."""
-    listing = subprocess.run(["ps", "-s", str(session), "-o", "stat=,pid=,args="],
-                             capture_output=True, text=True).stdout
-    return [line for line in listing.splitlines() if line.strip() and
-            not line.strip().startswith("Z")]
+def live_processes(session, timeout=10.0):
+    """Processes of the session other than zombies (exited, waiting to be reaped), once
+    none is left or after ``timeout`` s (the resource tracker exits just after its parent)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        listing = subprocess.run(["ps", "-s", str(session), "-o", "stat=,pid=,args="],
+                                 capture_output=True, text=True).stdout
+        live = [line for line in listing.splitlines() if line.strip() and
+                not line.strip().startswith("Z")]
+        if not live or time.monotonic() > deadline:
+            return live
+        time.sleep(0.1)
 
 
 def start(argv):
@@ -181,10 +187,12 @@ def test_interrupted_run_ends_with_one_line(tmp_path, signum, code):
     assert list(tmp_path.iterdir()) == []  # nothing written, nothing half-written
 
 
-def worker_pids(session):
-    listing = subprocess.run(["ps", "-s", str(session), "-o", "pid=,args="],
-                             capture_output=True, text=True).stdout
-    return [int(line.split()[0]) for line in listing.splitlines() if "spawn_main" in line]
+def worker_pids(driver):
+    """The driver's Dask worker processes (multiprocessing children, not its tracker)."""
+    import psutil
+
+    return [child.pid for child in psutil.Process(driver).children()
+            if "spawn_main" in " ".join(child.cmdline())]
 
 
 def test_a_killed_worker_loses_nothing(tmp_path, reference):

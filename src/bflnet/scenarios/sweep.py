@@ -594,7 +594,11 @@ def assemble(runs: Sequence[Run], keys: Sequence[str], paths: SweepPaths) -> pd.
         part = paths.part(run.run_id)
         if not part.exists():
             continue
-        frame = pd.read_parquet(part)
+        try:
+            frame = pd.read_parquet(part)
+        except Exception as exc:  # damaged since it was checked, or an unfinished sweep's
+            raise ValueError(f"{str(part)!r} does not read back ({_one_line(exc)[:200]}); "
+                             f"run the sweep again to compute it again") from None
         head = _head_columns(run, keys, dtypes, frame.index)
         frames.append(pd.concat([head, _resolve_clashes(frame, head, run)], axis=1))
     if not frames:

@@ -530,10 +530,10 @@ def _run_pending(plan: SweepPlan, pending: Sequence[Run], paths: SweepPaths, cli
     failures = []
     with paths.manifest.open("a") as manifest:
         for future in as_completed(futures, loop=client.loop):
+            run = futures.pop(future)
+            outcome = _outcome(future)  # fetched from the worker: may be interrupted
+            future.release()
             with deferred():  # a part and its manifest line are written whole
-                run = futures.pop(future)
-                outcome = _outcome(future)
-                future.release()
                 frame = outcome.pop("frame", None)
                 if frame is not None:
                     _write_parquet(frame, paths.part(run.run_id), run_record(

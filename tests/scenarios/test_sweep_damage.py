@@ -183,3 +183,16 @@ def test_scheduler_nonsense_from_the_shell_does_not_stall(tmp_path):
     assert done.stderr == ("bflnet: error: --scheduler: cannot connect to 'nonsense' "
                            "(ValueError: missing port number in address 'nonsense')\n")
     assert not out.exists()
+
+
+def test_plot_of_an_unfinished_sweep_with_a_damaged_part_is_one_line(finished, tmp_path,
+                                                                     capsys):
+    out = copy_sweep(finished[0], tmp_path / "sweep")
+    (out / "table.parquet").unlink()  # unfinished: the plot assembles the parts
+    part = sorted(sweep_paths(out).runs.glob("*.parquet"))[0]
+    part.write_bytes(b"PAR1")
+    figure = tmp_path / "figure.png"
+    assert main(["plot", str(out), "--y", "max_deviation", "--out", str(figure)]) == 2
+    err = capsys.readouterr().err
+    assert one_line(err) and f"'{part}' does not read back" in err
+    assert "run the sweep again" in err and not figure.exists()

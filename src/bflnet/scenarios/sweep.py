@@ -37,9 +37,8 @@ Ctrl-C or SIGTERM stops a sweep within about a second: the runs in flight are ab
 the worker processes stopped, temporary files removed, and :class:`Interrupted` is raised
 with a message saying how many runs are kept and how to resume (run the same sweep
 again). The local workers do not see a terminal's Ctrl-C (nor a SIGTERM to the process
-group) themselves; the driver stops them.
-An existing cluster (``scheduler``) is checked with a short connect timeout before anything
-is written.
+group) themselves; the driver stops them. An existing cluster (``scheduler``) is checked
+with a short connect timeout before anything is written.
 
 Every part stores its run's record (scenario, full config, seed, bflnet version) and the
 table stores the sweep's (scenario, grid, fixed parameters, seeds, version) as Parquet
@@ -50,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hashlib
 import itertools
 import json
@@ -656,8 +656,22 @@ def _interrupted(plan: SweepPlan, paths: SweepPaths, signum: int) -> Interrupted
                        f"compute the other {len(plan.runs) - kept}")
 
 
+def _check_writable(paths: SweepPaths) -> None:
+    """Read only: the sweep's folders exist or can be made (their nearest existing
+    ancestor is a writable directory); the operating system's error if not."""
+    for folder in (paths.root, paths.table.parent):
+        existing = folder
+        while not existing.exists() and existing.parent != existing:
+            existing = existing.parent
+        if not existing.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(existing))
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(existing))
+
+
 def _sweep(plan: SweepPlan, paths: SweepPaths, workers: int, scheduler: str | None,
            progress: bool, torch_threads: int, warn: Callable[[str], None]) -> pd.DataFrame:
+    _check_writable(paths)  # before a cluster starts
     done, bad = _scan(plan, paths)
     for run_id, problem in bad.items():
         warn(f"the part {str(paths.part(run_id))!r} is damaged: {problem}; "

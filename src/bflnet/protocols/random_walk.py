@@ -7,6 +7,7 @@ from typing import Any
 
 import networkx as nx
 import simpy
+from numpy import ndarray
 
 from bflnet.checks import check_real
 from bflnet.learners.base import GlobalStateLearner
@@ -96,6 +97,10 @@ class RandomWalkProtocol:
         local_update, merge, evaluate = learner.local_update, learner.merge, learner.evaluate
         agent_state, agent_rng, commit = slots.state, slots.rng, slots.commit
         next_node, timeout = self.walk.next_node, env.timeout
+        # SimPy's event queue: while it is empty the walk is the only thing scheduled, and
+        # a timeout would only set the clock to now + delay, which the walk does in place
+        # (the same float, the same record; the costliest part of a hop saved)
+        queue = env._queue
         n_agents = len(net.agents)
         seen: set[Any] = set()
         crashes = {k: node.outages for k, node in net.nodes.items()}
@@ -103,6 +108,9 @@ class RandomWalkProtocol:
         previous: Any = None  # the node that handed the token to the holder
         requests = bool(self.interventions)
         holders: set[Any] = set()  # agents of hold_token requests
+        if self._plain(net, loop, can_crash):
+            return (yield from self._plain_walk(sim, loop, slots, state, current, adjacency,
+                                                walk_rng, codec_rng))
         iteration = 0
         while True:
             if requests:
@@ -142,7 +150,10 @@ class RandomWalkProtocol:
                         update.agent = current
                     loop.merged(update)
                 if duration:
-                    yield timeout(duration)
+                    if queue or duration < 0:
+                        yield timeout(duration)
+                    else:  # nothing else is scheduled: the timeout would only move the clock
+                        env._now += duration
             if not regenerated:
                 metrics = (loop.evaluate(iteration, lambda s=state: evaluate(s), node=current)
                            if loop.due(iteration) else NO_METRICS)
@@ -163,7 +174,11 @@ class RandomWalkProtocol:
                     link = links[(sender, hop)]
                     for _ in range(MAX_TOKEN_RETRIES):
                         schedule = link.schedule(bits)
-                        yield timeout(schedule[1] - env.now)
+                        delay = schedule[1] - env.now
+                        if queue or delay < 0:
+                            yield timeout(delay)
+                        else:
+                            env._now += delay
                         message = Message(sender, hop, "token", payload, bits, iteration)
                         if link.complete(message, schedule, deliver=False):
                             break
@@ -187,6 +202,121 @@ class RandomWalkProtocol:
                     raise sim.error(RuntimeError(f"no reachable neighbour in {decisions} walk "
                                                  "decisions (outages)"), node=current,
                                     iteration=iteration, what="random walk")
+
+    def _plain(self, net: Any, loop: Any, can_crash: bool) -> bool:
+        """Whether :meth:`_plain_walk` runs this walk: nothing moves, no node or link can
+        fail, no forget request, no progress bar."""
+        return (net.live is None and not can_crash and not self.interventions
+                and loop.bar is None
+                and all(link.outages is None for link in net.links.values()))
+
+    def _plain_walk(self, sim: Simulation, loop: Any, slots: Any, state: Any, current: Any,
+                    adjacency: dict[Any, frozenset[Any]], walk_rng: Any, codec_rng: Any
+                    ) -> Generator[simpy.Event, Any, Outcome]:
+        """:meth:`process`'s loop when no node or link can fail, nothing moves, no forget
+        request is pending and no progress bar is drawn (the common case): the same steps
+        in the same order, with the same draws, times and rows, the per-iteration
+        book-keeping inlined (the walk's cost over bare SimPy is mostly its Python calls),
+        and the clock moved in place while nothing else is scheduled."""
+        net = sim.network
+        assert net is not None
+        env, rec, learner, stop = sim.env, sim.recorder, self.learner, loop.stop
+        queue = env._queue  # empty: the walk is alone, and moves the clock in place
+        graph, links, codec, visits = net.graph, net.links, self.codec, self.visits
+        nodes, init_agent = net.nodes, slots.init
+        rng_of = slots.rng
+        local_update, merge, evaluate = learner.local_update, learner.merge, learner.evaluate
+        next_node, timeout, encode, decode = self.walk.next_node, env.timeout, wire.encode, \
+            wire.decode
+        record, eval_every = rec.record_iteration, loop.eval_every
+        max_iterations = stop.max_iterations
+        last_due = -1 if max_iterations is None else max_iterations
+        # the stopping rules a plain walk checks itself; any other goes through stop.reason
+        simple_stop = (stop.max_time_s is None and stop.max_bits is None and stop.until is None
+                       and not stop.forgotten)
+        stop_on_cover = stop.cover
+        n_agents = len(net.agents)
+        seen: set[Any] = set()
+        covered = loop.covered
+        iteration = 0
+        while True:
+            iteration += 1
+            rec.iteration = iteration
+            node = nodes[current]
+            try:
+                if not node.has_state:
+                    node.state = init_agent(current, rng_of(current))
+                    node.has_state = True
+                update = local_update(current, state, node.state, rng_of(current))
+                state = merge(state, (update,))
+            except Exception as exc:
+                raise sim.error(exc, node=current, iteration=iteration,
+                                what="learner.local_update") from exc
+            duration = node.compute_time(update.work)
+            visits.append(current)
+            if not covered:
+                seen.add(current)
+                covered = loop.covered = len(seen) == n_agents
+            node.state, node.has_state = update.agent_state, True
+            if update.event is not None:
+                if update.agent is None:
+                    update.agent = current
+                loop.merged(update)
+            if duration:
+                if queue or duration < 0:
+                    yield timeout(duration)
+                else:
+                    env._now += duration
+            if iteration % eval_every == 0 or iteration == last_due:
+                try:
+                    metrics = evaluate(state)
+                except Exception as exc:
+                    raise sim.error(exc, node=current, iteration=iteration,
+                                    what="evaluate") from exc
+            else:
+                metrics = NO_METRICS
+            record("iteration", current, metrics, env._now)
+            if simple_stop:
+                if max_iterations is not None and iteration >= max_iterations:
+                    loop.reason = "max_iterations"
+                elif stop_on_cover and covered:
+                    loop.reason = "cover"
+            else:
+                loop.reason = stop.reason(iteration=iteration, time_s=env.now,
+                                          cum_bits=rec.cum_bits, metrics=metrics,
+                                          covered=covered)
+            if loop.reason is not None:
+                return loop.outcome(state, slots)
+            nxt = next_node(current, walk_rng)
+            if nxt == current:
+                continue
+            hops = (nxt,) if nxt in adjacency[current] else \
+                nx.shortest_path(graph, current, nxt)[1:]
+            if codec is None and state.__class__ is ndarray:  # wire.encode's first case
+                payload, bits = state, 64 * state.size
+            else:
+                payload, bits = encode(codec, state, codec_rng)
+            sender = current
+            for hop in hops:
+                link = links[(sender, hop)]
+                for _ in range(MAX_TOKEN_RETRIES):
+                    schedule = link.schedule(bits)
+                    delay = schedule[1] - env.now
+                    if queue or delay < 0:
+                        yield timeout(delay)
+                    else:
+                        env._now += delay
+                    if link.settle(bits, schedule, "token"):
+                        break
+                    rec.record("token_dropped", node=sender, peer=hop)
+                else:
+                    raise sim.error(
+                        RuntimeError(f"token dropped {MAX_TOKEN_RETRIES} times in a row"),
+                        node=sender, iteration=iteration, what=f"link {sender} -> {hop}")
+                sender = hop
+            if payload is not state:  # (wire.decode gives back a raw array as it is)
+                state = decode(codec, payload, state)
+            current = nxt
 
     def _regenerate(self, sim: Simulation, holder: Any, previous: Any, outages: Any,
                     update: Any, iteration: int) -> Generator[simpy.Event, Any, Any]:

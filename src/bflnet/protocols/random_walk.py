@@ -76,7 +76,8 @@ class RandomWalkProtocol:
                           agent_streams=getattr(learner, "uses_agent_streams", True))
         loop, slots = setup.loop, setup.agents
         walk_rng = sim.streams.numpy("protocol.walk")
-        codec_rng = sim.streams.numpy("codec.token")
+        # without a codec nothing is drawn on the wire: the stream is not even made
+        codec_rng = sim.streams.numpy("codec.token") if self.codec is not None else None
         state = call(sim, learner.init, sim.streams.numpy("learner"), node=None, iteration=0,
                      what="learner.init")
         current = self.walk.first_node(walk_rng) if self.start is None else self.start
@@ -86,12 +87,17 @@ class RandomWalkProtocol:
                                                           node=current))
         live, graph = net.live, net.graph
         if live is None:
-            adjacency = {k: frozenset(graph.neighbors(k)) for k in graph.nodes}
+            adjacency = net.adjacency()
         else:  # the live graph's own map, changed in place as the nodes move
             if getattr(self.walk, "live", None) is not live:
                 raise ValueError("walk: a network with mobility needs a walk over its live "
                                  "graph, LiveMetropolisHastingsWalk(net.live)")
             adjacency, graph = live.adjacency, live.graph
+        crashes = {k: node.outages for k, node in net.nodes.items()}
+        can_crash = any(line is not None for line in crashes.values())
+        if self._plain(net, loop, can_crash):
+            return (yield from self._plain_walk(sim, loop, slots, state, current, adjacency,
+                                                walk_rng, codec_rng))
         compute = {k: node.compute_time for k, node in net.nodes.items()}
         links, codec, visits = net.links, self.codec, self.visits
         local_update, merge, evaluate = learner.local_update, learner.merge, learner.evaluate
@@ -103,14 +109,9 @@ class RandomWalkProtocol:
         queue = env._queue
         n_agents = len(net.agents)
         seen: set[Any] = set()
-        crashes = {k: node.outages for k, node in net.nodes.items()}
-        can_crash = any(line is not None for line in crashes.values())
         previous: Any = None  # the node that handed the token to the holder
         requests = bool(self.interventions)
         holders: set[Any] = set()  # agents of hold_token requests
-        if self._plain(net, loop, can_crash):
-            return (yield from self._plain_walk(sim, loop, slots, state, current, adjacency,
-                                                walk_rng, codec_rng))
         iteration = 0
         while True:
             if requests:

@@ -111,6 +111,8 @@ class Link:
         self.medium = medium if medium is not None else Medium()
         self.direction = direction
         self.outages = outages
+        #: The name of the link's random stream in the simulation's ``RngStreams``.
+        self.stream_name = f"link.{src}.{dst}"
         #: ``(tank, joules_per_bit)`` of a sender with a battery (``faults.energy``), or None.
         self.energy: tuple[Any, float] | None = None
 

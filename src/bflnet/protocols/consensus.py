@@ -119,7 +119,9 @@ class ConsensusProtocol:
         setup = start_consensus(sim, learner, self.stop, eval_every=self.eval_every,
                                 progress=self.progress, nodes=nodes)
         loop, slots = setup.loop, setup.agents
-        codec_rngs = {k: sim.streams.numpy(f"codec.{k}") for k in nodes}
+        # a codec that never draws gets no streams (making one costs, and changes nothing)
+        codec_rngs = ({k: sim.streams.numpy(f"codec.{k}") for k in nodes}
+                      if wire.draws(self.codec) else dict.fromkeys(nodes))
         rec.record("init", **loop.evaluate(0, lambda: learner.evaluate(slots.snapshot()),
                                            node=None))
         last: dict[Any, dict[Any, Any]] = {k: {} for k in nodes}

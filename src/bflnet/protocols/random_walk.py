@@ -76,8 +76,8 @@ class RandomWalkProtocol:
                           agent_streams=getattr(learner, "uses_agent_streams", True))
         loop, slots = setup.loop, setup.agents
         walk_rng = sim.streams.numpy("protocol.walk")
-        # without a codec nothing is drawn on the wire: the stream is not even made
-        codec_rng = sim.streams.numpy("codec.token") if self.codec is not None else None
+        # a codec that never draws gets no stream (making one costs, and changes nothing)
+        codec_rng = sim.streams.numpy("codec.token") if wire.draws(self.codec) else None
         state = call(sim, learner.init, sim.streams.numpy("learner"), node=None, iteration=0,
                      what="learner.init")
         current = self.walk.first_node(walk_rng) if self.start is None else self.start

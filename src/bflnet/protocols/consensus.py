@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Generator
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -240,9 +241,8 @@ def _checked_rows(weights: Any, nodes: list[Any], neighbours: dict[Any, list[Any
     return rows
 
 
-def _delivery_order(item: tuple[Any, ...]) -> tuple[float, float, int]:
-    """Deliveries by end time, then start time, then the order they were handed over."""
-    return item[0], item[1], item[2]
+#: Deliveries by end time, then start time, then the order they were handed over.
+_delivery_order = itemgetter(0, 1, 2)
 
 
 class _PerReceiver(dict):

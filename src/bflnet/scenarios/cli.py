@@ -16,13 +16,17 @@ def main(argv: list[str] | None = None) -> int:
     :func:`bflnet.scenarios.cli_app.main`)."""
     args = sys.argv[1:] if argv is None else list(argv)
     if args == ["list"]:
+        from bflnet.scenarios.interrupt import Interrupted, catch_signals
         from bflnet.scenarios.registry import scenario_lines
 
-        text = "\n".join(scenario_lines()) + "\n"
-        try:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        except OSError as exc:  # a closed pipe, a full disk: one line, as the app does
+        try:  # the errors and signals as the application reports them
+            with catch_signals():
+                sys.stdout.write("\n".join(scenario_lines()) + "\n")
+                sys.stdout.flush()
+        except Interrupted as exc:
+            print(f"bflnet: {exc}", file=sys.stderr)
+            return exc.exit_code
+        except OSError as exc:  # a closed pipe, a full disk
             print(f"bflnet: error: {' '.join(str(exc).split())}", file=sys.stderr)
             return 2
         return 0

@@ -22,6 +22,9 @@ from bflnet.simulator.simulation import Outcome, Simulation
 
 #: Consecutive drops of the token on one hop after which the run is ended as broken.
 MAX_TOKEN_RETRIES = 1000
+#: Stands for the event queue of a clock that does not show it (never empty: the walk
+#: then always yields its timeouts to SimPy).
+_NEVER_ALONE = (None,)
 
 
 class RandomWalkProtocol:
@@ -106,7 +109,7 @@ class RandomWalkProtocol:
         # SimPy's event queue: while it is empty the walk is the only thing scheduled, and
         # a timeout would only set the clock to now + delay, which the walk does in place
         # (the same float, the same record; the costliest part of a hop saved)
-        queue = env._queue
+        queue = getattr(env, "_queue", _NEVER_ALONE)
         n_agents = len(net.agents)
         seen: set[Any] = set()
         previous: Any = None  # the node that handed the token to the holder
@@ -222,7 +225,7 @@ class RandomWalkProtocol:
         net = sim.network
         assert net is not None
         env, rec, learner, stop = sim.env, sim.recorder, self.learner, loop.stop
-        queue = env._queue  # empty: the walk is alone, and moves the clock in place
+        queue = getattr(env, "_queue", _NEVER_ALONE)  # empty: the walk is alone
         graph, links, codec, visits = net.graph, net.links, self.codec, self.visits
         nodes, init_agent = net.nodes, slots.init
         rng_of = slots.rng

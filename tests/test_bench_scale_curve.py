@@ -32,7 +32,6 @@ def test_walk_counts_are_the_records_hops_and_moves(sc):
     for run in (curve.short, curve.long):
         assert 0 < run.moved < run.iterations
         assert run.messages == run.moved
-    assert curve.per_unit_s > 0
 
 
 def test_gossip_counts_are_the_records_rounds_and_messages(sc):
@@ -43,7 +42,6 @@ def test_gossip_counts_are_the_records_rounds_and_messages(sc):
     assert (curve.short.iterations, curve.long.iterations) == rounds
     assert curve.units == (4 * K * rounds[0], 4 * K * rounds[1])
     assert (curve.short.messages, curve.long.messages) == curve.units
-    assert curve.per_unit_s > 0
 
 
 def test_random_geometric_graph_is_connected_with_the_mean_degree(sc):

@@ -116,7 +116,7 @@ class FedAvg(GlobalStateLearner):
         opt = self._optimizer(param)
         m = self.sampler.size(agent)
         gen = torch_generator(rng, torch.device("cpu"))
-        first_bad = torch.full((), -1, dtype=torch.long)
+        first_bad = torch.full((), -1, dtype=torch.long, device=self.device)
         keep = self._keep_mask(w)
         with torch.enable_grad():
             for step in range(self.local_steps):

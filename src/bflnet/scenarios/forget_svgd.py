@@ -253,7 +253,7 @@ def _features(model: Any, w: torch.Tensor, x: np.ndarray) -> np.ndarray:
     import torch  # lazily, so that `bflnet list` stays fast
 
     with torch.no_grad():
-        return model.features(w, torch.as_tensor(x)).squeeze(0).numpy()
+        return model.features(w, torch.as_tensor(x, device=w.device)).squeeze(0).cpu().numpy()
 
 
 def _label_groups(frame: pd.DataFrame, forget: list[int]) -> pd.DataFrame:
@@ -346,7 +346,7 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
     feats = VisionData({k: (_features(net, w, xk), yk) for k, (xk, yk) in raw.agents.items()},
                        (_features(net, w, raw.eval[0]), raw.eval[1]))
     setup.close()
-    head = LogisticRegression(config.hidden, N_CLASSES)
+    head = LogisticRegression(config.hidden, N_CLASSES, device=net.device)
 
     def learner(agents: list[int], start: torch.Tensor | None = None,
                 check: Sequence[int] = ()) -> DSVGD:
@@ -363,7 +363,7 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
         trained = head.pack({"W": params["W2"], "b": params["b2"]})
         gen = torch_generator(streams.numpy("head-init"), torch.device("cpu"))
         start = trained + config.head_init_std * torch.randn(
-            config.particles, head.d, generator=gen, dtype=trained.dtype)
+            config.particles, head.d, generator=gen, dtype=trained.dtype).to(trained.device)
     full = learner(order, start, check=forgetting)
     request = config.learn_iterations
     stop = config.forget_stop_accuracy

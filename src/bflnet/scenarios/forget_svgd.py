@@ -16,8 +16,8 @@ unlearning could take their accuracy to zero.)
 
 1. *Pre-training* (not simulated: no network, no rows): FedAvg of the 784-100-10 MLP
    over all agents, ``pretrain_rounds`` rounds with every agent doing
-   ``pretrain_local_steps`` SGD steps (lr ``pretrain_lr``; the agents of a round run as
-   one stack of models, FedAvg's batched agents). The hidden layer is then
+   ``pretrain_local_steps`` SGD steps (lr ``pretrain_lr``; one agent after the other, the
+   path of the documented results). The hidden layer is then
    frozen; every example becomes its 100 ReLU features.
 2.-3. **One timeline per (``rate_multiple``, ``sharing_fraction``)**: learning, the forget
    request and unlearning are one simulation, so ``time_s`` and the bits run on through
@@ -336,10 +336,8 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
     w = pre.init(streams.numpy("pretrain"))
     pre_rngs = {k: streams.numpy(f"pretrain.agent.{k}") for k in range(K)}
     setup.set_postfix_str("FedAvg pre-training")
-    agents = list(range(K))
-    for _ in range(config.pretrain_rounds):  # the K agents as one stack (batch_agents)
-        w = pre.merge(w, pre.local_update_batch(agents, w, [None] * K,
-                                                [pre_rngs[k] for k in agents]))
+    for _ in range(config.pretrain_rounds):
+        w = pre.merge(w, [pre.local_update(k, w, None, pre_rngs[k]) for k in range(K)])
         setup.update()
     setup.set_postfix_str("features")
     pretrain_accuracy = predictive_metrics(net, w, *raw.eval)["accuracy"]

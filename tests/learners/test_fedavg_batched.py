@@ -124,20 +124,6 @@ def test_batched_fedavg_under_the_server_matches_the_sequential_run():
     torch.testing.assert_close(batched.state, plain.state, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("decay", [1.0, 0.99])
-def test_fused_sgd_step_is_the_gradient_step(decay):
-    """BayesianMLP.sgd_step_ (weights accumulated in place) against log_likelihood_grad and
-    the update, per particle and with a per-particle minibatch."""
-    gen = torch.Generator().manual_seed(0)
-    model = BayesianMLP(12, 8, 3)
-    theta = model.init_particles(4, gen)
-    x = torch.randn(4, 10, 12, generator=gen)
-    y = torch.randint(3, (4, 10), generator=gen)
-    expected = decay * theta + 0.05 * model.log_likelihood_grad(theta, x, y)
-    got = model.sgd_step_(theta.clone(), x, y, 0.05, decay)
-    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
-
-
 def test_batched_agents_is_the_default_except_for_the_group_baselines():
     from bflnet.learners.hyper import FedAvgParams, GroupFedAvgParams
 

@@ -18,11 +18,11 @@ same round a protocol calls :meth:`FedAvg.local_update_batch`, which runs their 
 updates as one ``(K, d)`` stack of models: per step one batched forward and backward (the
 model's hand-written ``log_likelihood_grad``; a model without one runs the agents one by
 one), and one optimiser step over the stack (SGD, momentum and Adam act element by
-element, so each row follows its own agent's update); plain SGD on a model with
-``sgd_step_`` accumulates the step straight into the weights. Each agent draws its
-minibatches from its own stream as :meth:`FedAvg.local_update` does (the same draws); the
-results equal the sequential ones up to float rounding (other GEMM kernels and order of
-operations). ``batch_agents=False`` keeps the one-by-one autograd path.
+element, so each row follows its own agent's update; plain SGD is one fused pass). Each
+agent draws its minibatches from its own stream as :meth:`FedAvg.local_update` does (the
+same draws); the results equal the sequential ones up to float rounding (other GEMM
+kernels and order of operations). ``batch_agents=False`` keeps the one-by-one autograd
+path.
 """
 
 from __future__ import annotations
@@ -194,27 +194,21 @@ class FedAvg(GlobalStateLearner):
         plain_sgd = self.optimizer == "sgd" and not self.momentum
         opt = None if plain_sgd else self._optimizer(param)
         grad_fn = self.model.log_likelihood_grad
-        fused = getattr(self.model, "sgd_step_", None) if opt is None else None
-        decay = 1.0 - self.lr * self.weight_decay
         xs = [self.data[a][0] for a in agents]
         ys = [self.data[a][1] for a in agents]
         x = torch.empty((k, m, *xs[0].shape[1:]), dtype=xs[0].dtype, device=self.device)
         y = torch.empty((k, m), dtype=ys[0].dtype, device=self.device)
-        grad = None if callable(fused) else torch.empty_like(param)
+        grad = torch.empty_like(param)
         for _ in range(self.local_steps):
             for row, (agent, gen) in enumerate(zip(agents, gens, strict=True)):
                 idx = self.sampler.indices(agent, gen)
                 torch.index_select(xs[row], 0, idx, out=x[row])
                 torch.index_select(ys[row], 0, idx, out=y[row])
-            if callable(fused):  # w ← (1 − lr·wd) w + (lr/m) ∇ Σ log p, in place
-                fused(param.detach(), x, y, self.lr / m, decay)
-                continue
-            assert grad is not None
             with torch.no_grad():
                 grad_fn(param.detach(), x, y, out=grad)  # ∇ Σ_batch log p
                 if opt is None:  # w ← (1 − lr·wd) w + (lr/m) ∇ Σ log p, one pass
                     if self.weight_decay:
-                        param.mul_(decay)
+                        param.mul_(1.0 - self.lr * self.weight_decay)
                     param.add_(grad, alpha=self.lr / m)
                     continue
                 grad.mul_(-1.0 / m)

@@ -391,31 +391,6 @@ class BayesianMLP(_Classifier):
         torch.bmm(xs.transpose(1, 2), dh, out=grad["W1"])
         torch.sum(dh, dim=1, out=grad["b1"])
 
-    def sgd_step_(self, theta: Tensor, x: Tensor, y: Tensor, alpha: float,
-                  decay: float = 1.0) -> Tensor:
-        """One SGD step of every particle in place, ``θ ← decay·θ + alpha·∇ Σ_b log p(y_b |
-        x_b, θ)``, and ``theta`` returned: the backpropagation of :meth:`_analytic_grad`
-        with each weight gradient accumulated straight into its block (``baddbmm`` with
-        ``beta = decay``), no ``(N, d)`` gradient written (FedAvg's batched agents). Equal
-        to ``log_likelihood_grad`` then the update up to float rounding; a subclass that
-        redefines the forward maths gets exactly that."""
-        if not self._inherits_maths():
-            grad = self.log_likelihood_grad(theta, x, y)
-            with torch.no_grad():
-                return theta.mul_(decay).add_(grad, alpha=alpha)
-        x = self._check_x(theta, x).detach()
-        with torch.no_grad():
-            p = self.unpack(theta.detach())
-            xs = x.expand(theta.shape[0], -1, -1) if x.ndim == 2 else x
-            h = torch.baddbmm(p["b1"].unsqueeze(1), xs, p["W1"]).relu_()
-            dlogits = self._output_grad(torch.baddbmm(p["b2"].unsqueeze(1), h, p["W2"]), y)
-            dh = torch.bmm(dlogits, p["W2"].transpose(1, 2)).mul_(h > 0)
-            p["W2"].baddbmm_(h.transpose(1, 2), dlogits, beta=decay, alpha=alpha)
-            p["b2"].mul_(decay).add_(dlogits.sum(dim=1), alpha=alpha)
-            p["W1"].baddbmm_(xs.transpose(1, 2), dh, beta=decay, alpha=alpha)
-            p["b1"].mul_(decay).add_(dh.sum(dim=1), alpha=alpha)
-        return theta
-
     def activation_width(self) -> int:
         """The widest layer's activations per example and particle."""
         return max(self.n_hidden, self.n_classes)

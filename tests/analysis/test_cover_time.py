@@ -229,3 +229,21 @@ def test_bad_input_gives_a_one_line_error(call, message):
 
 def test_docstring_examples_run():
     assert doctest.testmod(cover_time).failed == 0
+
+
+def test_irreducibility_check_agrees_with_scipys_strong_components():
+    """The breadth-first check (no scipy import on the common path) against
+    ``scipy.sparse.csgraph.connected_components`` on random directed graphs."""
+    from scipy.sparse.csgraph import connected_components
+
+    from bflnet.analysis.cover_time import _irreducible
+
+    rng = np.random.default_rng(11)
+    verdicts = set()
+    for trial in range(400):
+        n = int(rng.integers(1, 9))
+        A = rng.random((n, n)) < rng.uniform(0.05, 0.6)
+        n_comp, _ = connected_components(A, directed=True, connection="strong")
+        assert _irreducible(A) == (n_comp == 1), (trial, A)
+        verdicts.add(n_comp == 1)
+    assert verdicts == {True, False}

@@ -47,6 +47,7 @@ def fake_source(tmp_path, monkeypatch):
             archive.writestr(f.member, contents[f.name])
         archive.writestr("pkg/__init__.py", "raise ImportError('must not be imported')\n")
     downloads: list[Path] = []
+    monkeypatch.delenv("CI", raising=False)  # these tests check the non-CI warnings
 
     def fake_download(src, directory):
         downloads.append(directory)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from bflnet.protocols import mixing
 from bflnet.protocols.mixing import (
     MIXING_NAMES,
     check_mixing,
@@ -144,6 +145,55 @@ def test_sparse_eigensolver_path_matches_dense():
     dense_gap = spectral_gap(W.toarray())
     assert 0 < dense_gap < 1
     assert spectral_gap(W, dense_max=100) == pytest.approx(dense_gap, rel=1e-6)
+
+
+@pytest.mark.parametrize("builder", BUILDERS)
+@pytest.mark.parametrize("graph", [*GRAPHS, pytest.param(grid(6, 7, periodic=True), id="torus6x7"),
+                                   pytest.param(complete(5), id="complete5")])
+def test_lanczos_gap_equals_the_dense_gap_on_small_graphs(graph, builder):
+    """The Lanczos path (forced with ``dense_max=0``), from a dense or a sparse matrix,
+    gives the dense eigendecomposition's gap."""
+    dense = builder(graph)
+    expected = spectral_gap(dense)
+    assert spectral_gap(dense, dense_max=0) == pytest.approx(expected, abs=1e-9)
+    assert spectral_gap(builder(graph, sparse=True), dense_max=0) == pytest.approx(
+        expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("builder", BUILDERS)
+@pytest.mark.parametrize("graph", [*GRAPHS, pytest.param(complete(6), id="complete6"),
+                                   pytest.param(nx.path_graph(30), id="path30")])
+def test_shift_and_invert_gap_equals_the_dense_gap(graph, builder, monkeypatch):
+    """With no restart allowed, plain Lanczos gives up and shift-and-invert next to 1 (and
+    next to -1 where the diagonal allows |λ_K| > λ_2: the star, the complete graph) takes
+    over; it gives the dense gap."""
+    monkeypatch.setattr(mixing, "_PLAIN_MAXITER", 1)
+    W = builder(graph, sparse=True)
+    assert spectral_gap(W, dense_max=0) == pytest.approx(spectral_gap(W.toarray()), abs=1e-9)
+
+
+def test_long_ring_above_the_dense_limit_has_the_closed_form_gap():
+    """Ring of 4096 (λ_2 clusters too close to 1 for plain Lanczos): (2 - 2 cos(2 pi / K)) / 3."""
+    W = metropolis_hastings_weights(ring(4096), sparse=True)
+    assert spectral_gap(W) == pytest.approx((2 - 2 * math.cos(2 * math.pi / 4096)) / 3,
+                                            abs=1e-13)
+
+
+def test_large_spectral_gap_needs_a_stochastic_matrix():
+    W = sp.identity(2500, format="csr") * 0.5
+    with pytest.raises(ValueError, match=r"^W: the spectral gap of a matrix above 2000 nodes "
+                                         r"needs rows summing to 1"):
+        spectral_gap(W)
+
+
+def test_lanczos_gap_is_the_same_on_every_call_and_matches_the_large_torus_closed_form():
+    """64 x 64 torus (K = 4096, above the dense limit): W = (I + A) / 5, so the gap is
+    (2 - 2 cos(2 pi / 64)) / 5; ARPACK starts from a fixed vector, so repeated calls agree
+    to the last bit (a random start changes the last digits)."""
+    W = metropolis_hastings_weights(grid(64, 64, periodic=True), sparse=True)
+    gaps = {spectral_gap(W) for _ in range(3)}
+    assert len(gaps) == 1
+    assert gaps.pop() == pytest.approx((2 - 2 * math.cos(2 * math.pi / 64)) / 5, abs=1e-12)
 
 
 # ------------------------------------------------------------------ consensus

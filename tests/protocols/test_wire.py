@@ -81,3 +81,19 @@ def test_a_tuple_payload_and_one_codec_per_part():
 def test_codec_structure_mismatches_are_one_line_errors(codec, payload, message):
     with pytest.raises(ValueError, match=f"^{message}"):
         wire.encode(codec, payload, np.random.default_rng(0))
+
+
+def test_which_codecs_draw():
+    """A protocol makes no random stream for a codec that never draws."""
+    from bflnet.protocols.codecs import ComposedCodec, RawCodec, StochasticQuantizer, TopKCodec
+    from bflnet.protocols.wire import draws
+
+    quantiser = StochasticQuantizer(n_bits=4)
+    assert not draws(None) and not draws(RawCodec(32)) and not draws(TopKCodec(k=1))
+    assert draws(quantiser) and draws(ComposedCodec(TopKCodec(k=1), quantiser))
+    assert draws((None, quantiser)) and not draws({"a": RawCodec(64), "b": None})
+    for codec in (RawCodec(32), TopKCodec(k=2)):  # and indeed they do not
+        rng = np.random.default_rng(0)
+        before = rng.bit_generator.state
+        codec.encode(np.arange(6.0), rng)
+        assert rng.bit_generator.state == before

@@ -33,3 +33,11 @@ def test_every_channel_runs_end_to_end():
                              {"channel": channel, "K": 6, "rounds": 30, **extra}, seed=0)
         assert len(frame) == 31
         assert frame.max_deviation.iloc[-1] < frame.max_deviation.iloc[0]
+
+
+def test_spectral_gap_of_a_torus_above_the_dense_limit_is_the_closed_form():
+    """K = 2116 = 46 x 46 (sparse weights, Lanczos gap): (2 - 2 cos(2 pi / 46)) / 5."""
+    frame = run_scenario("consensus-averaging", {"graph": "torus", "K": 2116, "rounds": 1},
+                         seed=0)
+    expected = (2 - 2 * np.cos(2 * np.pi / 46)) / 5
+    assert abs(frame.spectral_gap.iloc[0] - expected) < 1e-12

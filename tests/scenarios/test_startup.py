@@ -36,3 +36,25 @@ def test_every_module_that_registers_a_scenario_is_listed():
     registering = {p.stem for p in folder.glob("*.py") if "\n@register(" in p.read_text()}
     assert registering == set(SCENARIO_MODULES)
     assert len(scenario_names()) >= len(SCENARIO_MODULES)
+
+
+def test_list_does_not_even_load_the_command_line_parser():
+    """``bflnet list`` as typed is answered without Typer (and pydantic)."""
+    code = ("import sys, contextlib, io\n"
+            "from bflnet.scenarios.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()): assert main(['list']) == 0\n"
+            "print(','.join(m for m in ('typer', 'pydantic', 'click') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True)
+    assert out.stdout.strip() == ""
+
+
+def test_the_fast_list_prints_what_the_typer_command_prints(capsys):
+    from bflnet.scenarios import cli, cli_app
+
+    assert cli.main(["list"]) == 0
+    fast = capsys.readouterr().out
+    assert cli_app.main(["list"]) == 0
+    assert capsys.readouterr().out == fast
+    assert "gfvl-beta-bernoulli (default): " in fast
+    assert len(fast.splitlines()) == len(scenario_names())

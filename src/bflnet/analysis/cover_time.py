@@ -38,7 +38,6 @@ import numbers
 from typing import Any, NamedTuple
 
 import numpy as np
-from scipy.sparse.csgraph import connected_components
 
 from bflnet.checks import check_int
 
@@ -65,6 +64,24 @@ __all__ = [
 
 
 
+def _reaches_all(A: np.ndarray) -> bool:
+    """Whether node 0 reaches every node along the edges ``A[v, w]`` (breadth first)."""
+    seen = np.zeros(A.shape[0], dtype=bool)
+    seen[0] = True
+    frontier = np.array([0])
+    while frontier.size:
+        new = A[frontier].any(axis=0) & ~seen
+        seen |= new
+        frontier = np.flatnonzero(new)
+    return bool(seen.all())
+
+
+def _irreducible(A: np.ndarray) -> bool:
+    """Whether the directed graph ``A`` is strongly connected: node 0 reaches every node
+    and every node reaches node 0."""
+    return _reaches_all(A) and _reaches_all(A.T)
+
+
 def _check_matrix(P: Any) -> np.ndarray:
     """``P`` as a float64 array; a one-line error unless square, row-stochastic and
     irreducible (every node reaches every other, which every formula here needs)."""
@@ -80,8 +97,10 @@ def _check_matrix(P: Any) -> np.ndarray:
     if not np.allclose(sums, 1.0, rtol=0.0, atol=1e-9):
         bad = int(np.argmax(np.abs(sums - 1.0)))
         raise ValueError(f"P: rows must sum to 1, row {bad} sums to {sums[bad]!r}")
-    n_comp, _ = connected_components(P > 0, directed=True, connection="strong")
-    if n_comp != 1:
+    if not _irreducible(P > 0):
+        from scipy.sparse.csgraph import connected_components  # (a second to import)
+
+        n_comp, _ = connected_components(P > 0, directed=True, connection="strong")
         raise ValueError(
             f"P: chain is not irreducible ({n_comp} communicating classes); "
             "the walk's graph must be connected")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -28,6 +28,10 @@ class Codec(ABC):
     >>> enc.bits
     320
     """
+
+    #: Whether :meth:`encode` may draw from its ``rng`` (a protocol makes no stream for
+    #: a codec that never does); assumed unless a codec says otherwise.
+    draws: ClassVar[bool] = True
 
     @abstractmethod
     def encode(self, x: np.ndarray, rng: np.random.Generator) -> Encoded:

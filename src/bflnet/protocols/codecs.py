@@ -21,7 +21,7 @@ import math
 import numbers
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -290,6 +290,7 @@ class RawCodec(Codec):
     """
 
     bits_per_value: int = 32
+    draws: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         if not _is_int(self.bits_per_value) or self.bits_per_value not in (32, 64):
@@ -331,6 +332,7 @@ class TopKCodec(Codec):
     ratio: float | None = None
     groups: int = 1
     value_bits: int = 32
+    draws: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         if (self.k is None) == (self.ratio is None):

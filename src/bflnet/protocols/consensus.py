@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Generator
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -119,7 +120,9 @@ class ConsensusProtocol:
         setup = start_consensus(sim, learner, self.stop, eval_every=self.eval_every,
                                 progress=self.progress, nodes=nodes)
         loop, slots = setup.loop, setup.agents
-        codec_rngs = {k: sim.streams.numpy(f"codec.{k}") for k in nodes}
+        # a codec that never draws gets no streams (making one costs, and changes nothing)
+        codec_rngs = ({k: sim.streams.numpy(f"codec.{k}") for k in nodes}
+                      if wire.draws(self.codec) else dict.fromkeys(nodes))
         rec.record("init", **loop.evaluate(0, lambda: learner.evaluate(slots.snapshot()),
                                            node=None))
         last: dict[Any, dict[Any, Any]] = {k: {} for k in nodes}
@@ -238,9 +241,8 @@ def _checked_rows(weights: Any, nodes: list[Any], neighbours: dict[Any, list[Any
     return rows
 
 
-def _delivery_order(item: tuple[Any, ...]) -> tuple[float, float, int]:
-    """Deliveries by end time, then start time, then the order they were handed over."""
-    return item[0], item[1], item[2]
+#: Deliveries by end time, then start time, then the order they were handed over.
+_delivery_order = itemgetter(0, 1, 2)
 
 
 class _PerReceiver(dict):

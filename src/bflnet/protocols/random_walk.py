@@ -7,6 +7,7 @@ from typing import Any
 
 import networkx as nx
 import simpy
+from numpy import ndarray
 
 from bflnet.checks import check_real
 from bflnet.learners.base import GlobalStateLearner
@@ -21,6 +22,9 @@ from bflnet.simulator.simulation import Outcome, Simulation
 
 #: Consecutive drops of the token on one hop after which the run is ended as broken.
 MAX_TOKEN_RETRIES = 1000
+#: Stands for the event queue of a clock that does not show it (never empty: the walk
+#: then always yields its timeouts to SimPy).
+_NEVER_ALONE = (None,)
 
 
 class RandomWalkProtocol:
@@ -75,7 +79,8 @@ class RandomWalkProtocol:
                           agent_streams=getattr(learner, "uses_agent_streams", True))
         loop, slots = setup.loop, setup.agents
         walk_rng = sim.streams.numpy("protocol.walk")
-        codec_rng = sim.streams.numpy("codec.token")
+        # a codec that never draws gets no stream (making one costs, and changes nothing)
+        codec_rng = sim.streams.numpy("codec.token") if wire.draws(self.codec) else None
         state = call(sim, learner.init, sim.streams.numpy("learner"), node=None, iteration=0,
                      what="learner.init")
         current = self.walk.first_node(walk_rng) if self.start is None else self.start
@@ -85,21 +90,28 @@ class RandomWalkProtocol:
                                                           node=current))
         live, graph = net.live, net.graph
         if live is None:
-            adjacency = {k: frozenset(graph.neighbors(k)) for k in graph.nodes}
+            adjacency = net.adjacency()
         else:  # the live graph's own map, changed in place as the nodes move
             if getattr(self.walk, "live", None) is not live:
                 raise ValueError("walk: a network with mobility needs a walk over its live "
                                  "graph, LiveMetropolisHastingsWalk(net.live)")
             adjacency, graph = live.adjacency, live.graph
+        crashes = {k: node.outages for k, node in net.nodes.items()}
+        can_crash = any(line is not None for line in crashes.values())
+        if self._plain(net, loop, can_crash):
+            return (yield from self._plain_walk(sim, loop, slots, state, current, adjacency,
+                                                walk_rng, codec_rng))
         compute = {k: node.compute_time for k, node in net.nodes.items()}
         links, codec, visits = net.links, self.codec, self.visits
         local_update, merge, evaluate = learner.local_update, learner.merge, learner.evaluate
         agent_state, agent_rng, commit = slots.state, slots.rng, slots.commit
         next_node, timeout = self.walk.next_node, env.timeout
+        # SimPy's event queue: while it is empty the walk is the only thing scheduled, and
+        # a timeout would only set the clock to now + delay, which the walk does in place
+        # (the same float, the same record; the costliest part of a hop saved)
+        queue = getattr(env, "_queue", _NEVER_ALONE)
         n_agents = len(net.agents)
         seen: set[Any] = set()
-        crashes = {k: node.outages for k, node in net.nodes.items()}
-        can_crash = any(line is not None for line in crashes.values())
         previous: Any = None  # the node that handed the token to the holder
         requests = bool(self.interventions)
         holders: set[Any] = set()  # agents of hold_token requests
@@ -142,7 +154,10 @@ class RandomWalkProtocol:
                         update.agent = current
                     loop.merged(update)
                 if duration:
-                    yield timeout(duration)
+                    if queue or duration < 0:
+                        yield timeout(duration)
+                    else:  # nothing else is scheduled: the timeout would only move the clock
+                        env._now += duration
             if not regenerated:
                 metrics = (loop.evaluate(iteration, lambda s=state: evaluate(s), node=current)
                            if loop.due(iteration) else NO_METRICS)
@@ -163,7 +178,11 @@ class RandomWalkProtocol:
                     link = links[(sender, hop)]
                     for _ in range(MAX_TOKEN_RETRIES):
                         schedule = link.schedule(bits)
-                        yield timeout(schedule[1] - env.now)
+                        delay = schedule[1] - env.now
+                        if queue or delay < 0:
+                            yield timeout(delay)
+                        else:
+                            env._now += delay
                         message = Message(sender, hop, "token", payload, bits, iteration)
                         if link.complete(message, schedule, deliver=False):
                             break
@@ -187,6 +206,121 @@ class RandomWalkProtocol:
                     raise sim.error(RuntimeError(f"no reachable neighbour in {decisions} walk "
                                                  "decisions (outages)"), node=current,
                                     iteration=iteration, what="random walk")
+
+    def _plain(self, net: Any, loop: Any, can_crash: bool) -> bool:
+        """Whether :meth:`_plain_walk` runs this walk: nothing moves, no node or link can
+        fail, no forget request, no progress bar."""
+        return (net.live is None and not can_crash and not self.interventions
+                and loop.bar is None
+                and all(link.outages is None for link in net.links.values()))
+
+    def _plain_walk(self, sim: Simulation, loop: Any, slots: Any, state: Any, current: Any,
+                    adjacency: dict[Any, frozenset[Any]], walk_rng: Any, codec_rng: Any
+                    ) -> Generator[simpy.Event, Any, Outcome]:
+        """:meth:`process`'s loop when no node or link can fail, nothing moves, no forget
+        request is pending and no progress bar is drawn (the common case): the same steps
+        in the same order, with the same draws, times and rows, the per-iteration
+        book-keeping inlined (the walk's cost over bare SimPy is mostly its Python calls),
+        and the clock moved in place while nothing else is scheduled."""
+        net = sim.network
+        assert net is not None
+        env, rec, learner, stop = sim.env, sim.recorder, self.learner, loop.stop
+        queue = getattr(env, "_queue", _NEVER_ALONE)  # empty: the walk is alone
+        graph, links, codec, visits = net.graph, net.links, self.codec, self.visits
+        nodes, init_agent = net.nodes, slots.init
+        rng_of = slots.rng
+        local_update, merge, evaluate = learner.local_update, learner.merge, learner.evaluate
+        next_node, timeout, encode, decode = self.walk.next_node, env.timeout, wire.encode, \
+            wire.decode
+        record, eval_every = rec.record_iteration, loop.eval_every
+        max_iterations = stop.max_iterations
+        last_due = -1 if max_iterations is None else max_iterations
+        # the stopping rules a plain walk checks itself; any other goes through stop.reason
+        simple_stop = (stop.max_time_s is None and stop.max_bits is None and stop.until is None
+                       and not stop.forgotten)
+        stop_on_cover = stop.cover
+        n_agents = len(net.agents)
+        seen: set[Any] = set()
+        covered = loop.covered
+        iteration = 0
+        while True:
+            iteration += 1
+            rec.iteration = iteration
+            node = nodes[current]
+            try:
+                if not node.has_state:
+                    node.state = init_agent(current, rng_of(current))
+                    node.has_state = True
+                update = local_update(current, state, node.state, rng_of(current))
+                state = merge(state, (update,))
+            except Exception as exc:
+                raise sim.error(exc, node=current, iteration=iteration,
+                                what="learner.local_update") from exc
+            duration = node.compute_time(update.work)
+            visits.append(current)
+            if not covered:
+                seen.add(current)
+                covered = loop.covered = len(seen) == n_agents
+            node.state, node.has_state = update.agent_state, True
+            if update.event is not None:
+                if update.agent is None:
+                    update.agent = current
+                loop.merged(update)
+            if duration:
+                if queue or duration < 0:
+                    yield timeout(duration)
+                else:
+                    env._now += duration
+            if iteration % eval_every == 0 or iteration == last_due:
+                try:
+                    metrics = evaluate(state)
+                except Exception as exc:
+                    raise sim.error(exc, node=current, iteration=iteration,
+                                    what="evaluate") from exc
+            else:
+                metrics = NO_METRICS
+            record("iteration", current, metrics, env._now)
+            if simple_stop:
+                if max_iterations is not None and iteration >= max_iterations:
+                    loop.reason = "max_iterations"
+                elif stop_on_cover and covered:
+                    loop.reason = "cover"
+            else:
+                loop.reason = stop.reason(iteration=iteration, time_s=env.now,
+                                          cum_bits=rec.cum_bits, metrics=metrics,
+                                          covered=covered)
+            if loop.reason is not None:
+                return loop.outcome(state, slots)
+            nxt = next_node(current, walk_rng)
+            if nxt == current:
+                continue
+            hops = (nxt,) if nxt in adjacency[current] else \
+                nx.shortest_path(graph, current, nxt)[1:]
+            if codec is None and state.__class__ is ndarray:  # wire.encode's first case
+                payload, bits = state, 64 * state.size
+            else:
+                payload, bits = encode(codec, state, codec_rng)
+            sender = current
+            for hop in hops:
+                link = links[(sender, hop)]
+                for _ in range(MAX_TOKEN_RETRIES):
+                    schedule = link.schedule(bits)
+                    delay = schedule[1] - env.now
+                    if queue or delay < 0:
+                        yield timeout(delay)
+                    else:
+                        env._now += delay
+                    if link.settle(bits, schedule, "token"):
+                        break
+                    rec.record("token_dropped", node=sender, peer=hop)
+                else:
+                    raise sim.error(
+                        RuntimeError(f"token dropped {MAX_TOKEN_RETRIES} times in a row"),
+                        node=sender, iteration=iteration, what=f"link {sender} -> {hop}")
+                sender = hop
+            if payload is not state:  # (wire.decode gives back a raw array as it is)
+                state = decode(codec, payload, state)
+            current = nxt
 
     def _regenerate(self, sim: Simulation, holder: Any, previous: Any, outages: Any,
                     update: Any, iteration: int) -> Generator[simpy.Event, Any, Any]:

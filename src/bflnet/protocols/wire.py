@@ -37,6 +37,17 @@ def payload_bits_float64(x: Any) -> int:
     return 64 * int(size)
 
 
+def draws(codec: CodecSpec) -> bool:
+    """Whether encoding with ``codec`` may draw random numbers (no codec never does)."""
+    if codec is None:
+        return False
+    if isinstance(codec, Mapping):
+        return any(draws(c) for c in codec.values())
+    if isinstance(codec, tuple):
+        return any(draws(c) for c in codec)
+    return bool(getattr(codec, "draws", True))
+
+
 def _part_codec(codec: CodecSpec, key: Any, structure: str) -> CodecSpec:
     """The codec of part ``key`` of a structured payload."""
     if isinstance(codec, Mapping):

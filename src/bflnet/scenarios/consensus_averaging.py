@@ -66,7 +66,7 @@ def run(config: ConsensusAveragingConfig, *, seed: int = 0,
         progress: bool = False) -> pd.DataFrame:
     from bflnet.learners.averaging import ConsensusAveraging
     from bflnet.protocols.codecs import make_codec
-    from bflnet.protocols.consensus import ConsensusProtocol
+    from bflnet.protocols.consensus import DENSE_MAX, ConsensusProtocol
     from bflnet.protocols.mixing import make_mixing, spectral_gap
     from bflnet.protocols.topologies import require_connected
     from bflnet.simulator.simulation import Simulation
@@ -74,7 +74,9 @@ def run(config: ConsensusAveragingConfig, *, seed: int = 0,
     graph = config.build_graph(sim.streams.numpy("graph"))
     require_connected(graph)
     sim.build_network(graph, **config.network_kwargs(graph))
-    weights = make_mixing(config.mixing, graph)
+    # sparse on large graphs, as the protocol builds them (the same weights)
+    weights = make_mixing(config.mixing, graph,
+                          sparse=graph.number_of_nodes() > DENSE_MAX)
     stop = StopRule(max_iterations=config.rounds,
                     until=(lambda m: m["max_deviation"] <= config.tolerance)
                     if config.tolerance > 0 else None)

@@ -139,7 +139,6 @@ SCHEMA = Schema.of(
           columns=SCHEMA)
 def run(config: CoverTimeConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     import pandas as pd
-    from tqdm.auto import tqdm
 
     from bflnet.protocols.random_walk import RandomWalkProtocol
     from bflnet.protocols.topologies import require_connected
@@ -156,8 +155,10 @@ def run(config: CoverTimeConfig, *, seed: int = 0, progress: bool = False) -> pd
     stop = StopRule(cover=True)
     rows: list[dict[str, Any]] = []
     seeds = run_seeds(seed, config.runs)
-    bar = tqdm(seeds, disable=not progress, delay=2.0, desc=NAME, unit="run", leave=False,
-               dynamic_ncols=True)
+    bar: Any = seeds
+    if progress:  # (tqdm only then: its import takes a tenth of a second)
+        from tqdm.auto import tqdm
+        bar = tqdm(seeds, delay=2.0, desc=NAME, unit="run", leave=False, dynamic_ncols=True)
     network = None
     for r, run_seed in enumerate(bar):
         sim = Simulation(run_seed, name=f"{NAME} run {r}")

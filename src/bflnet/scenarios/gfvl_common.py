@@ -174,10 +174,12 @@ def with_run_id(frame: pd.DataFrame, keys: Iterable[str]) -> pd.DataFrame:
 
 
 def progress_runs(items: Sequence[Any], progress: bool, desc: str) -> Any:
-    """A progress bar over runs (drawn at once)."""
+    """A progress bar over runs (drawn at once); the items themselves without one."""
+    if not progress:
+        return items
     from tqdm.auto import tqdm
 
     from bflnet.protocols.progress import SHOW_AFTER_S
 
-    return tqdm(items, disable=not progress, delay=SHOW_AFTER_S, desc=desc, unit="run", leave=False,
+    return tqdm(items, delay=SHOW_AFTER_S, desc=desc, unit="run", leave=False,
                 dynamic_ncols=True)

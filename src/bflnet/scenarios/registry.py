@@ -102,6 +102,13 @@ def scenario_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def scenario_lines() -> list[str]:
+    """``bflnet list``'s output: one line per scenario, ``name: description``, the default
+    one marked."""
+    return [f"{name}{' (default)' if name == DEFAULT_SCENARIO else ''}: "
+            f"{_REGISTRY[name].description}" for name in scenario_names()]
+
+
 def run_scenario(name: str, overrides: Mapping[str, Any] | None = None, *, seed: int = 0,
                  progress: bool = False) -> pd.DataFrame:
     """Run scenario ``name`` with parameter ``overrides`` and ``seed``."""

@@ -128,6 +128,7 @@ class Network:
             if model.draws:
                 node.compute_stream = partial(streams.numpy, f"compute.{node_id}")
         self.links: dict[tuple[Any, Any], Link] = {}
+        self._adjacency: dict[Any, frozenset[Any]] | None = None
 
         #: Each link's channel as built, before any attempt (see :meth:`rebind`).
         self._initial_channels: dict[tuple[Any, Any], Channel] = {}
@@ -285,16 +286,26 @@ class Network:
             node.compute, node.compute_rng = model.for_node(node_id), None
             if model.draws:
                 node.compute_stream = partial(streams.numpy, f"compute.{node_id}")
-        media: dict[int, Medium] = {}
-        for (src, dst), link in self.links.items():
+        numpy, nodes, initial = streams.numpy, self.nodes, self._initial_channels
+        media = set()
+        for key, link in self.links.items():
             link.env, link.recorder = env, recorder
-            link.inbox = self.nodes[dst].inbox
-            link._rng = partial(streams.numpy, f"link.{src}.{dst}")
-            link.channel = self._initial_channels[(src, dst)].fresh()
-            link.medium = media.setdefault(id(link.medium), Medium())
+            link.inbox = nodes[key[1]].inbox
+            link._rng = partial(numpy, link.stream_name)
+            link.channel = initial[key].fresh()
+            media.add(link.medium)
+        for medium in media:  # idle again (links that shared one still do)
+            medium.busy_until = 0.0
         self._draw_outages(streams)
         if self._mobility is not None:
             self._start_moving(streams)
+
+    def adjacency(self) -> dict[Any, frozenset[Any]]:
+        """Each node's neighbours in the graph the network was built from (made once: the
+        links were built from that graph)."""
+        if self._adjacency is None:
+            self._adjacency = {k: frozenset(self.graph.neighbors(k)) for k in self.graph.nodes}
+        return self._adjacency
 
     @property
     def agents(self) -> list[Any]:

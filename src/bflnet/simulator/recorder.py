@@ -68,6 +68,27 @@ class Recorder:
         row.update(fields)
         self.rows.append(row)
 
+    def record_iteration(self, event: str, node: Any, metrics: dict[str, Any],
+                         now: float) -> None:
+        """``record(event, node=node, **metrics)`` at the current time ``now`` (the
+        clock's), without the keyword packing: one row per iteration of a random walk."""
+        row = {
+            "time_s": now,
+            "iteration": self.iteration,
+            "event": event,
+            "cum_bits": self.cum_bits,
+            "cum_bits_delivered": self.cum_bits_delivered,
+        }
+        if self.has_server:
+            row["cum_bits_up"] = self.cum_bits_up
+            row["cum_bits_down"] = self.cum_bits_down
+        if self.context:
+            row.update(self.context)
+        row["node"] = node
+        if metrics:
+            row.update(metrics)
+        self.rows.append(row)
+
     def to_frame(self) -> pd.DataFrame:
         """All rows as one DataFrame; the base columns come first."""
         frame = pd.DataFrame.from_records(self.rows)

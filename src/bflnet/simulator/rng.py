@@ -9,8 +9,8 @@ adding a component never shifts another component's draws.
 from __future__ import annotations
 
 import functools
-import zlib
 from typing import TYPE_CHECKING
+from zlib import crc32
 
 import numpy as np
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 @functools.lru_cache(maxsize=65_536)
 def _name_key(name: str) -> tuple[int, ...]:
     """A stable integer key for a stream name (crc32 of each dotted part)."""
-    return tuple(zlib.crc32(part.encode()) for part in name.split("."))
+    return tuple([crc32(part.encode()) for part in name.split(".")])
 
 
 class RngStreams:

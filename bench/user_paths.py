@@ -1,0 +1,238 @@
+"""Benchmark: the speed of what users actually run, each figure next to its target.
+
+One row per user path. The command-line rows run the command as typed, in a fresh
+interpreter (start-up included), one thread (``OMP_NUM_THREADS=1``), quiet
+(``--no-progress``), with Python's bytecode cache allowed, as in an installed package;
+they print the median wall time and the median CPU time (user + system) of the child,
+since the wall time of a shared machine depends on its load. The other rows drive the
+scenario or learner at the stated settings through the bench scripts next to this one,
+and their ratios (to the plain torch loop, to bare SimPy) come from timings interleaved
+in this same run.
+
+    python bench/user_paths.py [--rows list,consensus,...] [--repeat 5]
+
+Rows (``--rows``, default all): list, consensus, cover, walk, fedavg, dsvgd, cdbfl,
+emtdamp. A row is a function returning its figures: to measure a path better, replace
+its function in ``ROWS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+
+
+@dataclass
+class Figure:
+    """One measured figure, its target (``None``: none stated) and how to read it."""
+
+    what: str
+    value: float
+    unit: str
+    target: float | None = None
+    note: str = ""
+
+    def line(self) -> str:
+        text = f"  {self.what:<46} {self.value:9.3f} {self.unit:<2}"
+        if self.target is not None:
+            verdict = "met" if self.value <= self.target else "MISSED"
+            text += (f"  target <= {self.target:g} {self.unit}: ratio "
+                     f"{self.value / self.target:.2f}, {verdict}")
+        return text + (f"  ({self.note})" if self.note else "")
+
+
+# ------------------------------------------------------------------ command-line rows
+
+
+def cli_times(argv: list[str], repeat: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of ``bflnet ARGV`` in fresh interpreters (one warm-up run
+    first: the file cache and the bytecode cache)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package has its bytecode
+    cmd = [sys.executable, "-m", "bflnet.scenarios.cli", *argv]
+    subprocess.run(cmd, env=env, check=True, capture_output=True)
+    walls, cpus = [], []
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run(cmd, env=env, check=True, capture_output=True)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return walls, cpus
+
+
+def cli_row(argv: list[str], target_s: float) -> Callable[[argparse.Namespace], list[Figure]]:
+    def row(args: argparse.Namespace) -> list[Figure]:
+        walls, cpus = cli_times(argv, args.repeat)
+        spread = f"{min(walls):.2f}-{max(walls):.2f} s over {len(walls)} runs"
+        return [Figure("wall, median", statistics.median(walls), "s", target_s, spread),
+                Figure("CPU (user + system), median", statistics.median(cpus), "s",
+                       target_s)]
+    return row
+
+
+LIST = ["list"]
+CONSENSUS = ["run", "consensus-averaging", "--set", "graph=torus", "--set", "K=4096",
+             "--set", "rounds=1", "--no-progress"]
+COVER = ["run", "cover-time", "--set", "graph=complete", "--set", "K=10", "--set",
+         "runs=2000", "--no-progress"]
+
+
+# ------------------------------------------------------------------ simulator row
+
+
+def walk_row(args: argparse.Namespace) -> list[Figure]:
+    """bench/random_walk_overhead.py's two loops, interleaved; the median of the ratios."""
+    import networkx as nx
+    import random_walk_overhead as rw
+
+    graph = nx.random_regular_graph(4, 100, seed=1)
+    hops = 100_000
+    rw.run_bflnet(graph, 1000, 0)  # warm-up
+    ours, bare = [], []
+    for seed in range(args.repeat):
+        ours.append(rw.run_bflnet(graph, hops, seed))
+        bare.append(rw.run_bare_simpy(graph, hops, seed))
+    ratios = [a / b for a, b in zip(ours, bare, strict=True)]
+    return [Figure("bflnet / bare SimPy, median of pairs", statistics.median(ratios), "x",
+                   1.3, f"bflnet {statistics.median(ours):.3f} s, bare "
+                   f"{statistics.median(bare):.3f} s for {hops} hops, K = 100")]
+
+
+# ------------------------------------------------------------------ learner rows
+
+
+def fedavg_row(args: argparse.Namespace) -> list[Figure]:
+    """bench/fedavg_round.py's protocol and plain-loop rounds, interleaved."""
+    import fedavg_round as fr
+    import torch
+
+    from bflnet.learners.hyper import FedAvgParams
+
+    torch.set_num_threads(1)
+    default = bool(FedAvgParams().batch_agents)
+    data = fr.agent_data()
+    gen = torch.Generator().manual_seed(1)
+    fr.plain_round(data, gen)  # warm-up
+    rounds, runs, plain = 1, [], []
+    for _ in range(max(1, args.repeat // 2)):
+        runs.append(fr.protocol_seconds(data, rounds + 1, default)
+                    - fr.protocol_seconds(data, 1, default))
+        plain.append(fr.plain_round(data, gen))
+    ratio = statistics.median(r / p for r, p in zip(runs, plain, strict=True))
+    return [Figure(f"steady round / plain loop (defaults: batch_agents={default})", ratio,
+                   "x", 0.6, f"round {statistics.median(runs):.3f} s, plain loop "
+                   f"{statistics.median(plain):.3f} s")]
+
+
+def dsvgd_row(args: argparse.Namespace) -> list[Figure]:
+    """bench/dsvgd_small_round.py's round (local update, merge, evaluation)."""
+    import dsvgd_small_round as ds
+    import numpy as np
+    import torch
+
+    torch.set_num_threads(1)
+    learner = ds.setup()
+    theta = learner.init(np.random.default_rng(1))
+    factors = {k: learner.init_agent(k, None) for k in range(2)}
+    streams = {k: np.random.default_rng(10 + k) for k in range(2)}
+    times = []
+    for i in range(args.repeat + 2):
+        agent = i % 2
+        start = time.perf_counter()
+        update = learner.local_update(agent, theta, factors[agent], streams[agent])
+        theta = learner.merge(theta, [update])
+        factors[agent] = update.agent_state
+        learner.evaluate(theta)
+        if i >= 2:  # steady visits
+            times.append(time.perf_counter() - start)
+    return [Figure("round, median", statistics.median(times), "s", ds.TARGET_S)]
+
+
+def script_output(name: str, *argv: str) -> str:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, str(BENCH / name), *argv], env=env, check=True,
+                         capture_output=True, text=True)
+    return out.stdout
+
+
+def cdbfl_row(args: argparse.Namespace) -> list[Figure]:
+    """One CD-BFL round with the 2.7 M-parameter LeNet (bench/cdbfl_round.py, its
+    default L and batch), projected to one job of T = 800 rounds. Only CD-BFL is
+    benchmarked (DSGLD and CF-FL have no bench script yet), and evaluation is left out:
+    a projection, not the nine jobs' time."""
+    out = script_output("cdbfl_round.py", "--model", "lenet-2.7m", "--rounds", "1",
+                        "--repeat", "1", "--threads", "1")
+    match = re.search(r"one round:\s+([0-9.]+) s", out)
+    if match is None:
+        raise RuntimeError(f"cdbfl_round.py printed no round time:\n{out}")
+    per_round = float(match.group(1))
+    return [Figure("CD-BFL round (lenet-2.7m, K = 10)", per_round, "s"),
+            Figure("one CD-BFL job, 800 rounds (projection)", 800 * per_round / 60, "mn",
+                   None, "target: all nine jobs <= 120 mn (workers and threads to say)")]
+
+
+def emtdamp_row(args: argparse.Namespace) -> list[Figure]:
+    """One TDAMP minibatch pass (bench/emtdamp_pass.py). No bench times a whole
+    EM-TDAMP round at 60 000 images yet: replace this function with one that does."""
+    out = script_output("emtdamp_pass.py", "--repeat", "10", "--threads", "1")
+    match = re.search(r"tdamp pass:\s+([0-9.]+) ms", out)
+    figures = [] if match is None else [Figure("TDAMP pass, B = 100 (not a round)",
+                                               float(match.group(1)) / 1e3, "s")]
+    return [*figures, Figure("round at 60 000 images: not measured (no bench)", float("nan"),
+                             "s", None, "target <= 60 s")]
+
+
+ROWS: dict[str, tuple[str, Callable[[argparse.Namespace], list[Figure]]]] = {
+    "list": ("bflnet list", cli_row(LIST, 0.3)),
+    "consensus": ("bflnet run consensus-averaging --set graph=torus --set K=4096 "
+                  "--set rounds=1", cli_row(CONSENSUS, 2.0)),
+    "cover": ("bflnet run cover-time --set graph=complete --set K=10 --set runs=2000",
+              cli_row(COVER, 2.0)),
+    "walk": ("random walk against bare SimPy (bench/random_walk_overhead.py)", walk_row),
+    "fedavg": ("FedAvg, K = 10 x 6000 Fashion-MNIST-shaped, 784-100-10, all agents, "
+               "defaults", fedavg_row),
+    "dsvgd": ("DSVGD round, logistic regression on covertype's shape", dsvgd_row),
+    "cdbfl": ("CD-BFL Fig. 4 at the paper's settings (LeNet 2.7 M, T = 800, K = 10)",
+              cdbfl_row),
+    "emtdamp": ("EM-TDAMP, MNIST, K = 10, tau_max = 10", emtdamp_row),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", default=",".join(ROWS),
+                        help=f"comma list of rows (default all: {', '.join(ROWS)})")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    names = [n.strip() for n in args.rows.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ROWS]
+    if unknown or not names:
+        parser.error(f"--rows: unknown {', '.join(unknown) or '(none given)'}; known: "
+                     f"{', '.join(ROWS)}")
+    if args.repeat < 1:
+        parser.error("--repeat: must be >= 1")
+    print(f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f} (1 min) at the "
+          f"start; {args.repeat} repeats", flush=True)
+    for name in names:
+        title, measure = ROWS[name]
+        print(f"{title}", flush=True)
+        for figure in measure(args):
+            print(figure.line(), flush=True)
+    print(f"load average {os.getloadavg()[0]:.2f} (1 min) at the end")
+
+
+if __name__ == "__main__":
+    main()

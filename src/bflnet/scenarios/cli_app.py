@@ -1,0 +1,296 @@
+"""The ``bflnet`` command line as a Typer application: list, describe, run and sweep
+scenarios; rerun a result file; plot results. The entry point is
+:func:`bflnet.scenarios.cli.main`."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from bflnet.errors import SimulationError, SweepError, WriteError
+from bflnet.scenarios.config import ValidationBug, describe_fields
+from bflnet.scenarios.config_file import run_request, sweep_request
+from bflnet.scenarios.interrupt import Interrupted, catch_signals
+from bflnet.scenarios.provenance import run_record
+from bflnet.scenarios.registry import DEFAULT_SCENARIO, get_scenario, scenario_lines
+
+app = typer.Typer(help="bflnet: wireless network simulator with Bayesian federated learning.",
+                  add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        import bflnet
+
+        typer.echo(f"bflnet {bflnet.__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="print bflnet's version and exit")] = False) -> None:
+    """bflnet: wireless network simulator with Bayesian federated learning."""
+
+
+@app.command("list")
+def list_scenarios() -> None:
+    """List the registered scenarios."""
+    for line in scenario_lines():
+        typer.echo(line)
+
+
+@app.command()
+def describe(name: Annotated[str, typer.Argument(help="scenario name")],
+             columns: Annotated[bool, typer.Option(
+                 "--columns", help="list the output columns instead: name, unit, the "
+                 "event rows that carry it, meaning")] = False) -> None:
+    """Show a scenario's parameters, defaults and allowed values (or its output columns)."""
+    scenario = get_scenario(name)
+    typer.echo(f"{scenario.name}: {scenario.description}")
+    if columns:
+        if scenario.columns is None:
+            raise ValueError(f"{name}: declares no output columns")
+        typer.echo("\ncolumns (name, unit, [event rows that carry it], meaning):")
+        for line in scenario.columns.lines():
+            typer.echo(line)
+        typer.echo("(a sweep's table adds the swept parameters, seed, run_id and "
+                   "config_hash)")
+        return
+    if scenario.datasets:
+        typer.echo(f"reads the data sets: {', '.join(scenario.datasets)} "
+                   f"(python -m bflnet.data.ensure {' '.join(scenario.datasets)})")
+    typer.echo("")
+    rows = describe_fields(scenario.config_cls)
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        typer.echo(f"  {r['name']:<{width}}  default {r['default']!r}; {r['allowed']}. "
+                   f"{r['help']}")
+    if scenario.columns is not None:
+        typer.echo(f"\n(bflnet describe {name} --columns: what its output columns mean)")
+
+
+CONFIG_HELP = ("a TOML file: scenario, its \\[params] table, seed and out (the command line "
+               "overrides it)")
+
+
+@app.command()
+def run(
+    name: Annotated[str | None, typer.Argument(
+        help=f"scenario name (default: the --config file's, else {DEFAULT_SCENARIO})")] = None,
+    config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
+    seed: Annotated[int | None, typer.Option(help="root random seed (default 0)")] = None,
+    set_: Annotated[list[str] | None, typer.Option(
+        "--set", help="override a parameter: key=value (repeatable)")] = None,
+    out: Annotated[str | None, typer.Option(help="write the results to FILE.csv or "
+                                            "FILE.parquet")] = None,
+    force: Annotated[bool, typer.Option(help="overwrite an existing --out file")] = False,
+    progress: Annotated[bool, typer.Option(help="progress bar on long runs")] = True,
+    threads: Annotated[int | None, typer.Option(
+        help="torch and BLAS threads of the run, and the scenario's threads parameter "
+             "where it has one (unless --set gives it). Default: the pools as torch and "
+             "the BLAS start them (the CPUs this machine has), the scenarios' threads "
+             "parameter (1). More than one thread can change the last bits of torch "
+             "results (sums in another order)", show_default=False)] = None,
+) -> None:
+    """Run a scenario and print a summary (or write the full table with --out)."""
+    from bflnet.params import field_names
+    from bflnet.scenarios.output import check_output_target, summary, write_frame
+    from bflnet.threads import check_threads, set_threads
+
+    if threads is not None:
+        check_threads(threads)
+    request = run_request(name, config, set_ or [], seed, out)
+    if request.out is not None:  # before the run: a bad path must not waste it
+        check_output_target(request.out, force=force)
+    scenario = get_scenario(request.scenario)
+    overrides = dict(request.overrides)
+    if threads is not None and "threads" in field_names(scenario.config_cls) \
+            and "threads" not in overrides:
+        overrides["threads"] = threads
+    settings = scenario.config(overrides)
+    if threads is not None:
+        set_threads(threads)
+    frame = scenario.run(settings, seed=request.seed, progress=progress)
+    if request.out is not None:
+        path = write_frame(frame, request.out,
+                           run_record(scenario.name, settings, request.seed))
+        typer.echo(f"wrote {len(frame)} rows to {path}", err=True)
+    else:
+        typer.echo(summary(frame))
+        typer.echo(f"({len(frame)} rows; --out FILE.csv writes them all)", err=True)
+
+
+@app.command()
+def sweep(
+    name: Annotated[str | None, typer.Argument(
+        help="scenario name (default: the --config file's)")] = None,
+    config: Annotated[Path | None, typer.Option(
+        help="a TOML file: scenario, its \\[params] and \\[grid] tables, seeds and out "
+             "(the command line overrides it)")] = None,
+    out: Annotated[str | None, typer.Option(help="a directory (parts, manifest, "
+                                            "table.parquet) or FILE.parquet (parts in "
+                                            "FILE.parts/)")] = None,
+    grid: Annotated[list[str] | None, typer.Option(
+        help="sweep a parameter: key=v1,v2,... (repeatable; the grid is their product)")] = None,
+    set_: Annotated[list[str] | None, typer.Option(
+        "--set", help="fix a parameter: key=value (repeatable)")] = None,
+    seeds: Annotated[int | None, typer.Option(
+        help="seeds 0..N-1 for every grid point (default 1)")] = None,
+    workers: Annotated[int | None, typer.Option(
+        help="local Dask worker processes, one thread each (default: min(2, CPUs))")] = None,
+    scheduler: Annotated[str | None, typer.Option(
+        help="address of an existing Dask scheduler, e.g. tcp://host:8786 "
+             "(then --workers is ignored)")] = None,
+    progress: Annotated[bool, typer.Option(help="progress bar")] = True,
+) -> None:
+    """Run a grid of parameters x seeds on Dask into one table; re-running resumes."""
+    from bflnet.scenarios.sweep import sweep as run_sweep
+    request = sweep_request(name, config, grid or [], set_ or [], seeds, out)
+    table = run_sweep(request.scenario, request.grid, request.seeds, request.out,
+                      fixed=request.fixed, workers=workers, scheduler=scheduler,
+                      progress=progress,
+                      warn=lambda text: typer.echo(f"bflnet: warning: {text}", err=True))
+    info = table.attrs["sweep"]
+    for failure in info["failed"]:
+        typer.echo(f"failed: {failure['params']} seed {failure['seed']}: {failure['error']}",
+                   err=True)
+    typer.echo(f"{info['runs']} runs: {info['computed']} computed, {info['skipped']} "
+               f"already done, {len(info['failed'])} failed; wrote {len(table)} rows to "
+               f"{info['table']}", err=True)
+
+
+@app.command()
+def rerun(
+    file: Annotated[str, typer.Argument(help="a result file written by bflnet (.csv with its "
+                                        ".csv.json, .parquet, or a sweep's table)")],
+    out: Annotated[str | None, typer.Option(
+        help="write the new file here (default: print a summary)")] = None,
+    strict_version: Annotated[bool, typer.Option(
+        help="error, not warn, if the file was made by another bflnet version")] = False,
+    force: Annotated[bool, typer.Option(help="overwrite an existing --out file")] = False,
+    workers: Annotated[int | None, typer.Option(
+        help="for a sweep table: local Dask worker processes")] = None,
+    progress: Annotated[bool, typer.Option(help="progress bar on long runs")] = True,
+) -> None:
+    """Make a result file again from the config, seed and version stored in it."""
+    from bflnet.scenarios.output import summary
+    from bflnet.scenarios.rerun import DIFFERENT, IDENTICAL, SAME_ROWS
+    from bflnet.scenarios.rerun import rerun as rerun_file
+
+    result = rerun_file(file, out, strict_version=strict_version, force=force,
+                        workers=workers, progress=progress,
+                        warn=lambda text: typer.echo(f"bflnet: warning: {text}", err=True))
+    if result.written is None:
+        typer.echo(summary(result.frame))
+    else:
+        typer.echo(f"wrote {len(result.frame)} rows to {result.written}", err=True)
+    verdict = {IDENTICAL: f"reproduces {file} byte for byte",
+               SAME_ROWS: f"same rows as {file}; the bytes differ",
+               DIFFERENT: f"differs from {file}",
+               None: f"same run as {file}, in another format"}[result.comparison]
+    typer.echo(f"bflnet: {verdict}", err=True)
+    if result.comparison == DIFFERENT:
+        raise typer.Exit(1)
+
+
+@app.command()
+def plot(
+    file: Annotated[str, typer.Argument(help="a result table (.parquet, .csv) or a sweep "
+                                        "directory")],
+    y: Annotated[str, typer.Option(help="metric column to plot")],
+    out: Annotated[str, typer.Option(help="figure file: .png, .pdf or .svg")],
+    x: Annotated[str, typer.Option(help="x column: time_s, cum_bits, iteration, ...")]
+        = "iteration",
+    hue: Annotated[str | None, typer.Option(help="one line per value of this column")] = None,
+    band: Annotated[float, typer.Option(help="central quantile band over seeds (0: none)")]
+        = 0.75,
+    logx: Annotated[bool, typer.Option(help="log x axis")] = False,
+    logy: Annotated[bool, typer.Option(help="log y axis")] = False,
+    curve_by: Annotated[list[str] | None, typer.Option(
+        help="columns that identify one curve (repeatable; default: run_id, else seed)")]
+        = None,
+    faults: Annotated[bool, typer.Option(
+        help="mark the table's fault rows (event = fault) on the x axis, one tick row per "
+             "kind (when they have the x column, e.g. time_s)")] = True,
+) -> None:
+    """Plot the median of a metric over seeds with a quantile band."""
+    from bflnet.analysis.plots import FIGURE_FORMATS, mark_faults, plot_metric, save_figure
+    from bflnet.scenarios.output import read_frame
+    from bflnet.scenarios.sweep import load_sweep
+
+    if Path(out).suffix.lower() not in FIGURE_FORMATS:
+        raise ValueError(f"--out: must end in {', '.join(FIGURE_FORMATS)}, got {out!r}")
+    frame = load_sweep(file) if Path(file).is_dir() else read_frame(file)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        figure = plot_metric(frame, x, y, hue=hue, band=band, logx=logx, logy=logy,
+                             curve_by=curve_by)
+        if faults:
+            mark_faults(figure.axes[0], frame, x)
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        typer.echo(f"bflnet: warning: {message}", err=True)
+    typer.echo(f"wrote {save_figure(figure, out)}", err=True)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the application: user errors become one line on stderr and exit code 2; an exception
+    other than ``ValueError`` from a config's validation is a bug in bflnet: one line,
+    exit code 3. A result that could not be written (a full disk, ...) is one line naming
+    the file and the reason, exit code 1; any other error of the operating system one line,
+    exit code 2. Ctrl-C (SIGINT) or SIGTERM: one line, exit code 128 + the signal (130,
+    143)."""
+    try:
+        with catch_signals():
+            result = app(args=argv, prog_name="bflnet", standalone_mode=False)
+    except Interrupted as exc:
+        print(f"bflnet: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except typer.Abort as exc:
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, EOFError):  # typer turns any EOFError into Abort
+            detail = _one_line(str(cause)) or "EOFError"
+            print(f"bflnet: error: unexpected end of data ({detail})", file=sys.stderr)
+            return 2
+        print("bflnet: aborted", file=sys.stderr)
+        return 130
+    except typer.TyperException as exc:  # usage errors from the command-line parser
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            print(exc.format_message())
+            return 0
+        message = " ".join(exc.format_message().split())
+        print(f"bflnet: error: {message}", file=sys.stderr)
+        return 2
+    except ValidationBug as exc:
+        print(f"bflnet: {exc} (please report it)", file=sys.stderr)
+        return 3
+    except ValueError as exc:
+        print(f"bflnet: error: {_one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except WriteError as exc:
+        print(f"bflnet: error: {_one_line(str(exc))}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # e.g. a data set not found, or unreadable
+        name = str(exc.filename)
+        name = name if len(name) <= 120 else f"{name[:60]}...{name[-40:]}"
+        where = f"{name!r}: " if exc.filename else ""
+        reason = exc.strerror if exc.strerror and exc.filename else str(exc)
+        print(f"bflnet: error: {where}{_one_line(reason)}", file=sys.stderr)
+        return 2
+    except SimulationError as exc:
+        print(f"bflnet: run failed: {exc}", file=sys.stderr)
+        return 1
+    except SweepError as exc:
+        print(f"bflnet: sweep failed: {exc}", file=sys.stderr)
+        return 1
+    return result if isinstance(result, int) else 0

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from bflnet import threads as threads_module
-from bflnet.scenarios import cli
+from bflnet.scenarios import cli_app as cli
 from bflnet.scenarios.cli import main
 from bflnet.threads import MAX_THREADS, available_cpus, check_threads, set_threads
 

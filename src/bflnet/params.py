@@ -30,6 +30,11 @@ def param(default: Any, help: str, *, choices: Iterable[Any] | None = None,
     return dataclasses.field(default=default, metadata=meta)
 
 
+def field_names(cls: type) -> tuple[str, ...]:
+    """The names of a config class's fields."""
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
 def field_types(cls: type) -> dict[str, Any]:
     """Resolved type hints of a config class's fields."""
     return dict(_resolved_field_types(cls))

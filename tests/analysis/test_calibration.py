@@ -109,3 +109,22 @@ def test_bad_inputs_give_one_line_errors(probs, labels, kwargs, text):
     with pytest.raises(ValueError) as info:
         ece(probs, labels, **kwargs)
     assert text in str(info.value) and "\n" not in str(info.value)
+
+
+def test_two_class_shortcuts_equal_the_generic_reductions():
+    """Two columns: the arg-max by comparison (ties: the first class) and the row sums by
+    column addition give the generic NumPy results bit for bit."""
+    from bflnet.analysis.calibration import _confidence_and_correct, _row_sum
+
+    rng = np.random.default_rng(0)
+    p1 = rng.random(1000)
+    p1[:10] = 0.5  # ties
+    p = np.stack([1.0 - p1, p1], axis=1)
+    y = rng.integers(0, 2, 1000)
+    conf, correct = _confidence_and_correct(p, y)
+    prediction = np.argmax(p, axis=1)
+    assert np.array_equal(conf, p[np.arange(1000), prediction])
+    assert np.array_equal(correct, (prediction == y).astype(np.float64))
+    assert np.array_equal(_row_sum(p), p.sum(axis=1))
+    wide = rng.random((50, 3))
+    assert np.array_equal(_row_sum(wide), wide.sum(axis=1))

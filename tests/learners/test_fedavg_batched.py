@@ -122,3 +122,10 @@ def test_batched_fedavg_under_the_server_matches_the_sequential_run():
     cols = ["time_s", "cum_bits", "event", "iteration"]
     assert plain.frame[cols].equals(batched.frame[cols])
     torch.testing.assert_close(batched.state, plain.state, rtol=1e-4, atol=1e-5)
+
+
+def test_batched_agents_is_the_default_except_for_the_group_baselines():
+    from bflnet.learners.hyper import FedAvgParams, GroupFedAvgParams
+
+    assert FedAvgParams().batch_agents and not GroupFedAvgParams().batch_agents
+    assert FedAvg(BayesianMLP(12, 8, 3), classification_agents()).batches_agents

@@ -82,3 +82,45 @@ def test_large_sets_draw_o_of_batch_and_stay_deterministic() -> None:
 def test_whole_set_when_the_batch_covers_it() -> None:
     x, y = sampler_for(7, 10)("a", torch.Generator())
     assert torch.equal(y, torch.arange(7)) and x.shape == (7, 1)
+
+
+@pytest.mark.parametrize("n, batch, count", [
+    (LARGE_SET_ROWS + 1, 100, 300),   # the bulk draw, a few repeated minibatches
+    (232_404, 100, 200),              # covertype's shape
+    (10**6, 10, 120_000),             # more minibatches than one draw holds
+    (LARGE_SET_ROWS + 1, 1000, 20),   # M² > N: one by one
+    (500, 100, 30),                   # randperm
+    (7, 10, 3),                       # the whole set
+    (LARGE_SET_ROWS + 1, 100, 0),
+])
+def test_many_indices_are_the_draws_of_one_call_each(n, batch, count) -> None:
+    """``many_indices`` gives the minibatches of ``count`` calls of ``indices``, and leaves
+    the generator where they leave it."""
+    sampler = sampler_for(n, batch)
+    one, many = torch.Generator().manual_seed(9), torch.Generator().manual_seed(9)
+    rows = [sampler.indices("a", one) for _ in range(count)]
+    got = sampler.many_indices("a", many, count)
+    assert got.shape == (count, min(batch, n))
+    if count:
+        assert torch.equal(got, torch.stack(rows))
+    assert torch.equal(one.get_state(), many.get_state())
+
+
+def test_many_indices_rewinds_at_a_repeated_minibatch() -> None:
+    """With N = 10 000 and M = 100, about 40 % of the minibatches' first 100 candidates
+    repeat a value: each such one is redrawn from the same state as by ``indices``."""
+    n = 10_000
+    sampler = sampler_for(n, 100)
+    gen = torch.Generator().manual_seed(2)
+    width = 100 + 100 // 8 + 8
+    heads = torch.randint(n, (50, width), generator=gen)[:, :100]
+    assert any(row.unique().numel() < 100 for row in heads)  # the case is exercised
+    one, many = torch.Generator().manual_seed(2), torch.Generator().manual_seed(2)
+    expected = torch.stack([sampler.indices("a", one) for _ in range(50)])
+    assert torch.equal(sampler.many_indices("a", many, 50), expected)
+    assert all(row.unique().numel() == 100 for row in expected)
+
+
+def test_many_indices_rejects_a_negative_count() -> None:
+    with pytest.raises(ValueError, match="count: must be >= 0"):
+        sampler_for(10, 2).many_indices("a", torch.Generator(), -1)

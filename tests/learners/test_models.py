@@ -301,3 +301,40 @@ def test_log_likelihood_grad_errors_are_one_line(make_out):
         model.log_likelihood_grad(theta, x, y[:-1])
     with pytest.raises(ValueError, match="x: expected shape"):
         model.log_likelihood_grad(theta, x[:, :-1], y)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 10])
+def test_logistic_regression_predictive_paths_agree(n_classes):
+    """The class-major predict_proba / mean_proba (<= SMALL_SOFTMAX_CLASSES classes) against
+    the softmax of the logits, to a few ulp; more classes take the direct softmax."""
+    gen = torch.Generator().manual_seed(n_classes)
+    model = LogisticRegression(7, n_classes)
+    theta = torch.randn(5, model.d, generator=gen)
+    x = torch.randn(300, 7, generator=gen)
+    direct = torch.softmax(model.logits(theta, x), dim=-1)
+    got = model.predict_proba(theta, x)
+    assert got.shape == (5, 300, n_classes)
+    torch.testing.assert_close(got, direct, rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(model.mean_proba(theta, x), direct.mean(dim=0), rtol=1e-6,
+                               atol=1e-7)
+    if n_classes > models.SMALL_SOFTMAX_CLASSES:
+        assert torch.equal(model.mean_proba(theta, x),
+                           model.predict_proba(theta, x).mean(dim=0))
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 10])
+def test_logistic_regression_numpy_gradient(n_classes):
+    """The NumPy gradient equals the torch one, from labels or from one-hot rows."""
+    gen = torch.Generator().manual_seed(3)
+    model = LogisticRegression(6, n_classes)
+    theta = torch.randn(4, model.d, generator=gen)
+    x = torch.randn(50, 6, generator=gen)
+    y = torch.randint(n_classes, (50,), generator=gen)
+    expected = model.log_likelihood_grad(theta, x, y).numpy()
+    by_label = model.log_likelihood_grad_numpy(theta.numpy(), x.numpy(), y.numpy())
+    onehot = F.one_hot(y, n_classes).float().numpy()
+    by_onehot = model.log_likelihood_grad_numpy(theta.numpy(), x.numpy(), onehot)
+    assert by_label.shape == theta.shape and by_label.dtype == expected.dtype
+    torch.testing.assert_close(torch.from_numpy(by_label), torch.from_numpy(expected),
+                               rtol=1e-5, atol=1e-5)
+    assert (by_label == by_onehot).all()

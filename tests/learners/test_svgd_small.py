@@ -111,3 +111,19 @@ def test_small_dsvgd_agrees_with_the_torch_path(monkeypatch):
     monkeypatch.setattr(dsvgd_module, "SMALL_PROBLEM", 0)
     slow = learner.local_update(0, theta, None, np.random.default_rng(3)).payload
     torch.testing.assert_close(fast, slow, rtol=1e-4, atol=1e-5)
+
+
+def test_small_dsvgd_on_a_large_set_agrees_with_the_torch_path(monkeypatch):
+    """Above LARGE_SET_ROWS the NumPy path draws a local update's minibatches at once: the
+    same minibatches as the torch path's one-by-one draws (close particles)."""
+    gen = torch.Generator().manual_seed(5)
+    n = 9000
+    data = {k: (torch.randn(n, 8, generator=gen), torch.randint(2, (n,), generator=gen))
+            for k in range(2)}
+    learner = DSVGD(LogisticRegression(8, 2), data, 6,
+                    DSVGDParams(local_iters=40, distill_iters=5, batch_size=50))
+    theta = learner.init(np.random.default_rng(0))
+    fast = learner.local_update(1, theta, None, np.random.default_rng(3)).payload
+    monkeypatch.setattr(dsvgd_module, "SMALL_PROBLEM", 0)
+    slow = learner.local_update(1, theta, None, np.random.default_rng(3)).payload
+    torch.testing.assert_close(fast, slow, rtol=1e-4, atol=1e-5)

@@ -73,7 +73,7 @@ def check_inputs(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
     if not np.all(np.isfinite(p)) or p.min() < 0 or p.max() > 1:
         bad = p[~(np.isfinite(p) & (p >= 0) & (p <= 1))][0]
         raise ValueError(f"probs: must be probabilities in [0, 1], got {float(bad)!r}")
-    sums = p.sum(axis=1)
+    sums = _row_sum(p)
     off = np.abs(sums - 1.0) > _SUM_TOLERANCE
     if off.any():
         row = int(np.argmax(off))
@@ -108,8 +108,16 @@ def confidence_and_correct(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndar
     return _confidence_and_correct(*check_inputs(probs, labels))
 
 
+def _row_sum(a: np.ndarray) -> np.ndarray:
+    """``a.sum(axis=1)``; two columns added as columns (the same numbers, without NumPy's
+    slow reduction over a length-2 axis)."""
+    return a[:, 0] + a[:, 1] if a.shape[1] == 2 else a.sum(axis=1)
+
+
 def _confidence_and_correct(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    prediction = np.argmax(p, axis=1)
+    # (two classes: argmax, the first of equal values, as a comparison)
+    prediction = ((p[:, 1] > p[:, 0]).astype(np.int64) if p.shape[1] == 2
+                  else np.argmax(p, axis=1))
     return p[np.arange(len(p)), prediction], (prediction == y).astype(np.float64)
 
 
@@ -181,7 +189,7 @@ def brier(probs: Any, labels: Any) -> float:
 def _brier(p: np.ndarray, y: np.ndarray) -> float:
     onehot = np.zeros_like(p)
     onehot[np.arange(len(p)), y] = 1.0
-    return float(np.mean(np.sum((p - onehot) ** 2, axis=1)))
+    return float(np.mean(_row_sum((p - onehot) ** 2)))
 
 
 def scores(probs: Any, labels: Any, n_bins: int = 15,

@@ -198,7 +198,8 @@ class DSVGD(GlobalStateLearner):
         terms = [KDETerm(theta, 1.0)]
         if factor.local is not None:
             terms += [KDETerm(factor.local, -1.0), KDETerm(factor.reference, 1.0)]
-        score, scale = self._data_score(agent, factor, torch_generator(rng, torch.device("cpu")))
+        score, scale = self._data_score(agent, factor, torch_generator(rng, torch.device("cpu")),
+                                        self.local_iters)
         new = self._svgd(theta, self.local_iters, score=score, score_scale=scale,
                          kde_terms=terms, context=f" ({where}, tilted target)")
         flops = self.local_iters * (
@@ -295,12 +296,28 @@ class DSVGD(GlobalStateLearner):
                     decay=self.adagrad_decay, fudge=self.adagrad_fudge,
                     bandwidth=self.svgd_bandwidth, optimizer=optimizer)
 
+    def _numpy_data(self, agent: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``agent``'s ``x`` as NumPy (a view) and its labels one-hot ``(N_k, C)`` in the
+        particles' dtype (for classifiers; else the labels), made once."""
+        cache = self.__dict__.setdefault("_numpy_cache", {})
+        if agent not in cache:
+            x, y = self.data[agent]
+            labels = y.numpy()
+            n_classes = int(getattr(self.model, "n_classes", 0) or 0)
+            if n_classes and labels.ndim == 1 and not np.issubdtype(labels.dtype,
+                                                                   np.floating):
+                onehot = np.zeros((labels.shape[0], n_classes), dtype=x.numpy().dtype)
+                onehot[np.arange(labels.shape[0]), labels] = 1.0
+                labels = onehot
+            cache[agent] = (x.numpy(), labels)
+        return cache[agent]
+
     def _model_flops(self) -> float:
         fn = getattr(self.model, "flops_per_example", None)
         return float(fn()) if callable(fn) else 0.0
 
     def _data_score(self, agent: Any, factor: AgentFactor,
-                    gen: torch.Generator) -> tuple[Score, float]:
+                    gen: torch.Generator, steps: int = 1) -> tuple[Score, float]:
         """``(θ ↦ ∇ Σ_batch log p(y|x, θ), s · N_k/(M·α))``: a fresh minibatch per call;
         the score of the data term is their product.
 
@@ -309,7 +326,9 @@ class DSVGD(GlobalStateLearner):
         one, written into one ``(N_p, d)`` buffer that this score reuses across its calls
         (so each call overwrites the previous result: :func:`run_svgd` reads a score's
         output before the next call and keeps none); other models go through autograd
-        with a fresh tensor per call."""
+        with a fresh tensor per call. On the NumPy path (small particle sets) the indices
+        of the ``steps`` minibatches of the local update are drawn at once
+        (:meth:`MinibatchSampler.many_indices`: the same draws)."""
         n_k = self.data[agent][0].shape[0]
         sign = -1.0 if factor.unlearning else 1.0
         scale = sign * n_k / (self.sampler.size(agent) * self.temperature)
@@ -320,9 +339,14 @@ class DSVGD(GlobalStateLearner):
         if callable(numpy_grad) and self.device.type == "cpu" \
                 and self.n_particles * self.d <= SMALL_PROBLEM:
 
+            x_all, y_all = self._numpy_data(agent)
+            left: list[np.ndarray] = []  # the prefetched minibatches' indices, in order
+
             def numpy_score(theta: np.ndarray) -> np.ndarray:
-                x, y = sampler(agent, gen)
-                return numpy_grad(theta, x.numpy(), y.numpy())
+                if not left:  # the minibatches of a whole local update in one draw
+                    left.extend(reversed(sampler.many_indices(agent, gen, steps).numpy()))
+                idx = left.pop()
+                return numpy_grad(theta, x_all[idx], y_all[idx])
 
             numpy_score.is_numpy = True  # type: ignore[attr-defined]
             return numpy_score, scale  # type: ignore[return-value]

@@ -40,8 +40,9 @@ def posterior_predictive(model: ParticleModel, theta: Tensor, x: Tensor | np.nda
     """``(B, C)``: the particles' softmax outputs averaged over particles.
 
     Examples are evaluated ``batch_size`` at a time (memory ``∝ N · batch_size · width``;
-    default :func:`chunk_rows`), without autograd. ``x`` may be a numpy array; it is moved
-    to ``theta``'s device/dtype.
+    default :func:`chunk_rows`), without autograd, by the model's ``mean_proba`` where it
+    has one (else the mean of ``predict_proba`` over the particles). ``x`` may be a numpy
+    array; it is moved to ``theta``'s device/dtype.
     """
     if batch_size is None:
         batch_size = chunk_rows(model, theta.shape[0])
@@ -50,9 +51,13 @@ def posterior_predictive(model: ParticleModel, theta: Tensor, x: Tensor | np.nda
     x = torch.as_tensor(x, dtype=theta.dtype, device=theta.device)
     if x.ndim != 2:
         raise ValueError(f"x: expected shape (B, n_in), got {tuple(x.shape)}")
+    mean_proba = getattr(model, "mean_proba", None)
+    if not callable(mean_proba):
+        def mean_proba(theta: Tensor, x: Tensor) -> Tensor:
+            return model.predict_proba(theta, x).mean(dim=0)
     with torch.no_grad():
         theta = theta.detach()
-        chunks = [model.predict_proba(theta, x[i:i + batch_size]).mean(dim=0)
+        chunks = [mean_proba(theta, x[i:i + batch_size])
                   for i in range(0, x.shape[0], batch_size)]
     if not chunks:
         return torch.empty(0, model.n_classes, dtype=theta.dtype, device=theta.device)

@@ -13,15 +13,16 @@ agents is the MAP), and sends ``Δw = w_local − w`` (``Update.payload``). ``me
 ``w + mean(Δw)`` over the updates that arrived (decoded by the protocol's codec): the plain
 mean, not weighted by ``N_k``. The optimiser state starts afresh at every local update.
 
-**Batched agents** (``batch_agents=True``): when several agents compute in the same round
-a protocol calls :meth:`FedAvg.local_update_batch`, which runs their local updates as one
-``(K, d)`` stack of models: per step one batched forward and backward (the model's
-hand-written ``log_likelihood_grad``; a model without one runs the agents one by one)
-and one optimiser step over the stack (SGD, momentum and Adam act element by
-element, so each row follows its own agent's update). Each agent draws its minibatches
-from its own stream as :meth:`FedAvg.local_update` does; the results equal the
-sequential ones up to float rounding (other GEMM kernels), so the option is off by
-default and the documented reproductions use the sequential path.
+**Batched agents** (``batch_agents``, on by default): when several agents compute in the
+same round a protocol calls :meth:`FedAvg.local_update_batch`, which runs their local
+updates as one ``(K, d)`` stack of models: per step one batched forward and backward (the
+model's hand-written ``log_likelihood_grad``; a model without one runs the agents one by
+one), and one optimiser step over the stack (SGD, momentum and Adam act element by
+element, so each row follows its own agent's update; plain SGD is one fused pass). Each
+agent draws its minibatches from its own stream as :meth:`FedAvg.local_update` does (the
+same draws); the results equal the sequential ones up to float rounding (other GEMM
+kernels and order of operations). ``batch_agents=False`` keeps the one-by-one autograd
+path.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ class FedAvg(GlobalStateLearner):
         opt = self._optimizer(param)
         m = self.sampler.size(agent)
         gen = torch_generator(rng, torch.device("cpu"))
-        first_bad = torch.full((), -1, dtype=torch.long)
+        first_bad = torch.full((), -1, dtype=torch.long, device=self.device)
         keep = self._keep_mask(w)
         with torch.enable_grad():
             for step in range(self.local_steps):

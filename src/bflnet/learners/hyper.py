@@ -51,8 +51,9 @@ class FedAvgParams:
     optimizer: str = param("sgd", "local optimiser", choices=OPTIMIZERS)
     momentum: float = param(0.0, "SGD momentum (sgd only)", ge=0, lt=1)
     weight_decay: float = param(0.0, "L2 penalty weight (weight_decay/2)·‖w‖²", ge=0, le=1e6)
-    batch_agents: bool = param(False, "agents scheduled in the same round compute as one "
-                               "batch (a stack of models; equal up to float rounding)")
+    batch_agents: bool = param(True, "agents scheduled in the same round compute as one "
+                               "batch (a stack of models; the same minibatches, equal to "
+                               "one by one up to float rounding)")
 
     def __post_init__(self) -> None:
         validate(self)
@@ -77,6 +78,8 @@ class GroupFedAvgParams(FedAvgParams):
                                ge=0, le=1e6)
     target_density: float = param(1.0, "rho: fraction of each layer's weight groups kept "
                                   "(T_l = round(rho N_{l-1}), at least 1)", gt=0, le=1)
+    batch_agents: bool = param(False, "not supported by the group baselines (their "
+                               "penalties and masks act per agent)")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -28,6 +28,7 @@ torch.Size([5, 4, 2])
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Literal, Protocol, runtime_checkable
 
@@ -259,6 +260,31 @@ class LogisticRegression(_Classifier):
             return torch.einsum("bi,nic->nbc", x, p["W"]) + p["b"].unsqueeze(1)
         return torch.baddbmm(p["b"].unsqueeze(1), x, p["W"])
 
+    def predict_proba(self, theta: Tensor, x: Tensor) -> Tensor:
+        """``(N, B, C)`` softmax outputs. With at most ``SMALL_SOFTMAX_CLASSES`` classes and
+        a shared ``x`` ``(B, n_in)`` the logits come out class-major, ``(N·C, B) = Wᵀ xᵀ +
+        b`` in one ``addmm`` (no copy of the ``(N, B, C)`` logits), and the softmax runs
+        over the classes of that layout; the result is its ``(N, B, C)`` view. Equal to
+        the direct softmax up to a few ulp."""
+        if self.n_classes > SMALL_SOFTMAX_CLASSES or x.ndim != 2:
+            return super().predict_proba(theta, x)
+        return self._class_major_proba(theta, x).transpose(1, 2)
+
+    def mean_proba(self, theta: Tensor, x: Tensor) -> Tensor:
+        """``(B, C)``: :meth:`predict_proba` averaged over the particles (the posterior
+        predictive of one chunk), the mean taken in the class-major layout."""
+        if self.n_classes > SMALL_SOFTMAX_CLASSES or x.ndim != 2:
+            return self.predict_proba(theta, x).mean(dim=0)
+        return self._class_major_proba(theta, x).mean(dim=0).T
+
+    def _class_major_proba(self, theta: Tensor, x: Tensor) -> Tensor:
+        """``(N, C, B)`` softmax outputs from the ``(N·C, B)`` logits ``Wᵀ xᵀ + b``."""
+        x = self._check_x(theta, x)
+        n, c, k = theta.shape[0], self.n_classes, self.n_in * self.n_classes
+        weights = theta[:, :k].reshape(n, self.n_in, c).transpose(1, 2).reshape(n * c, -1)
+        logits = torch.addmm(theta[:, k:].reshape(n * c, 1), weights, x.T)
+        return torch.softmax(logits.view(n, c, -1), dim=1)
+
     def _analytic_grad(self, theta: Tensor, x: Tensor, y: Tensor,
                        grad: dict[str, Tensor]) -> None:
         """``dlogits = onehot(y) − softmax``; ``dW = xᵀ dlogits``, ``db = Σ_b dlogits``."""
@@ -271,19 +297,32 @@ class LogisticRegression(_Classifier):
                                   y: np.ndarray) -> np.ndarray:
         """:meth:`log_likelihood_grad` in NumPy for a shared minibatch ``x`` ``(B, n_in)``
         (small particle sets, :mod:`bflnet.learners.svgd_small`): the logits of all
-        particles as one ``(B, n_in) × (n_in, N·C)`` product, ``dW = xᵀ dlogits`` as another."""
+        particles as one ``(B, n_in) × (n_in, N·C)`` product, ``dW = xᵀ dlogits`` as
+        another. ``y``: the labels ``(B,)``, or their one-hot rows ``(B, C)`` (floats)."""
         n, c, k = theta.shape[0], self.n_classes, self.n_in * self.n_classes
         weights = theta[:, :k].reshape(n, self.n_in, c).transpose(1, 0, 2).reshape(self.n_in,
                                                                                  n * c)
-        logits = (x @ weights).reshape(-1, n, c) + theta[:, k:]
-        logits -= logits.max(axis=2, keepdims=True)
-        dlogits = np.exp(logits)
-        dlogits /= -dlogits.sum(axis=2, keepdims=True)
-        dlogits[np.arange(len(y)), :, y] += 1.0
+        flat = x @ weights
+        flat += theta[:, k:].reshape(1, n * c)
+        logits = flat.reshape(-1, n, c)
+        cols = [logits[:, :, j] for j in range(c)]
+        if c <= SMALL_SOFTMAX_CLASSES:  # elementwise over the classes' columns
+            top = functools.reduce(np.maximum, cols)
+            logits -= top[:, :, None]
+            np.exp(logits, out=logits)
+            total = functools.reduce(np.add, cols)
+        else:
+            logits -= logits.max(axis=2, keepdims=True)
+            np.exp(logits, out=logits)
+            total = logits.sum(axis=2)
+        logits /= -total[:, :, None]  # − softmax
+        if y.ndim == 2:
+            logits += y[:, None, :]
+        else:
+            logits[np.arange(len(y)), :, y] += 1.0
         out = np.empty_like(theta)
-        out[:, :k] = (x.T @ dlogits.reshape(-1, n * c)).reshape(self.n_in, n, c) \
-            .transpose(1, 0, 2).reshape(n, k)
-        out[:, k:] = dlogits.sum(axis=0)
+        out[:, :k] = (x.T @ flat).reshape(self.n_in, n, c).transpose(1, 0, 2).reshape(n, k)
+        out[:, k:] = logits.sum(axis=0)
         return out
 
     def activation_width(self) -> int:

@@ -98,6 +98,42 @@ class MinibatchSampler:
             idx = torch.randperm(n, generator=generator)[:self.batch_size]
         return idx.to(x.device)
 
+    def many_indices(self, agent: Any, generator: torch.Generator, count: int) -> Tensor:
+        """``(count, M)``: the row indices of the next ``count`` minibatches, exactly those
+        of ``count`` calls of :meth:`indices` (the generator ends in the same state). For
+        large sets one ``randint`` draws the candidates of all of them (a
+        ``randint`` of ``count · w`` numbers gives the ``count`` draws of ``w`` in turn);
+        the rare minibatch whose first ``M`` candidates repeat a value rewinds the
+        generator and is redrawn by :func:`sample_without_replacement` itself (when
+        ``M² > N_k`` most would: one by one)."""
+        if count < 0:
+            raise ValueError(f"count: must be >= 0, got {count}")
+        x = self.data[agent][0]
+        n, m = x.shape[0], self.batch_size
+        if m >= n or not (n > LARGE_SET_ROWS and 8 * m <= n) or m * m > n:
+            # (m² > n: most minibatches would repeat a value; drawn one by one)
+            rows = [self.indices(agent, generator) for _ in range(count)]
+            return (torch.stack(rows) if rows else
+                    torch.empty((0, min(m, n)), dtype=torch.int64, device=x.device))
+        width = m + m // 8 + 8  # what sample_without_replacement draws at a time
+        out = torch.empty((count, m), dtype=torch.int64)
+        done = 0
+        most = max(1, 2**20 // width)  # minibatches per draw (memory)
+        while done < count:
+            state = generator.get_state()
+            draws = torch.randint(n, (min(count - done, most) * width,), generator=generator)
+            head = draws.view(-1, width)[:, :m].sort(dim=1).values
+            repeats = (head[:, 1:] == head[:, :-1]).any(dim=1)
+            good = int(repeats.int().argmax()) if bool(repeats.any()) else head.shape[0]
+            out[done:done + good] = draws.view(-1, width)[:good, :m]
+            done += good
+            if good < head.shape[0]:  # rewind to the bad minibatch, draw it the slow way
+                generator.set_state(state)
+                torch.randint(n, (good * width,), generator=generator)
+                out[done] = sample_without_replacement(n, m, generator)
+                done += 1
+        return out.to(x.device)
+
     def __call__(self, agent: Any, generator: torch.Generator) -> tuple[Tensor, Tensor]:
         x, y = self.data[agent]
         if self.batch_size >= x.shape[0]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from bflnet.devices import DEVICES, resolve_device
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.lists import comma_list
 from bflnet.scenarios.network_settings import NetworkSettings, ServerOnly
@@ -96,6 +97,8 @@ class AsyncFedAvgConfig(ServerOnly, NetworkSettings):
     eval_every: int = param(1, "evaluate every this many rounds or merges",
                             ge=1, le=10**9)
     threads: int = param(1, "torch threads inside the run", ge=1, le=1024)
+    device: str = param("cpu", "where torch computes: cpu, cuda (an error without a CUDA "
+                          "device) or auto (cuda when available, else cpu)", choices=DEVICES)
 
     def __post_init__(self) -> None:
         validate(self)
@@ -176,7 +179,7 @@ def run(config: AsyncFedAvgConfig, *, seed: int = 0, progress: bool = False) -> 
     torch.set_num_threads(config.threads)
     data = iid_fashion_mnist(config.K, config.per_agent, config.eval_size,
                              RngStreams(seed).numpy("data"))
-    model = BayesianMLP(784, config.hidden, 10)
+    model = BayesianMLP(784, config.hidden, 10, device=resolve_device(config.device))
     stop = StopRule(max_time_s=config.duration_s)
     frames = []
     for method in comma_list("methods", config.methods):

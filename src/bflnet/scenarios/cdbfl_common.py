@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from bflnet.devices import DEVICES, resolve_device
 from bflnet.learners.hyper import CDBFLParams
 from bflnet.params import param
 from bflnet.protocols.stopping import StopRule
@@ -87,6 +88,8 @@ class CDBFLSettings(CDBFLParams, NetworkSettings):
     eval_every: int = param(10, "evaluate every this many rounds (and the last)", ge=1,
                             le=10**6)
     threads: int = param(1, "torch threads inside the run", ge=1, le=256)
+    device: str = param("cpu", "where torch computes: cpu, cuda (an error without a CUDA "
+                          "device) or auto (cuda when available, else cpu)", choices=DEVICES)
 
     def check_rounds(self) -> None:
         """``burn_in`` must leave rounds whose samples the predictive keeps."""
@@ -154,16 +157,18 @@ class Workspace:
 def make_model(config: CDBFLSettings, height: int, width: int) -> Any:
     """The Bayesian network of ``config.model`` on ``height`` x ``width`` inputs (given
     flattened), 10 classes, prior N(0, I)."""
+    device = resolve_device(config.device)
     if config.model == "mlp":
         from bflnet.learners.models import BayesianMLP
 
-        return BayesianMLP(height * width, config.hidden, 10, prior_var=1.0)
+        return BayesianMLP(height * width, config.hidden, 10, prior_var=1.0, device=device)
     from bflnet.learners.lenet import BayesianLeNet
 
     padding = 2 if height < 32 else 0  # 28 x 28 images: LeNet-5's 32 x 32 input
     if config.model == "lenet-2.7m":
-        return BayesianLeNet.cdbfl(height, width, 10, prior_var=1.0, padding=padding)
-    return BayesianLeNet(height, width, 10, prior_var=1.0, padding=padding)
+        return BayesianLeNet.cdbfl(height, width, 10, prior_var=1.0, padding=padding,
+                                   device=device)
+    return BayesianLeNet(height, width, 10, prior_var=1.0, padding=padding, device=device)
 
 
 def split_iid(x: np.ndarray, y: np.ndarray, config: CDBFLSettings, rng: np.random.Generator

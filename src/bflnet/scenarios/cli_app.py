@@ -90,14 +90,31 @@ def run(
                                             "FILE.parquet")] = None,
     force: Annotated[bool, typer.Option(help="overwrite an existing --out file")] = False,
     progress: Annotated[bool, typer.Option(help="progress bar on long runs")] = True,
+    threads: Annotated[int | None, typer.Option(
+        help="torch and BLAS threads of the run, and the scenario's threads parameter "
+             "where it has one (unless --set gives it). Default: the pools as torch and "
+             "the BLAS start them (the CPUs this machine has), the scenarios' threads "
+             "parameter (1). More than one thread can change the last bits of torch "
+             "results (sums in another order)", show_default=False)] = None,
 ) -> None:
     """Run a scenario and print a summary (or write the full table with --out)."""
+    from bflnet.params import field_names
     from bflnet.scenarios.output import check_output_target, summary, write_frame
+    from bflnet.threads import check_threads, set_threads
+
+    if threads is not None:
+        check_threads(threads)
     request = run_request(name, config, set_ or [], seed, out)
     if request.out is not None:  # before the run: a bad path must not waste it
         check_output_target(request.out, force=force)
     scenario = get_scenario(request.scenario)
-    settings = scenario.config(request.overrides)
+    overrides = dict(request.overrides)
+    if threads is not None and "threads" in field_names(scenario.config_cls) \
+            and "threads" not in overrides:
+        overrides["threads"] = threads
+    settings = scenario.config(overrides)
+    if threads is not None:
+        set_threads(threads)
     frame = scenario.run(settings, seed=request.seed, progress=progress)
     if request.out is not None:
         path = write_frame(frame, request.out,

@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from bflnet.devices import DEVICES, resolve_device
 from bflnet.learners.hyper import DSVGDParams, FedAvgParams
 from bflnet.params import subset
 from bflnet.protocols.interventions import ForgetRequest
@@ -107,6 +108,8 @@ class DSVGDSettings(ServerOnly, DSVGDParams, NetworkSettings):
     batch_size: int = param(100, "minibatch size per SVGD / SGD step", ge=1, le=10**7)
     n_bits: int = param(5, "quantisation bits N_b per kept entry (letter: 5)", ge=2, le=32)
     threads: int = param(1, "torch threads inside the run", ge=1, le=1024)
+    device: str = param("cpu", "where torch computes: cpu, cuda (an error without a CUDA "
+                          "device) or auto (cuda when available, else cpu)", choices=DEVICES)
 
     def check_fits_memory(self, fields: str, d: int, n_particles: int,
                           extra_bytes: float = 0.0) -> None:
@@ -252,7 +255,7 @@ def mlp(config: DSVGDSettings) -> BayesianMLP:
     KDE of these initial particles (eq. 7 has no separate prior term)."""
     from bflnet.learners.models import BayesianMLP  # lazily: torch
 
-    return BayesianMLP(784, config.hidden, 10)
+    return BayesianMLP(784, config.hidden, 10, device=resolve_device(config.device))
 
 
 def mlp_dim(hidden: int) -> int:

@@ -16,7 +16,8 @@ unlearning could take their accuracy to zero.)
 
 1. *Pre-training* (not simulated: no network, no rows): FedAvg of the 784-100-10 MLP
    over all agents, ``pretrain_rounds`` rounds with every agent doing
-   ``pretrain_local_steps`` SGD steps (lr ``pretrain_lr``). The hidden layer is then
+   ``pretrain_local_steps`` SGD steps (lr ``pretrain_lr``; one agent after the other, the
+   path of the documented results). The hidden layer is then
    frozen; every example becomes its 100 ReLU features.
 2.-3. **One timeline per (``rate_multiple``, ``sharing_fraction``)**: learning, the forget
    request and unlearning are one simulation, so ``time_s`` and the bits run on through
@@ -252,7 +253,7 @@ def _features(model: Any, w: torch.Tensor, x: np.ndarray) -> np.ndarray:
     import torch  # lazily, so that `bflnet list` stays fast
 
     with torch.no_grad():
-        return model.features(w, torch.as_tensor(x)).squeeze(0).numpy()
+        return model.features(w, torch.as_tensor(x, device=w.device)).squeeze(0).cpu().numpy()
 
 
 def _label_groups(frame: pd.DataFrame, forget: list[int]) -> pd.DataFrame:
@@ -343,7 +344,7 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
     feats = VisionData({k: (_features(net, w, xk), yk) for k, (xk, yk) in raw.agents.items()},
                        (_features(net, w, raw.eval[0]), raw.eval[1]))
     setup.close()
-    head = LogisticRegression(config.hidden, N_CLASSES)
+    head = LogisticRegression(config.hidden, N_CLASSES, device=net.device)
 
     def learner(agents: list[int], start: torch.Tensor | None = None,
                 check: Sequence[int] = ()) -> DSVGD:
@@ -360,7 +361,7 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
         trained = head.pack({"W": params["W2"], "b": params["b2"]})
         gen = torch_generator(streams.numpy("head-init"), torch.device("cpu"))
         start = trained + config.head_init_std * torch.randn(
-            config.particles, head.d, generator=gen, dtype=trained.dtype)
+            config.particles, head.d, generator=gen, dtype=trained.dtype).to(trained.device)
     full = learner(order, start, check=forgetting)
     request = config.learn_iterations
     stop = config.forget_stop_accuracy

@@ -1,0 +1,49 @@
+"""How many threads a run computes with: torch's intra-op threads and the BLAS libraries'
+(NumPy's and SciPy's, through ``threadpoolctl`` when it is installed; without it, the
+``*_NUM_THREADS`` variables, which only a BLAS loaded later reads)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+#: The environment variables that BLAS / OpenMP libraries read when they load.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+#: The most threads a run may ask for.
+MAX_THREADS = 1024
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def check_threads(value: Any, field: str = "threads") -> int:
+    """``value`` as a thread count in 1..:data:`MAX_THREADS`, else a one-line error."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_THREADS:
+        raise ValueError(f"{field}: must be an integer in 1..{MAX_THREADS}, got {value!r}")
+    return value
+
+
+def set_threads(n: int) -> None:
+    """Compute with ``n`` threads from now on: torch's intra-op pool and the BLAS pools."""
+    check_threads(n)
+    for name in THREAD_VARIABLES:
+        os.environ[name] = str(n)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        pass
+    else:
+        threadpool_limits(n)
+    import torch  # lazily
+
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+
+
+__all__ = ["MAX_THREADS", "THREAD_VARIABLES", "available_cpus", "check_threads", "set_threads"]

@@ -1,0 +1,81 @@
+"""``bflnet run --threads``: the check, the pools it sets, the scenario parameter it fills,
+and tables that do not move."""
+
+import dataclasses
+
+import pytest
+import torch
+
+from bflnet import threads as threads_module
+from bflnet.scenarios import cli_app as cli
+from bflnet.scenarios.cli import main
+from bflnet.threads import MAX_THREADS, available_cpus, check_threads, set_threads
+
+
+@pytest.fixture
+def keep_torch_threads():
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def test_check_threads_names_the_field():
+    assert check_threads(3) == 3
+    for bad in (0, -1, MAX_THREADS + 1, 2.0, True, "2", None):
+        with pytest.raises(ValueError, match=f"threads: must be an integer in 1..{MAX_THREADS}"):
+            check_threads(bad)
+
+
+def test_available_cpus_and_set_threads(keep_torch_threads, monkeypatch):
+    assert available_cpus() >= 1
+    for name in threads_module.THREAD_VARIABLES:
+        monkeypatch.setenv(name, "7")  # restored afterwards
+    set_threads(1)
+    assert torch.get_num_threads() == 1
+    assert all(__import__("os").environ[n] == "1" for n in threads_module.THREAD_VARIABLES)
+
+
+def one_line_error(capsys, argv, text):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("bflnet: error: ") and text in err
+
+
+def test_bad_thread_counts_are_one_line_errors(capsys):
+    one_line_error(capsys, ["run", "cover-time", "--threads", "0"], "threads: must be")
+    one_line_error(capsys, ["run", "cover-time", "--threads", "5000"], "threads: must be")
+    one_line_error(capsys, ["run", "cover-time", "--threads", "x"], "--threads")
+
+
+def test_the_tables_do_not_move_with_the_thread_count(tmp_path, keep_torch_threads,
+                                                      monkeypatch):
+    for name in threads_module.THREAD_VARIABLES:
+        monkeypatch.setenv(name, "1")
+    args = ["run", "cover-time", "--set", "runs=30", "--seed", "2", "--no-progress", "--out"]
+    assert main([*args, str(tmp_path / "default.csv")]) == 0
+    assert main([*args, str(tmp_path / "one.csv"), "--threads", "1"]) == 0
+    assert main([*args, str(tmp_path / "two.csv"), "--threads", "2"]) == 0
+    default = (tmp_path / "default.csv").read_bytes()
+    assert (tmp_path / "one.csv").read_bytes() == default
+    assert (tmp_path / "two.csv").read_bytes() == default
+
+
+def test_threads_fills_the_scenario_parameter_unless_set(monkeypatch, capsys):
+    """A torch scenario's ``threads`` parameter follows ``--threads``; ``--set threads=``
+    wins; without ``--threads`` the scenario's default stays."""
+    seen, pools = [], []
+    real = cli.get_scenario("dsvgd-vs-fedavg")
+
+    def fake_run(config, *, seed, progress):
+        import pandas as pd
+
+        seen.append(config.threads)
+        return pd.DataFrame({"iteration": [0]})
+
+    monkeypatch.setattr(cli, "get_scenario", lambda name: dataclasses.replace(real,
+                                                                             run_fn=fake_run))
+    monkeypatch.setattr(threads_module, "set_threads", pools.append)
+    assert main(["run", "dsvgd-vs-fedavg", "--threads", "2"]) == 0
+    assert main(["run", "dsvgd-vs-fedavg", "--threads", "2", "--set", "threads=1"]) == 0
+    assert main(["run", "dsvgd-vs-fedavg"]) == 0
+    assert seen == [2, 1, 1] and pools == [2, 2]

@@ -120,8 +120,14 @@ class Air:
         return distance2_colouring(range(len(index)), edges, mac.frame_slots)
 
     def attach(self, link: Any) -> None:
-        """Make ``link`` send through its sender's transceiver."""
+        """Make ``link`` send through its sender's transceiver (a sender with a battery
+        pays ``tx_power_w / rate_bps`` a bit at the radio's rate)."""
+        from bflnet.faults.energy import joules_per_bit
+
         link.radio = self.radios[link.src]
+        if link.energy is not None:
+            tank = link.energy[0]
+            link.energy = (tank, joules_per_bit(tank.spec, self.spec.radio))
 
     def broadcast(self, sender: Any, message: Any, receivers: Sequence[Any], *,
                   links: dict[tuple[Any, Any], Any], direction: str = "d2d"

@@ -197,11 +197,14 @@ def _csma(mac: Csma, radio: Transceiver, attempt: int) -> Generator[simpy.Event,
     radio.record_mac("backoff", attempt=attempt, cw=window, counter=counter)
     slot = mac.slot_s
     while True:
+        # a node whose counter is zero transmits unless it hears a transmission that began
+        # before this instant (two that decide in the same slot both transmit)
+        if counter == 0 and not medium.busy(me, hear_now=False):
+            return
         if medium.busy(me):
             radio.record_mac("defer", attempt=attempt, counter=counter)
             yield medium.on_idle(me)
-        if counter == 0:
-            return
+            continue
         t0 = env.now
         yield env.timeout(counter * slot) | medium.on_busy(me)
         # slots that ran out idle (a slot cut by a transmission does not count); when the

@@ -125,6 +125,10 @@ class SharedMedium:
         self._busy_waiters: dict[int, simpy.Event] = {}
         self._idle_waiters: dict[int, simpy.Event] = {}
         self._xy_array: np.ndarray | None = None
+        #: Transmissions that started at ``_fresh_time`` (carrier sense cannot hear them
+        #: yet: nodes that decide in the same instant all transmit).
+        self._fresh: list[Transmission] = []
+        self._fresh_time = -math.inf
         self._refresh()
         #: Transmissions started so far.
         self.transmissions = 0
@@ -251,6 +255,9 @@ class SharedMedium:
         self.transmissions += 1
         heapq.heappush(self._ends, (tx.end, self._seq, tx))
         if self.sense_range_m is not None:
+            if self._fresh_time != now:
+                self._fresh, self._fresh_time = [], now
+            self._fresh.append(tx)
             sensed = self.sensed_by(sender)
             self.busy_count[sensed] += 1
             waiters = self._busy_waiters
@@ -319,10 +326,19 @@ class SharedMedium:
                        received=sum(tx.outcome.values()) if tx.outcome else 0, **meta)
 
     # ------------------------------------------------------------------ carrier sense
-    def busy(self, node: int) -> bool:
-        """Whether another transmitter within ``sense_range_m`` of ``node`` is on the air."""
-        self._expire(self.env.now)
-        return bool(self.busy_count[node])
+    def busy(self, node: int, *, hear_now: bool = True) -> bool:
+        """Whether another transmitter within ``sense_range_m`` of ``node`` is on the air;
+        with ``hear_now=False`` one that starts at this very instant is not counted (a
+        node deciding in the same instant cannot have heard it)."""
+        now = self.env.now
+        self._expire(now)
+        count = int(self.busy_count[node])
+        if count and not hear_now and self._fresh_time == now:
+            r = self.sense_range_m
+            assert r is not None
+            count -= sum(1 for tx in self._fresh
+                         if tx.outcome is None and self.distance(tx.sender, node) <= r)
+        return count > 0
 
     def on_busy(self, node: int) -> simpy.Event:
         """An event that fires when a transmitter within sense range starts."""

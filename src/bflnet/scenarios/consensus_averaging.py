@@ -27,6 +27,7 @@ class ConsensusAveragingConfig(NetworkSettings):
     """Parameters of ``consensus-averaging``."""
 
     SCENARIO: ClassVar[str] = NAME
+    SHARED_MEDIUM: ClassVar[bool] = True
     DECIDED_ELSEWHERE: ClassVar[dict[str, str]] = {
         "compute_s_per_step": "averaging does no local computation (rounds and the channel "
                               "decide the time)"}
@@ -81,7 +82,8 @@ def run(config: ConsensusAveragingConfig, *, seed: int = 0,
                     until=(lambda m: m["max_deviation"] <= config.tolerance)
                     if config.tolerance > 0 else None)
     protocol = ConsensusProtocol(ConsensusAveraging(distribution=config.init), weights, stop,
-                                 codec=make_codec(config.codec), progress=progress)
+                                 codec=make_codec(config.codec), progress=progress,
+                                 broadcast=config.broadcast)
     frame = sim.run(protocol).frame
     frame["spectral_gap"] = spectral_gap(weights)
     return frame

@@ -120,7 +120,8 @@ def make_mac(name: str, **params: Any) -> Mac:
 def distance2_colouring(nodes: Iterable[int], edges: Iterable[tuple[int, int]],
                         frame_slots: int | None = None) -> tuple[dict[int, int], int]:
     """A greedy distance-2 colouring (largest degree first) of the interference graph
-    ``(nodes, edges)``: ``({node: colour}, number of slots in a frame)``.
+    ``(nodes, edges)`` (nodes ``0..n-1``): ``({node: colour}, number of slots in a
+    frame)``. Two nodes get different colours when they are neighbours or share one.
 
     One-line errors when ``frame_slots`` is too few: a node and its ``Δ`` neighbours are
     pairwise within two hops, so no distance-2 colouring has fewer than ``Δ + 1``
@@ -130,24 +131,38 @@ def distance2_colouring(nodes: Iterable[int], edges: Iterable[tuple[int, int]],
     >>> slots, colours[0] != colours[2], colours[1] != colours[3]
     (3, True, True)
     """
-    import networkx as nx  # lazily
+    import numpy as np
+    import scipy.sparse as sp  # lazily
 
-    graph = nx.Graph()
-    graph.add_nodes_from(nodes)
-    graph.add_edges_from(edges)
-    degree = max((d for _, d in graph.degree), default=0)
-    if frame_slots is not None and frame_slots < degree + 1:
-        hub = max(graph.degree, key=lambda item: item[1])[0]
+    n = len(list(nodes))
+    pairs = np.array([e for e in edges if e[0] != e[1]], dtype=np.int64).reshape(-1, 2)
+    ones = np.ones(2 * len(pairs), dtype=np.int32)
+    adj = sp.csr_matrix((ones, (np.concatenate([pairs[:, 0], pairs[:, 1]]),
+                                np.concatenate([pairs[:, 1], pairs[:, 0]]))), shape=(n, n))
+    adj.data[:] = 1  # duplicate pairs summed: back to 0/1
+    degree = np.diff(adj.indptr)
+    top = int(degree.max()) if n else 0
+    if frame_slots is not None and frame_slots < top + 1:
         raise ValueError(f"tdma_frame_slots: a distance-2 colouring of this interference "
-                         f"graph needs at least {degree + 1} colours (node {hub} and its "
-                         f"{degree} neighbours), got {frame_slots}")
-    square = nx.power(graph, 2) if graph.number_of_edges() else graph
-    colours = nx.greedy_color(square, strategy="largest_first")
-    used = max(colours.values(), default=-1) + 1
+                         f"graph needs at least {top + 1} colours (node "
+                         f"{int(degree.argmax())} and its {top} neighbours), got {frame_slots}")
+    square = (adj + adj @ adj).tocsr()
+    square.setdiag(0)
+    square.eliminate_zeros()
+    order = np.lexsort((np.arange(n), -np.diff(square.indptr)))  # largest first
+    colour = np.full(n, -1, dtype=np.int64)
+    for v in order.tolist():
+        taken = colour[square.indices[square.indptr[v]:square.indptr[v + 1]]]
+        taken = np.unique(taken[taken >= 0])
+        # the smallest colour not taken: the first gap in the sorted taken colours
+        gap = np.flatnonzero(taken != np.arange(taken.size))
+        colour[v] = int(gap[0]) if gap.size else taken.size
+    used = int(colour.max()) + 1 if n else 0
     if frame_slots is not None and used > frame_slots:
         raise ValueError(f"tdma_frame_slots: the greedy distance-2 colouring of this "
                          f"interference graph needs {used} colours, got {frame_slots}")
-    return colours, max(used, 1) if frame_slots is None else frame_slots
+    return ({v: int(c) for v, c in enumerate(colour.tolist())},
+            max(used, 1) if frame_slots is None else frame_slots)
 
 
 # ---------------------------------------------------------------------- access procedures
@@ -206,7 +221,11 @@ def _csma(mac: Csma, radio: Transceiver, attempt: int) -> Generator[simpy.Event,
             yield medium.on_idle(me)
             continue
         t0 = env.now
-        yield env.timeout(counter * slot) | medium.on_busy(me)
+        # one wake-up event for "the counter ran out" and "the carrier became busy"
+        wake = env.event()
+        env.timeout(counter * slot).callbacks.append(
+            lambda _, wake=wake: None if wake.triggered else wake.succeed())
+        yield medium.on_busy(me, wake)
         # slots that ran out idle (a slot cut by a transmission does not count); when the
         # counter ends in the slot in which another node starts, both transmit
         elapsed = math.floor((env.now - t0) / slot + 1e-6)

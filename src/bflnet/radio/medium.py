@@ -264,7 +264,7 @@ class SharedMedium:
             if waiters:
                 for n in sensed.tolist():
                     event = waiters.pop(n, None)
-                    if event is not None:
+                    if event is not None and not event.triggered:
                         event.succeed()
         return tx
 
@@ -340,11 +340,15 @@ class SharedMedium:
                          if tx.outcome is None and self.distance(tx.sender, node) <= r)
         return count > 0
 
-    def on_busy(self, node: int) -> simpy.Event:
-        """An event that fires when a transmitter within sense range starts."""
-        event = self._busy_waiters.get(node)
+    def on_busy(self, node: int, event: simpy.Event | None = None) -> simpy.Event:
+        """An event (``event``, or a new one) that fires when a transmitter within sense
+        range starts (unless something else triggered it first)."""
         if event is None:
-            event = self._busy_waiters[node] = self.env.event()
+            event = self._busy_waiters.get(node)
+            if event is not None and not event.triggered:
+                return event
+            event = self.env.event()
+        self._busy_waiters[node] = event
         return event
 
     def on_idle(self, node: int) -> simpy.Event:

@@ -11,7 +11,7 @@ from bflnet.faults.energy import Battery
 from bflnet.learners.averaging import ConsensusAveraging
 from bflnet.protocols.consensus import ConsensusProtocol
 from bflnet.protocols.stopping import StopRule
-from bflnet.radio import LogDistance, RadioSpec, SharedMediumSpec, Tdma
+from bflnet.radio import Csma, LogDistance, RadioSpec, SharedMediumSpec, Tdma
 from bflnet.simulator import Simulation
 from bflnet.simulator.message import Message
 
@@ -228,3 +228,52 @@ def test_off_by_default_costs_nothing():
     net = sim.build_network(nx.path_graph(3))
     assert net.air is None
     assert all(link.radio is None for link in net.links.values())
+
+
+def test_receiving_costs_rx_power_for_the_air_time():
+    K = 4
+    battery = Battery(capacity_j=1.0, tx_power_w=0.0, rx_power_w=2.0)
+    _, net = consensus_round(K, broadcast=True, battery=battery)
+    airtime = radio().airtime_s(64)
+    spent = [1.0 - net.nodes[k].battery.left_j for k in range(K)]
+    assert spent == pytest.approx([2.0 * (K - 1) * airtime] * K)
+
+
+def test_a_rebound_network_gives_the_frame_of_a_fresh_one():
+    spec = radio(pathloss=LogDistance(3.0, 1.0, 40.0, shadowing_db=3.0))
+    g = placed([(0.0, 0.0), (20.0, 0.0), (0.0, 25.0), (30.0, 30.0)],
+               [(0, 1), (0, 2), (1, 3), (2, 3)])
+
+    def protocol():
+        learner = ConsensusAveraging({k: float(k) for k in range(4)})
+        return ConsensusProtocol(learner, "metropolis-hastings", StopRule(max_iterations=4))
+
+    first = Simulation(3, record_messages=True)
+    net = first.build_network(g, medium=SharedMediumSpec(spec, mac=Csma()), mtu_bits=BITS)
+    first.run(protocol())
+    again = Simulation(5, record_messages=True)
+    again.use_network(net)
+    rebound = again.run(protocol()).frame
+    fresh = Simulation(5, record_messages=True)
+    fresh.build_network(g, medium=SharedMediumSpec(spec, mac=Csma()), mtu_bits=BITS)
+    assert rebound.equals(fresh.run(protocol()).frame)
+
+
+def test_moving_nodes_are_heard_at_their_live_positions():
+    from bflnet.faults.mobility import RandomWaypoint
+    from bflnet.simulator.live_graph import Mobility
+    spec = radio(fading="none", sinr_threshold_db=10.0)
+    # two nodes 5 m apart; node 1 runs away at 100 m/s; positions updated every 0.5 s
+    g = placed([(0.0, 0.0), (5.0, 0.0)], [(0, 1)])
+    mobility = Mobility(RandomWaypoint(area_m=1e5, speed_min=100.0, speed_max=100.0),
+                        radius_m=1e6, update_s=0.5)
+    sim = Simulation(0, record_messages=True)
+    net = sim.build_network(g, medium=SharedMediumSpec(spec), mobility=mobility,
+                            max_attempts=1, mtu_bits=BITS)
+    ok = []
+    repeat(sim, net, 0, 1, [0.1, 600.0], ok)
+    net.start_fault_records()  # starts the live graph's position updates
+    sim.env.run(until=601.0)
+    distance = net.air.medium.distance(0, 1)
+    assert distance > 1000.0 > spec.range_m
+    assert ok == [True, False]

@@ -106,6 +106,10 @@ class Air:
         self.slot_s = slot
         for link in network.links.values():
             self.attach(link)
+        for node in ids:
+            tank = network.nodes[node].battery
+            if tank is not None and tank.spec.rx_power_w > 0:
+                self.medium.rx_energy[index[node]] = (tank, tank.spec.rx_power_w)
 
     def _colouring(self, network: Any, mac: Tdma) -> tuple[dict[int, int], int]:
         medium = self.medium

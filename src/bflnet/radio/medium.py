@@ -125,6 +125,8 @@ class SharedMedium:
         self._busy_waiters: dict[int, simpy.Event] = {}
         self._idle_waiters: dict[int, simpy.Event] = {}
         self._xy_array: np.ndarray | None = None
+        #: ``{node index: (tank, watts)}``: receivers charged for their receptions.
+        self.rx_energy: dict[int, tuple[Any, float]] = {}
         #: Transmissions that started at ``_fresh_time`` (carrier sense cannot hear them
         #: yet: nodes that decide in the same instant all transmit).
         self._fresh: list[Transmission] = []
@@ -297,6 +299,9 @@ class SharedMedium:
             outcome[r] = rec.lost is None
             if rec.lost is not None:
                 tx.causes[r] = rec.lost
+            if self.rx_energy and r in self.rx_energy and rec.lost != "half_duplex":
+                tank, watts = self.rx_energy[r]
+                tank.spend(watts * (tx.end - tx.start), self.env.now, "receive")
         tx.outcome = outcome
         rx_at = self.rx_at
         for n in tx.gains:  # every node where this transmission's power was counted

@@ -1,7 +1,7 @@
 """Benchmark: the cost of one transmission on the shared medium against independent links.
 
 Synchronous gossip (consensus averaging, one float64 a message) on a random geometric
-graph of constant density (radius 30 m, about 8 neighbours a node, the area grows with
+graph of constant density (radius 30 m, about 10 neighbours a node, the area grows with
 K) for K = 16, 256, 1024. Both runs use Rayleigh block fading over the same distances:
 ``medium=links`` (each link its own channel, decided when handed over) and
 ``medium=shared`` (SINR at the end of each packet, half-duplex, CSMA by default). The cost
@@ -31,7 +31,7 @@ from bflnet.protocols.stopping import StopRule
 from bflnet.radio import LogDistance, RadioSpec, SharedMediumSpec, make_mac
 from bflnet.simulator import Simulation
 
-RADIUS_M, DEGREE = 30.0, 8.0
+RADIUS_M, DEGREE = 30.0, 10.0
 #: Mean SNR 10 dB at the graph's radius (the threshold is 0 dB: radio range 65 m, carrier
 #: sense as far, interference counted up to 139 m).
 RADIO = RadioSpec(tx_power_dbm=-12.7, bandwidth_hz=1e6, noise_figure_db=7.0,
@@ -40,11 +40,16 @@ RADIO = RadioSpec(tx_power_dbm=-12.7, bandwidth_hz=1e6, noise_figure_db=7.0,
 
 
 def geometric_graph(K: int) -> nx.Graph:
-    """K uniform points in a square sized for ``DEGREE`` neighbours within ``RADIUS_M``."""
+    """K uniform points in a square sized for ``DEGREE`` neighbours within ``RADIUS_M``
+    (drawn again until connected)."""
     side = math.sqrt(K * math.pi * RADIUS_M ** 2 / DEGREE)
-    xy = np.random.default_rng(K).uniform(0.0, side, size=(K, 2))
-    pos = {k: (float(x), float(y)) for k, (x, y) in enumerate(xy)}
-    return nx.random_geometric_graph(K, RADIUS_M, pos=pos)
+    rng = np.random.default_rng(K)
+    while True:
+        xy = rng.uniform(0.0, side, size=(K, 2))
+        pos = {k: (float(x), float(y)) for k, (x, y) in enumerate(xy)}
+        graph = nx.random_geometric_graph(K, RADIUS_M, pos=pos)
+        if nx.is_connected(graph):
+            return graph
 
 
 def run(graph: nx.Graph, rounds: int, medium: SharedMediumSpec | None) -> tuple[float, int]:

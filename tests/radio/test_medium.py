@@ -277,3 +277,33 @@ def test_moving_nodes_are_heard_at_their_live_positions():
     distance = net.air.medium.distance(0, 1)
     assert distance > 1000.0 > spec.range_m
     assert ok == [True, False]
+
+
+def test_parameter_server_runs_on_a_shared_medium_with_the_server_at_the_centre():
+    from bflnet.learners import GlobalStateLearner, Update
+    from bflnet.protocols.parameter_server import ParameterServerProtocol
+    from bflnet.simulator import Work
+
+    class Count(GlobalStateLearner):
+        uses_agent_streams = False
+
+        def init(self, rng):
+            return np.zeros(3)
+
+        def local_update(self, agent, state, agent_state, rng):
+            return Update(state + 1, Work(steps=1), agent)
+
+        def merge(self, state, updates):
+            return np.mean([u.payload for u in updates], axis=0)
+
+        def evaluate(self, state):
+            return {"x": float(state[0])}
+
+    sim = Simulation(0, record_messages=True)
+    net = sim.build_network(nx.empty_graph(5), server=True, medium=SharedMediumSpec(
+        radio(fading="none", tx_power_dbm=20.0), area_m=40.0))
+    frame = sim.run(ParameterServerProtocol(Count(), StopRule(max_iterations=3))).frame
+    rows = frame[frame.event == "iteration"]
+    assert rows.x.tolist() == [1.0, 2.0, 3.0]
+    assert rows.cum_bits.tolist() == [384, 768, 1152]  # 3 float64 down and up a round
+    assert net.air.medium.positions()[-1].tolist() == [20.0, 20.0]

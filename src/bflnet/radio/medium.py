@@ -158,6 +158,8 @@ class SharedMedium:
         self._tree = cKDTree(xy)
         self._near: list[np.ndarray | None] = [None] * len(self.ids)
         self._sense: list[np.ndarray | None] = [None] * len(self.ids)
+        #: Per node, ``{other node within range: mean received power (mW)}``.
+        self._mean: list[dict[int, float] | None] = [None] * len(self.ids)
 
     def distance(self, a: int, b: int) -> float:
         pa, pb = self._xy[a], self._xy[b]
@@ -192,6 +194,21 @@ class SharedMedium:
         loss = self._loss
         return loss.gain(self.distance(a, b)) * loss.shadowing_gain(self.key, a, b)
 
+    def mean_powers(self, a: int) -> dict[int, float]:
+        """``{b: mean power (mW) of a's signal at b}`` for every ``b`` within range of ``a``
+        (computed at once, kept until nodes move)."""
+        found = self._mean[a]
+        if found is None:
+            near = self.near(a)
+            xy = self._xy_array
+            assert xy is not None
+            d = np.hypot(*(xy[near] - xy[a]).T)
+            loss = self._loss
+            power = (self._tx_mw * loss.gains(d)
+                     * loss.shadowing_gains(self.key, a, near))
+            found = self._mean[a] = dict(zip(near.tolist(), power.tolist(), strict=True))
+        return found
+
     def _rng(self, i: int) -> np.random.Generator:
         rng = self._rngs[i]
         if rng is None:
@@ -210,12 +227,26 @@ class SharedMedium:
             return re * re + im * im
         return 1.0
 
+    def _fades(self, i: int, n: int) -> list[float]:
+        """``n`` block-fading power gains from node ``i``'s stream."""
+        kind = self._fading
+        if kind == "rayleigh":
+            return self._rng(i).standard_exponential(n).tolist()
+        if kind == "rician":
+            rng, s = self._rng(i), self._scatter
+            re = self._los + s * rng.standard_normal(n)
+            im = s * rng.standard_normal(n)
+            return (re * re + im * im).tolist()
+        return [1.0] * n
+
     def power_at(self, tx: Transmission, node: int) -> float:
         """The power (mW) of ``tx`` at ``node``: one fading draw per transmission and node."""
         power = tx.gains.get(node)
         if power is None:
-            power = tx.gains[node] = (self._tx_mw * self.mean_gain(tx.sender, node)
-                                      * self._fade(tx.sender))
+            mean = self.mean_powers(tx.sender).get(node)
+            if mean is None:  # beyond the interference range (a far unicast receiver)
+                mean = self._tx_mw * self.mean_gain(tx.sender, node)
+            power = tx.gains[node] = mean * self._fade(tx.sender)
         return power
 
     # ------------------------------------------------------------------ transmissions
@@ -233,9 +264,12 @@ class SharedMedium:
             rec.lost = "half_duplex"
         near = self.near(sender)
         if self.rx_count.any():
-            for n in near[self.rx_count[near] > 0].tolist():
-                if n != sender:
-                    power = self.power_at(tx, n)
+            hit = near[self.rx_count[near] > 0]
+            hit = hit[hit != sender].tolist()
+            if hit:  # its power at every node receiving nearby, drawn at once
+                mean, gains = self.mean_powers(sender), tx.gains
+                for n, fade in zip(hit, self._fades(sender, len(hit)), strict=True):
+                    power = gains[n] = mean[n] * fade
                     for rec in self.rx_at[n]:
                         rec.add(sender, power)
         tx_count, active = self.tx_count, self.active

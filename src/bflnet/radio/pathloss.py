@@ -24,14 +24,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from statistics import NormalDist
+
+import numpy as np
+from scipy.special import ndtri
 
 from bflnet.checks import check_real
 
 #: Thermal noise density at 290 K, in dBm/Hz.
 THERMAL_NOISE_DBM_HZ = -174.0
 _MASK = (1 << 64) - 1
-_STD_NORMAL = NormalDist()
 
 
 def dbm_to_mw(dbm: float) -> float:
@@ -52,13 +53,31 @@ def _splitmix(x: int) -> int:
     return x ^ (x >> 31)
 
 
+def _splitmix_array(x: np.ndarray) -> np.ndarray:
+    """:func:`_splitmix` on a ``uint64`` array (wrapping arithmetic, same values)."""
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def pair_normals(key: int, a: int, others: np.ndarray) -> np.ndarray:
+    """A standard normal for each unordered pair ``{a, b}``, ``b`` in ``others``
+    (non-negative integers): a fixed function of ``key`` and the pair, the same for
+    ``(a, b)`` and ``(b, a)``."""
+    b = np.asarray(others, dtype=np.uint64)
+    a_ = np.full_like(b, a)
+    lo, hi = np.minimum(a_, b), np.maximum(a_, b)
+    seed = _splitmix(key & _MASK)
+    h = _splitmix_array(_splitmix_array(np.uint64(seed) ^ lo)
+                        ^ (hi * np.uint64(0xD1B54A32D192ED03)))
+    u = ((h >> np.uint64(11)).astype(np.float64) + 0.5) / float(1 << 53)  # in (0, 1)
+    return ndtri(u)
+
+
 def pair_normal(key: int, a: int, b: int) -> float:
-    """A standard normal that is a fixed function of ``key`` and the unordered pair
-    ``{a, b}`` of non-negative integers (the same for ``(a, b)`` and ``(b, a)``)."""
-    lo, hi = (a, b) if a <= b else (b, a)
-    h = _splitmix(_splitmix(_splitmix(key & _MASK) ^ lo) ^ (hi * 0xD1B54A32D192ED03 & _MASK))
-    u = ((h >> 11) + 0.5) / float(1 << 53)  # in (0, 1)
-    return _STD_NORMAL.inv_cdf(u)
+    """:func:`pair_normals` of one pair."""
+    return float(pair_normals(key, a, np.array([b]))[0])
 
 
 @dataclass(frozen=True)
@@ -87,6 +106,18 @@ class LogDistance:
     def gain(self, distance_m: float) -> float:
         """Mean linear power gain ``10 ** (-loss_db / 10)``."""
         return 10.0 ** (-self.loss_db(distance_m) / 10.0)
+
+    def gains(self, distances_m: np.ndarray) -> np.ndarray:
+        """:meth:`gain` of each distance (an array; distances must be >= 0)."""
+        d = np.maximum(np.asarray(distances_m, dtype=np.float64), self.ref_distance_m)
+        loss = self.ref_loss_db + 10.0 * self.exponent * np.log10(d / self.ref_distance_m)
+        return 10.0 ** (-loss / 10.0)
+
+    def shadowing_gains(self, key: int, a: int, others: np.ndarray) -> np.ndarray:
+        """:meth:`shadowing_gain` of each pair ``{a, b}``, ``b`` in ``others``."""
+        if self.shadowing_db == 0.0:
+            return np.ones(len(others))
+        return 10.0 ** (-self.shadowing_db * pair_normals(key, a, others) / 10.0)
 
     def shadowing_gain(self, key: int, a: int, b: int) -> float:
         """Linear gain ``10 ** (-X / 10)`` of the pair's shadowing (1 without shadowing)."""

@@ -206,30 +206,53 @@ def _tdma(radio: Transceiver) -> Generator[simpy.Event, Any, None]:
 
 
 def _csma(mac: Csma, radio: Transceiver, attempt: int) -> Generator[simpy.Event, Any, None]:
-    env, medium, me = radio.env, radio.medium, radio.index
     window = mac.window(attempt)
     counter = int(radio.mac_rng.integers(window))
     radio.record_mac("backoff", attempt=attempt, cw=window, counter=counter)
-    slot = mac.slot_s
-    while True:
+    done = radio.env.event()
+    _Backoff(radio, mac.slot_s, counter, attempt, done).begin()
+    yield done
+
+
+class _Backoff:
+    """One CSMA back-off, run by event callbacks (the node's process wakes only when it
+    may transmit): count ``counter`` idle slots down, freeze while the carrier is busy."""
+
+    __slots__ = ("attempt", "counter", "done", "radio", "slot", "t0")
+
+    def __init__(self, radio: Transceiver, slot: float, counter: int, attempt: int,
+                 done: simpy.Event) -> None:
+        self.radio, self.slot, self.counter, self.attempt = radio, slot, counter, attempt
+        self.done, self.t0 = done, 0.0
+
+    def begin(self, _: Any = None) -> None:
+        """Start (or resume) the countdown, or defer until the carrier is idle."""
+        radio = self.radio
+        env, medium, me = radio.env, radio.medium, radio.index
         # a node whose counter is zero transmits unless it hears a transmission that began
         # before this instant (two that decide in the same slot both transmit)
-        if counter == 0 and not medium.busy(me, hear_now=False):
+        if self.counter == 0 and not medium.busy(me, hear_now=False):
+            self.done.succeed()
             return
         if medium.busy(me):
-            radio.record_mac("defer", attempt=attempt, counter=counter)
-            yield medium.on_idle(me)
-            continue
-        t0 = env.now
+            radio.record_mac("defer", attempt=self.attempt, counter=self.counter)
+            medium.on_idle(me).callbacks.append(self.begin)
+            return
+        self.t0 = env.now
         # one wake-up event for "the counter ran out" and "the carrier became busy"
         wake = env.event()
-        env.timeout(counter * slot).callbacks.append(
+        env.timeout(self.counter * self.slot).callbacks.append(
             lambda _, wake=wake: None if wake.triggered else wake.succeed())
-        yield medium.on_busy(me, wake)
-        # slots that ran out idle (a slot cut by a transmission does not count); when the
-        # counter ends in the slot in which another node starts, both transmit
-        elapsed = math.floor((env.now - t0) / slot + 1e-6)
-        if elapsed >= counter:
-            medium.cancel_waits(me)
+        medium.on_busy(me, wake).callbacks.append(self.woke)
+
+    def woke(self, _: Any) -> None:
+        """Slots that ran out idle count (a slot cut by a transmission does not); when
+        the counter ends in the slot in which another node starts, both transmit."""
+        radio = self.radio
+        elapsed = math.floor((radio.env.now - self.t0) / self.slot + 1e-6)
+        if elapsed >= self.counter:
+            radio.medium.cancel_waits(radio.index)
+            self.done.succeed()
             return
-        counter -= elapsed
+        self.counter -= elapsed
+        self.begin()

@@ -287,13 +287,15 @@ def _over_the_air(sim: Simulation, sends: list[tuple[float, Any, Any, Any, int]]
     for i, (_, _, k, _, _) in enumerate(sends):
         by_sender.setdefault(k, []).append(i)
 
-    def unicast(i: int) -> Generator[simpy.Event, Any, None]:
-        ready, j, k, payload, bits = sends[i]
+    def one_by_one(idx: list[int]) -> Generator[simpy.Event, Any, None]:
+        ready = sends[idx[0]][0]
         if ready > env.now:
             yield env.timeout(ready - env.now)
-        delivery = yield from links[(k, j)].send(
-            Message(k, j, "gossip", payload, bits, iteration), deliver=False)
-        arrived[i] = delivery.delivered
+        for i in idx:  # in order, as the sender's radio would queue them
+            _, j, k, payload, bits = sends[i]
+            delivery = yield from links[(k, j)].send(
+                Message(k, j, "gossip", payload, bits, iteration), deliver=False)
+            arrived[i] = delivery.delivered
 
     def one_for_all(idx: list[int]) -> Generator[simpy.Event, Any, None]:
         ready, _, k, payload, bits = sends[idx[0]]
@@ -306,10 +308,11 @@ def _over_the_air(sim: Simulation, sends: list[tuple[float, Any, Any, Any, int]]
 
     procs = []
     for idx in by_sender.values():
-        if broadcast and all(sends[i][3] is sends[idx[0]][3] for i in idx):
+        first = sends[idx[0]][3]
+        if broadcast and all(sends[i][3] is first for i in idx):
             procs.append(env.process(one_for_all(idx)))
         else:
-            procs.extend(env.process(unicast(i)) for i in idx)
+            procs.append(env.process(one_by_one(idx)))
     if procs:
         yield env.all_of(procs)
     return arrived

@@ -14,7 +14,15 @@ from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.network_settings import NetworkSettings
 from bflnet.scenarios.registry import register
-from bflnet.scenarios.schema import BASE, DROPPED, MESSAGE_COLUMNS, NODE, Schema, col
+from bflnet.scenarios.schema import (
+    BASE,
+    DROPPED,
+    MEDIUM_COLUMNS,
+    MESSAGE_COLUMNS,
+    NODE,
+    Schema,
+    col,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,15 +54,27 @@ class ConsensusAveragingConfig(NetworkSettings):
         self.check_network_fields()
 
 
+#: The message columns, some also on the shared medium's rows.
+_MESSAGES = tuple(
+    c.on("message", "mac").means(c.meaning + "; mac rows: backoff, defer or collision")
+    .only_when("record_messages=true or medium=shared") if c.name == "kind" else
+    c.on("message", "tx").means(c.meaning + "; tx rows: the packet's")
+    if c.name in ("bits", "start_s") else c
+    for c in MESSAGE_COLUMNS)
+
 SCHEMA = Schema.of(
     *BASE,
     col("max_deviation", "1", "largest |value - true mean| over the nodes", "init", "round"),
     col("mean_value", "1", "mean of the nodes' values (drifts from the true mean only "
         "when messages are lost)", "init", "round"),
-    NODE.means("message rows: the sender").on("message").only_when("record_messages=true"),
-    col("peer", "index", "message rows: the receiver", "message", when="record_messages=true"),
-    *MESSAGE_COLUMNS,
+    NODE.means("message, mac and tx rows: the sender").on("message", "mac", "tx")
+    .only_when("record_messages=true or medium=shared"),
+    col("peer", "index", "message rows: the receiver (* for a broadcast); mac collision "
+        "rows: the receiver that lost the packet", "message", "mac",
+        when="record_messages=true or medium=shared"),
+    *_MESSAGES,
     DROPPED.on("round", "message"),
+    *MEDIUM_COLUMNS,
     col("spectral_gap", "1", "1 - second largest |eigenvalue| of the mixing matrix (same "
         "on every row)"),
 )

@@ -46,6 +46,13 @@ SHORT: dict[str, dict[str, object]] = {
 VARIANTS: list[tuple[str, dict[str, object]]] = [
     ("consensus-averaging", {"record_messages": True, "rounds": 3, "loss_prob": 0.3,
                              "max_attempts": 1}),
+    ("consensus-averaging", {"medium": "shared", "channel": "rayleigh", "rounds": 3,
+                             "record_messages": True}),
+    ("consensus-averaging", {"medium": "shared", "channel": "rayleigh", "rounds": 2,
+                             "mac": "aloha", "aloha_p": 0.5, "broadcast": True,
+                             "record_messages": True}),
+    ("consensus-averaging", {"medium": "shared", "channel": "rayleigh", "rounds": 2,
+                             "mac": "none"}),
     ("mobile-gossip", {"mode": "sync", "record_messages": True, "duration_s": 0.5}),
     ("mobile-gossip", {"record_messages": True, "duration_s": 2.0}),
     ("churn-gfvl", {"runs": 2, "keep_state": False}),

@@ -30,9 +30,15 @@ ALT = {
     "ge_loss_bad": 0.5, "bandwidth_hz": 1e4, "mean_snr_db": 35.0, "path_loss_exponent": 2.5,
     "distance_m": 5.0, "coding_rate": 1.0, "rician_k": 10.0, "mtu_bits": 16,
     "max_attempts": 1, "compute_s_per_step": 0.5,
+    "medium": "shared", "mac": "tdma", "broadcast": True, "tx_power_dbm": -20.0,
+    "noise_figure_db": 40.0, "ref_loss_db": 80.0, "shadowing_db": 10.0,
+    "sinr_threshold_db": 20.0, "layout": "circle", "aloha_p": 0.5, "mac_slot_s": 0.05,
+    "tdma_frame_slots": 50, "sense_range_m": 1.0, "backoff_slot_s": 1e-3, "cw_min": 2,
+    "cw_max": 16, "retry_limit": 0,
 }
 #: Settings under which the field is read (where there are such settings).
 LOSSY_FADING = {"mean_snr_db": 35.0}
+SHARED = {"medium": "shared", "channel": "rayleigh"}
 CONTEXT: dict[str, dict[str, object]] = {
     "edge_prob": {"graph": "erdos-renyi"},
     "radius_m": {"graph": "random-geometric", "area_m": 50.0},
@@ -48,6 +54,14 @@ CONTEXT: dict[str, dict[str, object]] = {
     "coding_rate": {"channel": "rayleigh"},
     "rician_k": {"channel": "rician", **LOSSY_FADING},
     "max_attempts": {"loss_prob": 0.3, "mtu_bits": 32},
+    "medium": {"channel": "rayleigh"},
+    **{name: SHARED for name in ("mac", "broadcast", "tx_power_dbm", "noise_figure_db",
+                                 "ref_loss_db", "shadowing_db", "sinr_threshold_db",
+                                 "layout", "sense_range_m", "backoff_slot_s", "cw_min",
+                                 "cw_max", "retry_limit")},
+    "aloha_p": {**SHARED, "mac": "aloha"},
+    "mac_slot_s": {**SHARED, "mac": "aloha"},
+    "tdma_frame_slots": {**SHARED, "mac": "tdma"},
 }
 #: Scenarios cheap enough to run for every field, with tiny settings.
 TINY: dict[str, dict[str, object]] = {
@@ -157,4 +171,4 @@ def test_declared_fields_change_the_output(name: str, files: dict[str, str]) -> 
                              files=files)
         assert not _same(run(context), run(changed)), (name, field)
         checked.append(field)
-    assert set(checked) == set(FIELDS) - set(scenario.config_cls.DECIDED_ELSEWHERE)
+    assert set(checked) == set(FIELDS) - set(scenario.config_cls.decided_elsewhere())

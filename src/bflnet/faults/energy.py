@@ -7,7 +7,8 @@ FLOP); each run gives every device with one its own :class:`Tank`, which
   sends (every attempt's bits, the ones ARQ resends and a cut message's partial bits
   included; ``rate_bps`` is the link's channel's nominal rate, so the energy per bit is
   ``tx_power_w / rate_bps``; a channel without a rate, the ideal one, costs nothing);
-  receiving is free;
+  receiving costs ``rx_power_w`` watts for the air time of every packet addressed to the
+  device on a shared radio medium (0 by default; independent links never charge it);
 * is debited ``joules_per_step · steps + joules_per_flop · flops`` for every local
   computation, when it starts;
 * is an availability timeline (``is_up``, ``next_change``) that is down for good from the
@@ -41,18 +42,21 @@ __all__ = ["Battery", "Tank", "battery_specs", "joules_per_bit"]
 @dataclass(frozen=True)
 class Battery:
     """A device's energy budget: ``capacity_j`` joules, ``tx_power_w`` watts while sending,
-    ``joules_per_step`` per local step and ``joules_per_flop`` per floating-point op."""
+    ``joules_per_step`` per local step, ``joules_per_flop`` per floating-point op and
+    ``rx_power_w`` watts while receiving (on a shared radio medium)."""
 
     capacity_j: float
     tx_power_w: float = 0.1
     joules_per_step: float = 0.0
     joules_per_flop: float = 0.0
+    rx_power_w: float = 0.0
 
     def __post_init__(self) -> None:
         check_real("capacity_j", self.capacity_j, gt=0, le=1e30)
         check_real("tx_power_w", self.tx_power_w, ge=0, le=1e9)
         check_real("joules_per_step", self.joules_per_step, ge=0, le=1e30)
         check_real("joules_per_flop", self.joules_per_flop, ge=0, le=1e30)
+        check_real("rx_power_w", self.rx_power_w, ge=0, le=1e9)
 
     def tank(self, node: Any, recorder: Any, env: Any) -> Tank:
         """A full battery for ``node`` in one run, writing its row to ``recorder``, on the

@@ -187,6 +187,9 @@ class _Run:
                 return
         payload, bits, mine_i = self._publish(i, j)
         link = self.links[(i, j)]
+        if link.radio is not None:  # a shared medium: decided when the packets end
+            yield from self._exchange_on_air(i, j, payload, bits, mine_i)
+            return
         schedule = link.schedule(bits)
         yield env.timeout(schedule[1] - env.now)
         if done.triggered:
@@ -206,6 +209,32 @@ class _Run:
         self.replies -= 1
         if not link.complete(Message(j, i, "gossip_reply", payload, bits, self.iteration),
                              schedule, deliver=False):
+            self.end(i, j, "reply_lost")
+            return
+        self._mix(i, j, mine_i, mine_j)
+        self.end(i, j, "ok")
+
+    def _exchange_on_air(self, i: Any, j: Any, payload: Any, bits: int, mine_i: Any
+                         ) -> Generator[simpy.Event, Any, None]:
+        """The rest of an exchange on a shared medium (each message through its sender's
+        radio)."""
+        done = self.done
+        request = yield from self.links[(i, j)].send(
+            Message(i, j, "gossip", payload, bits, self.iteration), deliver=False)
+        if done.triggered:
+            return
+        if not request.delivered:
+            self.end(i, j, "request_lost")
+            return
+        payload, bits, mine_j = self._publish(j, i)
+        self._mix(j, i, mine_j, mine_i)
+        self.replies += 1
+        reply = yield from self.links[(j, i)].send(
+            Message(j, i, "gossip_reply", payload, bits, self.iteration), deliver=False)
+        if done.triggered:
+            return
+        self.replies -= 1
+        if not reply.delivered:
             self.end(i, j, "reply_lost")
             return
         self._mix(i, j, mine_i, mine_j)

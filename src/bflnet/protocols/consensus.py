@@ -50,6 +50,13 @@ class ConsensusProtocol:
     computes and mixes (with what it has) in the rounds it is down: pausing a down
     node's computation is not modelled yet.
 
+    On a shared medium (``Network(medium=...)``) every node's messages queue for its one
+    radio and each is decided when its packets end; with ``broadcast=True`` a node's
+    payload (one for all neighbours) is one transmission that every neighbour receives or
+    not on its own SINR (a :class:`PerNeighbour` payload is still sent neighbour by
+    neighbour). A reception lost under broadcast follows ``lost`` as any lost message:
+    no negative acknowledgement, no resending.
+
     ``weights`` may also be the name of a mixing rule (:data:`MIXING_NAMES`), built for
     the network's graph. A network with mobility needs a name: each round that starts
     after the live graph changed recomputes the matrix for the live graph (an isolated
@@ -60,7 +67,10 @@ class ConsensusProtocol:
 
     def __init__(self, learner: ConsensusLearner, weights: np.ndarray | str, stop: StopRule, *,
                  codec: CodecSpec = None, eval_every: int = 1, progress: bool = False,
-                 lost: str | None = None) -> None:
+                 lost: str | None = None, broadcast: bool = False) -> None:
+        if not isinstance(broadcast, bool):
+            raise ValueError(f"broadcast: must be True or False, got {broadcast!r}")
+        self.broadcast = broadcast
         increments = bool(getattr(learner, "increments", False))
         if lost is None:
             lost = "skip" if increments else "reuse"
@@ -103,6 +113,9 @@ class ConsensusProtocol:
         assert net is not None
         env, rec, learner = sim.env, sim.recorder, self.learner
         nodes = list(net.agents)
+        if self.broadcast and net.air is None:
+            raise ValueError("broadcast: needs a shared medium (medium=shared); independent "
+                             "links carry one message each")
         live = net.live
         if live is not None:
             if not isinstance(self.weights, str):
@@ -149,6 +162,25 @@ class ConsensusProtocol:
                                                         codec_rngs[k], iteration, decoded,
                                                         compute[k], sends)
                 round_end = max(round_end, ready)
+            if net.air is not None:
+                if skip:
+                    for k in nodes:
+                        last[k] = {}
+                arrived = yield from _over_the_air(sim, sends, iteration, self.broadcast)
+                for (_, j, k, _, _), ok in zip(sends, arrived, strict=True):
+                    if ok:
+                        value = decoded[k]
+                        last[j][k] = value[j] if isinstance(value, _PerReceiver) else value
+                delivered = sum(arrived)
+                if round_end > env.now:
+                    yield env.timeout(round_end - env.now)
+                dropped = len(sends) - delivered
+                self._absorb(sim, slots, nodes, rows, last, skip, iteration)
+                metrics = loop.evaluate(iteration, lambda: learner.evaluate(slots.snapshot()),
+                                        node=None)
+                if loop.end_iteration(iteration, "round", metrics, dropped=dropped):
+                    return loop.outcome(None, slots)
+                continue
             schedules = []
             for order, (ready, j, k, payload, bits) in enumerate(sends):
                 link = links[(k, j)]
@@ -191,6 +223,21 @@ class ConsensusProtocol:
             if loop.end_iteration(iteration, "round", metrics, dropped=dropped):
                 return loop.outcome(None, slots)
 
+    def _absorb(self, sim: Simulation, slots: AgentSlots, nodes: list[Any],
+                rows: dict[Any, dict[Any, float]], last: dict[Any, dict[Any, Any]],
+                skip: bool, iteration: int) -> None:
+        """Every node mixes what it has (the ``lost`` rule) into its state."""
+        learner = self.learner
+        for k in nodes:
+            known = last[k]
+            if skip:
+                mix = rows[k]
+            else:
+                mix = {j: rows[k][j] for j in known}
+                mix[k] = 1.0 - sum(mix.values())
+            slots.commit(k, call(sim, learner.absorb, k, slots.state(k), known, mix,
+                                 node=k, iteration=iteration, what="learner.absorb"))
+
     def _compute_and_publish(self, sim: Simulation, slots: AgentSlots, node: Any,
                              neighbours: list[Any], rng: Any, iteration: int,
                              decoded: dict[Any, Any], compute: Any,
@@ -224,6 +271,51 @@ class ConsensusProtocol:
             seen, _PerReceiver) else seen, node=node, iteration=iteration, what="learner.sent")
         slots.commit(node, state)
         return duration
+
+
+def _over_the_air(sim: Simulation, sends: list[tuple[float, Any, Any, Any, int]],
+                  iteration: int, broadcast: bool) -> Generator[simpy.Event, Any, list[bool]]:
+    """Send one round's messages on the shared medium: whether each of ``sends``
+    (``(ready, receiver, sender, payload, bits)``) arrived. Each sender hands its messages
+    to its radio at ``ready``, in order; with ``broadcast`` a sender whose payload is the
+    same for every neighbour makes one transmission."""
+    net = sim.network
+    assert net is not None and net.air is not None
+    env, air, links = sim.env, net.air, net.links
+    arrived = [False] * len(sends)
+    by_sender: dict[Any, list[int]] = {}
+    for i, (_, _, k, _, _) in enumerate(sends):
+        by_sender.setdefault(k, []).append(i)
+
+    def one_by_one(idx: list[int]) -> Generator[simpy.Event, Any, None]:
+        ready = sends[idx[0]][0]
+        if ready > env.now:
+            yield env.timeout(ready - env.now)
+        for i in idx:  # in order, as the sender's radio would queue them
+            _, j, k, payload, bits = sends[i]
+            delivery = yield from links[(k, j)].send(
+                Message(k, j, "gossip", payload, bits, iteration), deliver=False)
+            arrived[i] = delivery.delivered
+
+    def one_for_all(idx: list[int]) -> Generator[simpy.Event, Any, None]:
+        ready, _, k, payload, bits = sends[idx[0]]
+        if ready > env.now:
+            yield env.timeout(ready - env.now)
+        got = yield from air.broadcast(k, Message(k, "*", "gossip", payload, bits, iteration),
+                                       [sends[i][1] for i in idx], links=links)
+        for i in idx:
+            arrived[i] = got[sends[i][1]]
+
+    procs = []
+    for idx in by_sender.values():
+        first = sends[idx[0]][3]
+        if broadcast and all(sends[i][3] is first for i in idx):
+            procs.append(env.process(one_for_all(idx)))
+        else:
+            procs.append(env.process(one_by_one(idx)))
+    if procs:
+        yield env.all_of(procs)
+    return arrived
 
 
 def _checked_rows(weights: Any, nodes: list[Any], neighbours: dict[Any, list[Any]]

@@ -177,13 +177,19 @@ class RandomWalkProtocol:
                 for hop in hops:
                     link = links[(sender, hop)]
                     for _ in range(MAX_TOKEN_RETRIES):
+                        message = Message(sender, hop, "token", payload, bits, iteration)
+                        if link.radio is not None:  # a shared medium: no outages there
+                            delivery = yield from link.send(message, deliver=False)
+                            if delivery.delivered:
+                                break
+                            rec.record("token_dropped", node=sender, peer=hop)
+                            continue
                         schedule = link.schedule(bits)
                         delay = schedule[1] - env.now
                         if queue or delay < 0:
                             yield timeout(delay)
                         else:
                             env._now += delay
-                        message = Message(sender, hop, "token", payload, bits, iteration)
                         if link.complete(message, schedule, deliver=False):
                             break
                         rec.record("token_dropped", node=sender, peer=hop)

@@ -18,7 +18,7 @@ bits of range; DSGLD's samples travel as float32 (32 bits per parameter).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.devices import DEVICES, resolve_device
 from bflnet.learners.hyper import CDBFLParams
@@ -54,6 +54,8 @@ ROW_EVENTS = ("init", "round")
 @dataclass(frozen=True)
 class CDBFLSettings(CDBFLParams, NetworkSettings):
     """Network, data and CD-BFL settings (:class:`CDBFLParams` embedded)."""
+
+    SHARED_MEDIUM: ClassVar[bool] = True
 
     graph: str = param("complete", "topology of the D2D graph (paper: complete)",
                        choices=GRAPHS)
@@ -267,7 +269,8 @@ def run_consensus(name: str, config: CDBFLSettings, seed: int, learner: Consensu
     sim.build_network(graph, **config.network_kwargs(graph))
     protocol = ConsensusProtocol(learner, metropolis_hastings_weights(graph, sparse=True),
                                  StopRule(max_iterations=config.rounds), codec=codec,
-                                 eval_every=config.eval_every, progress=progress)
+                                 eval_every=config.eval_every, progress=progress,
+                                 broadcast=config.broadcast)
     result = sim.run(protocol)
     frame = result.frame
     result.frame = frame[frame["event"].isin(ROW_EVENTS)].reset_index(drop=True)

@@ -14,7 +14,15 @@ from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.network_settings import NetworkSettings
 from bflnet.scenarios.registry import register
-from bflnet.scenarios.schema import BASE, DROPPED, MESSAGE_COLUMNS, NODE, Schema, col
+from bflnet.scenarios.schema import (
+    BASE,
+    DROPPED,
+    MEDIUM_COLUMNS,
+    MESSAGE_COLUMNS,
+    NODE,
+    Schema,
+    col,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,6 +35,7 @@ class ConsensusAveragingConfig(NetworkSettings):
     """Parameters of ``consensus-averaging``."""
 
     SCENARIO: ClassVar[str] = NAME
+    SHARED_MEDIUM: ClassVar[bool] = True
     DECIDED_ELSEWHERE: ClassVar[dict[str, str]] = {
         "compute_s_per_step": "averaging does no local computation (rounds and the channel "
                               "decide the time)"}
@@ -45,15 +54,27 @@ class ConsensusAveragingConfig(NetworkSettings):
         self.check_network_fields()
 
 
+#: The message columns, some also on the shared medium's rows.
+_MESSAGES = tuple(
+    c.on("message", "mac").means(c.meaning + "; mac rows: backoff, defer or collision")
+    .only_when("record_messages=true or medium=shared") if c.name == "kind" else
+    c.on("message", "tx").means(c.meaning + "; tx rows: the packet's")
+    if c.name in ("bits", "start_s") else c
+    for c in MESSAGE_COLUMNS)
+
 SCHEMA = Schema.of(
     *BASE,
     col("max_deviation", "1", "largest |value - true mean| over the nodes", "init", "round"),
     col("mean_value", "1", "mean of the nodes' values (drifts from the true mean only "
         "when messages are lost)", "init", "round"),
-    NODE.means("message rows: the sender").on("message").only_when("record_messages=true"),
-    col("peer", "index", "message rows: the receiver", "message", when="record_messages=true"),
-    *MESSAGE_COLUMNS,
+    NODE.means("message, mac and tx rows: the sender").on("message", "mac", "tx")
+    .only_when("record_messages=true or medium=shared"),
+    col("peer", "index", "message rows: the receiver (* for a broadcast); mac collision "
+        "rows: the receiver that lost the packet", "message", "mac",
+        when="record_messages=true or medium=shared"),
+    *_MESSAGES,
     DROPPED.on("round", "message"),
+    *MEDIUM_COLUMNS,
     col("spectral_gap", "1", "1 - second largest |eigenvalue| of the mixing matrix (same "
         "on every row)"),
 )
@@ -81,7 +102,8 @@ def run(config: ConsensusAveragingConfig, *, seed: int = 0,
                     until=(lambda m: m["max_deviation"] <= config.tolerance)
                     if config.tolerance > 0 else None)
     protocol = ConsensusProtocol(ConsensusAveraging(distribution=config.init), weights, stop,
-                                 codec=make_codec(config.codec), progress=progress)
+                                 codec=make_codec(config.codec), progress=progress,
+                                 broadcast=config.broadcast)
     frame = sim.run(protocol).frame
     frame["spectral_gap"] = spectral_gap(weights)
     return frame

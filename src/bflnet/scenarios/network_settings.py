@@ -30,6 +30,14 @@ if TYPE_CHECKING:
 
     from bflnet.channels import Channel
 
+MEDIA = ("links", "shared")
+MAC_NAMES = ("none", "tdma", "csma", "aloha")
+LAYOUT_NAMES = ("random", "circle", "grid")
+#: The fields of the shared medium (read only with ``medium=shared``).
+SHARED_FIELDS = ("mac", "broadcast", "tx_power_dbm", "noise_figure_db", "ref_loss_db",
+                 "shadowing_db", "sinr_threshold_db", "layout", "aloha_p", "mac_slot_s",
+                 "tdma_frame_slots", "sense_range_m", "backoff_slot_s", "cw_min", "cw_max",
+                 "retry_limit")
 GRAPHS = ("complete", "star", "ring", "path", "grid", "torus", "erdos-renyi",
           "random-geometric", "file")
 CHANNELS = ("ideal", "fixed", "gilbert-elliott", "rayleigh", "rician")
@@ -55,13 +63,29 @@ class ServerOnly:
         return ()
 
 
+def _shared(s: NetworkSettings) -> bool:
+    return s.medium == "shared"
+
+
 def _lossy(s: NetworkSettings) -> bool:
+    if _shared(s):  # ARQ of unicast packets; csma has its retry_limit, broadcast none
+        return s.mac != "csma" and not s.broadcast
     return s.channel in ("gilbert-elliott", *FADING) or (s.channel == "fixed" and s.loss_prob > 0)
 
 
 def _needs_distance(s: NetworkSettings) -> bool:
     graphs = s.graphs_in_use()
-    return s.channel in FADING and (not graphs or any(g != "random-geometric" for g in graphs))
+    return s.channel in FADING and not _shared(s) and (
+        not graphs or any(g != "random-geometric" for g in graphs))
+
+
+def _laid_out(s: NetworkSettings) -> bool:
+    """Whether some topology has no positions of its own (the shared medium lays it out)."""
+    return _shared(s) and any(g not in ("random-geometric", "file") for g in s.graphs_in_use())
+
+
+def _mac_is(*names: str) -> Callable[[NetworkSettings], bool]:
+    return lambda s: _shared(s) and s.mac in names
 
 
 def _graph_is(*names: str) -> Callable[[NetworkSettings], bool]:
@@ -79,25 +103,54 @@ USED_ONLY_WITH: dict[str, tuple[Callable[[NetworkSettings], bool], str]] = {
           "a graph other than file (the file decides the number of agents)"),
     "edge_prob": (_graph_is("erdos-renyi"), "graph=erdos-renyi"),
     "radius_m": (_graph_is("random-geometric"), "graph=random-geometric"),
-    "area_m": (_graph_is("random-geometric"), "graph=random-geometric"),
+    "area_m": (lambda s: _graph_is("random-geometric")(s) or _laid_out(s),
+               "graph=random-geometric, or medium=shared on a graph without positions"),
     "graph_file": (_graph_is("file"), "graph=file"),
-    "rate_bps": (_channel_is("fixed", "gilbert-elliott"),
-                 "channel=fixed or gilbert-elliott (fading: bandwidth_hz and coding_rate)"),
-    "latency_s": (_channel_is(*_TIMED), "a channel other than ideal"),
-    "loss_prob": (_channel_is("fixed"), "channel=fixed"),
+    "rate_bps": (lambda s: _channel_is("fixed", "gilbert-elliott")(s) and not _shared(s),
+                 "channel=fixed or gilbert-elliott with medium=links (fading or "
+                 "medium=shared: bandwidth_hz and coding_rate)"),
+    "latency_s": (lambda s: _channel_is(*_TIMED)(s) or _shared(s),
+                  "a channel other than ideal, or medium=shared"),
+    "loss_prob": (lambda s: _channel_is("fixed")(s) and not _shared(s),
+                  "channel=fixed with medium=links (medium=shared: the SINR decides)"),
     "ge_p_good_to_bad": (_channel_is("gilbert-elliott"), "channel=gilbert-elliott"),
     "ge_p_bad_to_good": (_channel_is("gilbert-elliott"), "channel=gilbert-elliott"),
     "ge_loss_bad": (_channel_is("gilbert-elliott"), "channel=gilbert-elliott"),
-    "bandwidth_hz": (_channel_is(*FADING), "channel=rayleigh or rician"),
-    "mean_snr_db": (_channel_is(*FADING), "channel=rayleigh or rician"),
-    "path_loss_exponent": (_channel_is(*FADING), "channel=rayleigh or rician"),
-    "coding_rate": (_channel_is(*FADING), "channel=rayleigh or rician"),
-    "distance_m": (_needs_distance, "channel=rayleigh or rician on a graph without node "
-                   "positions (random-geometric: the positions decide)"),
+    "bandwidth_hz": (lambda s: _channel_is(*FADING)(s) or _shared(s),
+                     "channel=rayleigh or rician, or medium=shared"),
+    "mean_snr_db": (lambda s: _channel_is(*FADING)(s) and not _shared(s),
+                    "channel=rayleigh or rician with medium=links (medium=shared: "
+                    "tx_power_dbm, ref_loss_db and noise_figure_db decide)"),
+    "path_loss_exponent": (lambda s: _channel_is(*FADING)(s) or _shared(s),
+                           "channel=rayleigh or rician, or medium=shared"),
+    "coding_rate": (lambda s: _channel_is(*FADING)(s) or _shared(s),
+                    "channel=rayleigh or rician, or medium=shared"),
+    "distance_m": (_needs_distance, "channel=rayleigh or rician with medium=links on a graph "
+                   "without node positions (random-geometric or medium=shared: the positions "
+                   "decide)"),
     "rician_k": (_channel_is("rician"), "channel=rician"),
-    "mtu_bits": (_channel_is(*_TIMED), "a channel other than ideal"),
+    "mtu_bits": (lambda s: _channel_is(*_TIMED)(s) or _shared(s),
+                 "a channel other than ideal, or medium=shared"),
     "max_attempts": (_lossy, "a channel that loses packets (fixed with loss_prob > 0, "
-                     "gilbert-elliott, rayleigh, rician)"),
+                     "gilbert-elliott, rayleigh, rician) or medium=shared with unicast "
+                     "(mac=csma: retry_limit decides; broadcast: no ARQ)"),
+    "mac": (_shared, "medium=shared"),
+    "broadcast": (_shared, "medium=shared"),
+    "tx_power_dbm": (_shared, "medium=shared"),
+    "noise_figure_db": (_shared, "medium=shared"),
+    "ref_loss_db": (_shared, "medium=shared"),
+    "shadowing_db": (_shared, "medium=shared"),
+    "sinr_threshold_db": (_shared, "medium=shared"),
+    "layout": (_laid_out, "medium=shared on a graph without positions (not random-geometric "
+               "or file)"),
+    "aloha_p": (_mac_is("aloha"), "medium=shared and mac=aloha"),
+    "mac_slot_s": (_mac_is("aloha", "tdma"), "medium=shared and mac=aloha or tdma"),
+    "tdma_frame_slots": (_mac_is("tdma"), "medium=shared and mac=tdma"),
+    "sense_range_m": (_mac_is("csma"), "medium=shared and mac=csma"),
+    "backoff_slot_s": (_mac_is("csma"), "medium=shared and mac=csma"),
+    "cw_min": (_mac_is("csma"), "medium=shared and mac=csma"),
+    "cw_max": (_mac_is("csma"), "medium=shared and mac=csma"),
+    "retry_limit": (_mac_is("csma"), "medium=shared and mac=csma"),
 }
 
 
@@ -129,12 +182,40 @@ class NetworkSettings:
     mtu_bits: int = param(12_000, "maximum packet size in bits", ge=1)
     max_attempts: int | None = param(8, "ARQ attempts per packet (none: unlimited)", ge=1)
     compute_s_per_step: float = param(0.0, "simulated seconds per local step", ge=0)
+    medium: str = param("links", "links: every link an independent pipe; shared: one radio "
+                        "medium (positions, SINR, half-duplex, MAC; the channel gives the "
+                        "fading: rayleigh, rician, or none for ideal / fixed)", choices=MEDIA)
+    mac: str = param("csma", "medium access on the shared medium", choices=MAC_NAMES)
+    broadcast: bool = param(False, "one transmission reaches every neighbour (shared medium)")
+    tx_power_dbm: float = param(20.0, "transmit power in dBm (shared medium)", ge=-100, le=100)
+    noise_figure_db: float = param(7.0, "receiver noise figure in dB; noise = -174 dBm/Hz + "
+                                   "10 log10(bandwidth_hz) + NF (shared medium)", ge=0, le=100)
+    ref_loss_db: float = param(40.0, "path loss in dB at 1 m (shared medium)", ge=-100, le=300)
+    shadowing_db: float = param(0.0, "log-normal shadowing std in dB, one draw per pair and "
+                                "run (shared medium)", ge=0, le=50)
+    sinr_threshold_db: float | None = param(None, "SINR threshold in dB (none: 2^R - 1 of "
+                                            "coding_rate) (shared medium)", ge=-100, le=100)
+    layout: str = param("random", "node layout in the area_m square for graphs without "
+                        "positions (shared medium)", choices=LAYOUT_NAMES)
+    aloha_p: float = param(0.1, "slotted ALOHA transmit probability per slot", gt=0, le=1)
+    mac_slot_s: float | None = param(None, "ALOHA / TDMA slot in seconds (none: the air time "
+                                     "of the largest packet)", gt=0, le=1e6)
+    tdma_frame_slots: int | None = param(None, "TDMA slots per frame (none: the number of "
+                                         "colours)", ge=1, le=10_000_000)
+    sense_range_m: float | None = param(None, "CSMA carrier-sense range in metres (none: the "
+                                        "radio range)", ge=0, le=1e9)
+    backoff_slot_s: float = param(20e-6, "CSMA back-off slot in seconds", gt=0, le=1e3)
+    cw_min: int = param(16, "CSMA smallest contention window", ge=1, le=2**20)
+    cw_max: int = param(1024, "CSMA largest contention window", ge=1, le=2**20)
+    retry_limit: int = param(7, "CSMA retries of a unicast packet", ge=0, le=1000)
 
     #: Network fields this scenario does not read, each with the parameter (or fact) that
     #: decides instead; set by the scenario configs.
     DECIDED_ELSEWHERE: ClassVar[Mapping[str, str]] = {}
     #: The scenario's name, for the errors.
     SCENARIO: ClassVar[str] = "this scenario"
+    #: Whether the scenario's protocol runs on a shared medium (``medium=shared``).
+    SHARED_MEDIUM: ClassVar[bool] = False
 
     def graphs_in_use(self) -> tuple[str, ...]:
         """The topologies the run builds (``()``: no D2D graph, e.g. a parameter server)."""
@@ -142,6 +223,16 @@ class NetworkSettings:
 
     def _setting(self, field: str) -> str:
         """How the current settings read for the error on ``field``."""
+        if field in ("medium", *SHARED_FIELDS) or (field == "mean_snr_db"
+                                                    and self.channel in FADING):
+            if self.medium == "shared" and field in USED_ONLY_WITH and "mac=" in \
+                    USED_ONLY_WITH[field][1]:
+                return f"mac={self.mac}"
+            if self.medium == "shared" and field == "layout":
+                graphs = self.graphs_in_use()
+                return (f"graph={graphs[0]}" if len(graphs) == 1
+                        else f"topologies {','.join(graphs)}")
+            return f"medium={self.medium}"
         if field == "max_attempts" and self.channel == "fixed":
             return f"channel=fixed and loss_prob={self.loss_prob:g} (no packet is ever lost)"
         if field in GRAPH_FIELDS or (field == "distance_m" and self.channel in FADING):
@@ -150,25 +241,77 @@ class NetworkSettings:
                     else f"topologies {','.join(graphs)}")
         return f"channel={self.channel}"
 
+    @classmethod
+    def decided_elsewhere(cls) -> Mapping[str, str]:
+        """``DECIDED_ELSEWHERE``, with the shared medium's fields for a scenario whose
+        protocol runs over independent links only."""
+        if cls.SHARED_MEDIUM:
+            return cls.DECIDED_ELSEWHERE
+        links = ("its protocol runs over independent links (the channel decides each "
+                 "packet)")
+        return {**{n: links for n in ("medium", *SHARED_FIELDS)}, **cls.DECIDED_ELSEWHERE}
+
+    def _elsewhere(self) -> Mapping[str, str]:
+        return self.decided_elsewhere()
+
     def used_fields(self) -> frozenset[str]:
         """The network fields this scenario's run reads under the current settings."""
         names = [f.name for f in dataclasses.fields(NetworkSettings)]
-        return frozenset(n for n in names if n not in self.DECIDED_ELSEWHERE
+        elsewhere = self._elsewhere()
+        return frozenset(n for n in names if n not in elsewhere
                          and (n not in USED_ONLY_WITH or USED_ONLY_WITH[n][0](self)))
 
     def check_network_fields(self) -> None:
         """One-line ``ValueError`` for the first network field that is set (not its default)
-        but not read: decided elsewhere, or ignored by the chosen graph or channel."""
+        but not read: decided elsewhere, or ignored by the chosen graph or channel; and for
+        shared-medium settings that cannot go together."""
+        self._check_shared()
         used = self.used_fields()
+        elsewhere = self._elsewhere()
         for f in dataclasses.fields(NetworkSettings):
             own = next(x for x in dataclasses.fields(self) if x.name == f.name)
             if f.name in used or getattr(self, f.name) == own.default:
                 continue
-            if f.name in self.DECIDED_ELSEWHERE:
+            if f.name in elsewhere:
                 raise ValueError(f"{f.name}: not used by {self.SCENARIO}; "
-                                 f"{self.DECIDED_ELSEWHERE[f.name]}")
+                                 f"{elsewhere[f.name]}")
             raise ValueError(f"{f.name}: not used with {self._setting(f.name)}; used only "
                              f"with {USED_ONLY_WITH[f.name][1]}")
+
+    def _check_shared(self) -> None:
+        """Shared-medium settings that cannot go together (one line each)."""
+        if self.medium != "shared" or not self.SHARED_MEDIUM:
+            return
+        if self.channel == "gilbert-elliott":
+            raise ValueError("channel: must be rayleigh, rician (the fading of every signal) "
+                             "or ideal / fixed (no fading) with medium=shared, got "
+                             "gilbert-elliott")
+        if self.cw_max < self.cw_min:
+            raise ValueError(f"cw_max: must be >= cw_min ({self.cw_min}), got {self.cw_max}")
+
+    def medium_spec(self) -> Any:
+        """The :class:`bflnet.radio.SharedMediumSpec` of ``medium=shared`` (else ``None``)."""
+        if self.medium != "shared":
+            return None
+        from bflnet.radio import Aloha, Csma, LogDistance, NoMac, RadioSpec, SharedMediumSpec, Tdma
+        radio = RadioSpec(
+            tx_power_dbm=self.tx_power_dbm, bandwidth_hz=self.bandwidth_hz,
+            noise_figure_db=self.noise_figure_db, coding_rate=self.coding_rate,
+            sinr_threshold_db=self.sinr_threshold_db,
+            pathloss=LogDistance(self.path_loss_exponent, 1.0, self.ref_loss_db,
+                                 self.shadowing_db),
+            fading=self.channel if self.channel in FADING else "none",
+            rician_k=self.rician_k if self.channel == "rician" else 0.0,
+            latency_s=self.latency_s)
+        mac: Any = {
+            "none": NoMac,
+            "aloha": lambda: Aloha(self.aloha_p, self.mac_slot_s),
+            "tdma": lambda: Tdma(self.tdma_frame_slots, self.mac_slot_s),
+            "csma": lambda: Csma(self.sense_range_m, self.backoff_slot_s, self.cw_min,
+                                 self.cw_max, self.retry_limit),
+        }[self.mac]()
+        area = self.area_m
+        return SharedMediumSpec(radio, mac, layout=self.layout, area_m=area)
 
     def network(self, **changes: Any) -> NetworkSettings:
         """The network part of this config alone, with ``changes`` (e.g. one topology of a
@@ -222,6 +365,9 @@ class NetworkSettings:
 
     def network_kwargs(self, graph: nx.Graph) -> dict[str, Any]:
         """Keyword arguments for ``Simulation.build_network``."""
-        return dict(channel=self.build_channel(graph), mtu_bits=self.mtu_bits,
-                    max_attempts=self.max_attempts,
-                    compute=FixedStepTime(self.compute_s_per_step))
+        kwargs = dict(channel=self.build_channel(graph), mtu_bits=self.mtu_bits,
+                      max_attempts=self.max_attempts,
+                      compute=FixedStepTime(self.compute_s_per_step))
+        if self.medium == "shared":
+            kwargs["medium"] = self.medium_spec()
+        return kwargs

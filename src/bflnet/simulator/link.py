@@ -115,6 +115,9 @@ class Link:
         self.stream_name = f"link.{src}.{dst}"
         #: ``(tank, joules_per_bit)`` of a sender with a battery (``faults.energy``), or None.
         self.energy: tuple[Any, float] | None = None
+        #: The sender's transceiver on a shared medium (``bflnet.radio``), or ``None``:
+        #: an independent link (the channel decides each attempt when it is handed over).
+        self.radio: Any = None
 
     @property
     def rng(self) -> np.random.Generator:
@@ -129,8 +132,12 @@ class Link:
         handed to the link now or at the (later) time ``at``.
 
         Reserves the medium until ``end``; the caller waits until ``end`` and then calls
-        :meth:`complete` (:meth:`send` does both).
+        :meth:`complete` (:meth:`send` does both). On a shared medium the outcome is known
+        only when each packet ends: use :meth:`send`.
         """
+        if self.radio is not None:
+            raise ValueError(f"link {self.src} -> {self.dst}: on a shared medium a message's "
+                             f"fate is decided when its packets end; use send()")
         if bits.__class__ is not int:
             if int(bits) != bits or bits < 0:
                 raise ValueError(f"bits: must be a non-negative integer, got {bits!r}")
@@ -236,9 +243,27 @@ class Link:
              ) -> Generator[simpy.Event, Any, Delivery]:
         """SimPy process body: transmit ``message``; if it arrives and ``deliver`` is set,
         put it in the receiver's inbox (single-process protocols take the returned
-        :class:`Delivery` instead)."""
+        :class:`Delivery` instead). On a shared medium the message queues for the
+        sender's radio and each packet is decided by the medium when it ends."""
+        if self.radio is not None:
+            return (yield from self._send_shared(message, deliver))
         schedule = self.schedule(message.bits)
         yield self.env.timeout(schedule[1] - self.env.now)
         delivered = self.complete(message, schedule, deliver)
         start, end, attempts, on_air, _ = schedule
         return Delivery(message, delivered, attempts, on_air, start, end)
+
+    def _send_shared(self, message: Message, deliver: bool
+                     ) -> Generator[simpy.Event, Any, Delivery]:
+        """:meth:`send` through the sender's transceiver on a shared medium."""
+        bits = message.bits
+        if bits.__class__ is not int or bits < 0:
+            if int(bits) != bits or bits < 0:
+                raise ValueError(f"bits: must be a non-negative integer, got {bits!r}")
+            bits = int(bits)
+        start, attempts, on_air, got = yield from self.radio.transmit(
+            [self.dst], bits, acknowledged=True, max_attempts=self.max_attempts)
+        delivered = got[self.dst]
+        schedule = (start, self.env.now, attempts, on_air, delivered)
+        self.complete(message, schedule, deliver)
+        return Delivery(message, delivered, attempts, on_air, start, self.env.now)

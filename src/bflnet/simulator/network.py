@@ -78,6 +78,11 @@ class Network:
     full battery, drained by the bits they send (``tx_power_w / rate_bps`` joules a bit)
     and the work they compute; an agent whose battery is empty is down for good from then
     on (a ``battery_empty`` row).
+
+    ``medium`` (a :class:`bflnet.radio.SharedMediumSpec`; ``None``: independent links, the
+    default, at no cost): the nodes share one radio medium (:attr:`air`): every node gets
+    a position and one half-duplex radio with a MAC, links send through their sender's
+    radio, and the medium decides each packet at its end from the SINR at the receiver.
     """
 
     def __init__(
@@ -100,6 +105,7 @@ class Network:
         keep_state: bool = True,
         mobility: Mobility | None = None,
         energy: Any = None,
+        medium: Any = None,
     ) -> None:
         if not isinstance(keep_state, bool):
             raise ValueError(f"keep_state: must be True or False, got {keep_state!r}")
@@ -109,9 +115,17 @@ class Network:
                              f"{type(mobility).__name__}")
         if mobility is not None and link_outages is not None:
             raise ValueError("link_outages: not supported with mobility (node_outages are)")
+        if medium is not None and (link_outages is not None or node_outages is not None):
+            raise ValueError("medium: link_outages and node_outages are not supported on a "
+                             "shared medium yet")
         self.env = env
         self.recorder = recorder
         self.graph = graph
+        self.mtu_bits = mtu_bits
+        #: How the network's air is built (``None``: independent links, the default).
+        self._medium_spec = medium
+        #: The run's shared medium (:class:`bflnet.radio.Air`), or ``None``.
+        self.air: Any = None
         channel = channel if channel is not None else IdealChannel()
         compute = compute if compute is not None else FixedStepTime(0.0)
         self.nodes: dict[Any, Node] = {}
@@ -165,6 +179,17 @@ class Network:
         if mobility is not None:
             self._static_links = frozenset(self.links)
             self._start_moving(streams)
+        if medium is not None:
+            self._share_air(streams)
+
+    def _share_air(self, streams: RngStreams) -> None:
+        """This run's shared medium: every link sends through its sender's radio."""
+        from bflnet.radio.air import Air, SharedMediumSpec  # lazily: off by default
+
+        if not isinstance(self._medium_spec, SharedMediumSpec):
+            raise ValueError(f"medium: must be a SharedMediumSpec or None, got "
+                             f"{type(self._medium_spec).__name__}")
+        self.air = Air(self, self._medium_spec, streams)
 
     def _start_moving(self, streams: RngStreams) -> None:
         """This run's live graph, with the network listening to its changes."""
@@ -206,6 +231,8 @@ class Network:
             outages=None if not lines else lines[0] if len(lines) == 1 else
             UnionTimeline(lines), **self._link_kwargs)
         self.links[(src, dst)].energy = self._link_energy(src, channel)
+        if self.air is not None:
+            self.air.attach(self.links[(src, dst)])
 
     def _draw_outages(self, streams: RngStreams) -> None:
         """Each failing node's and pair's timeline for this run; each link is down while
@@ -299,6 +326,8 @@ class Network:
         self._draw_outages(streams)
         if self._mobility is not None:
             self._start_moving(streams)
+        if self._medium_spec is not None:
+            self._share_air(streams)
 
     def adjacency(self) -> dict[Any, frozenset[Any]]:
         """Each node's neighbours in the graph the network was built from (made once: the

@@ -1,0 +1,110 @@
+"""Benchmark: the cost of one transmission on the shared medium against independent links.
+
+Synchronous gossip (consensus averaging, one float64 a message) on a random geometric
+graph of constant density (radius 30 m, about 10 neighbours a node, the area grows with
+K) for K = 16, 256, 1024. Both runs use Rayleigh block fading over the same distances:
+``medium=links`` (each link its own channel, decided when handed over) and
+``medium=shared`` (SINR at the end of each packet, half-duplex, CSMA by default). The cost
+of a transmission is the marginal wall-clock time of the rounds after the first (as many
+as make about ``--messages`` messages, ten times as many for the cheap links; the
+network's set-up is not timed) divided by the packets put on the air in them
+(retransmissions included). Targets: shared at most 3 ×
+links, and flat in K within ± 50 % (interference is summed over the transmitters near a
+receiver, found with a k-d tree, not over all K). Timings on a shared machine are noisy:
+the ratios are measured in the same process.
+
+    python bench/medium_cost.py [--sizes 16 256 1024] [--messages 20000] [--mac csma]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import networkx as nx
+import numpy as np
+
+from bflnet.channels import RayleighChannel
+from bflnet.learners.averaging import ConsensusAveraging
+from bflnet.protocols.consensus import ConsensusProtocol
+from bflnet.protocols.stopping import StopRule
+from bflnet.radio import LogDistance, RadioSpec, SharedMediumSpec, make_mac
+from bflnet.simulator import Simulation
+
+RADIUS_M, DEGREE = 30.0, 10.0
+#: Mean SNR 10 dB at the graph's radius (the threshold is 0 dB: radio range 65 m, carrier
+#: sense as far, interference counted up to 139 m).
+RADIO = RadioSpec(tx_power_dbm=-12.7, bandwidth_hz=1e6, noise_figure_db=7.0,
+                  coding_rate=1.0, sinr_threshold_db=0.0,
+                  pathloss=LogDistance(3.0, 1.0, 40.0), fading="rayleigh")
+
+
+def geometric_graph(K: int) -> nx.Graph:
+    """K uniform points in a square sized for ``DEGREE`` neighbours within ``RADIUS_M``
+    (drawn again until connected)."""
+    side = math.sqrt(K * math.pi * RADIUS_M ** 2 / DEGREE)
+    rng = np.random.default_rng(K)
+    while True:
+        xy = rng.uniform(0.0, side, size=(K, 2))
+        pos = {k: (float(x), float(y)) for k, (x, y) in enumerate(xy)}
+        graph = nx.random_geometric_graph(K, RADIUS_M, pos=pos)
+        if nx.is_connected(graph):
+            return graph
+
+
+def run(graph: nx.Graph, rounds: int, medium: SharedMediumSpec | None) -> tuple[float, int]:
+    """(seconds, packets on the air) of ``rounds`` rounds (the run alone, not the set-up)."""
+    sim = Simulation(0)
+    mean_snr_at_1m = RADIO.mean_snr_db(1.0)
+    template = RayleighChannel(1e6, mean_snr_at_1m, coding_rate=1.0)
+
+    def channel(src, dst):
+        a, b = graph.nodes[src]["pos"], graph.nodes[dst]["pos"]
+        return template.with_distance(max(math.dist(a, b), 1e-3))
+
+    net = sim.build_network(graph, channel=channel, medium=medium, mtu_bits=12_000)
+    learner = ConsensusAveraging({k: float(k) for k in graph})
+    start = time.perf_counter()
+    sim.run(ConsensusProtocol(learner, "metropolis-hastings", StopRule(max_iterations=rounds),
+                              eval_every=10**9))
+    seconds = time.perf_counter() - start
+    if net.air is not None:
+        packets = net.air.medium.transmissions
+    else:
+        packets = 2 * graph.number_of_edges() * rounds  # one attempt a message here
+    return seconds, packets
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[16, 256, 1024])
+    parser.add_argument("--messages", type=int, default=20_000,
+                        help="messages in the measured rounds (sets their number per K)")
+    parser.add_argument("--mac", default="csma", choices=["none", "csma", "aloha", "tdma"])
+    args = parser.parse_args()
+    medium = SharedMediumSpec(RADIO, make_mac(args.mac))
+    rows = []
+    for K in args.sizes:
+        graph = geometric_graph(K)
+        cost = {}
+        for name, spec in (("links", None), ("shared", medium)):
+            # links are cheap: ten times the messages for a measurable time
+            wanted = args.messages * (10 if spec is None else 1)
+            r1 = 1
+            r2 = r1 + max(1, math.ceil(wanted / (2 * graph.number_of_edges())))
+            t1, n1 = run(graph, r1, spec)
+            t2, n2 = run(graph, r2, spec)
+            cost[name] = (t2 - t1) / max(n2 - n1, 1)
+        rows.append((K, cost["links"], cost["shared"]))
+        print(f"K={K:5d}  edges={graph.number_of_edges():6d}  links {cost['links'] * 1e6:7.1f} "
+              f"us/transmission  shared({args.mac}) {cost['shared'] * 1e6:7.1f} us  ratio "
+              f"{cost['shared'] / cost['links']:5.2f}", flush=True)
+    shared = np.array([r[2] for r in rows])
+    flat = shared.max() / shared.mean() <= 1.5 and shared.min() / shared.mean() >= 0.5
+    print(f"shared cost per transmission, max/min over K: {shared.max() / shared.min():.2f} "
+          f"(flat within +-50% of the mean: {flat})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""A network's shared medium: the medium, every node's transceiver, broadcast.
+
+``Network(medium=SharedMediumSpec(...))`` builds one :class:`Air` per run: node positions
+(:mod:`bflnet.radio.positions`; the server, if any, at the centre of the area; moving
+nodes at their live positions), the :class:`~bflnet.radio.medium.SharedMedium`, and a
+:class:`~bflnet.radio.transceiver.Transceiver` per node with its MAC (a TDMA colouring
+is computed here). Every link of the network then sends through its sender's
+transceiver (``Link.send``), and :meth:`Air.broadcast` puts one message on the air for
+several receivers: its bits on the air, its air time and its energy are counted once,
+and each receiver gets it or not on its own SINR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import numpy as np
+import simpy
+
+from bflnet.checks import check_real
+from bflnet.radio.mac import Aloha, Csma, Mac, NoMac, Tdma, distance2_colouring
+from bflnet.radio.medium import SharedMedium
+from bflnet.radio.positions import LAYOUTS, MAX_AREA_M, node_positions
+from bflnet.radio.spec import RadioSpec
+from bflnet.radio.transceiver import Transceiver
+
+
+@dataclass(frozen=True)
+class SharedMediumSpec:
+    """What ``Network(medium=...)`` builds: every node's ``radio``, the ``mac``, and where
+    nodes without positions go (``layout`` in the square of side ``area_m``)."""
+
+    radio: RadioSpec = field(default_factory=RadioSpec)
+    mac: Mac = field(default_factory=NoMac)
+    layout: str = "random"
+    area_m: float = 100.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.radio, RadioSpec):
+            raise ValueError(f"radio: must be a RadioSpec, got {type(self.radio).__name__}")
+        if not isinstance(self.mac, (NoMac, Aloha, Tdma, Csma)):
+            raise ValueError(f"mac: must be NoMac, Aloha, Tdma or Csma, got "
+                             f"{type(self.mac).__name__}")
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout: must be one of {', '.join(LAYOUTS)}, got "
+                             f"{self.layout!r}")
+        check_real("area_m", self.area_m, gt=0, le=MAX_AREA_M)
+
+
+class Air:
+    """One run's shared medium of ``network`` (module docstring)."""
+
+    def __init__(self, network: Any, spec: SharedMediumSpec, streams: Any) -> None:
+        from bflnet.simulator.node import SERVER  # lazily: the simulator imports us
+
+        self.spec = spec
+        self.env, self.recorder = network.env, network.recorder
+        agents = list(network.graph.nodes)
+        server = SERVER in network.nodes
+        ids = [*agents, *([SERVER] if server else [])]
+        centre = np.full((1, 2), spec.area_m / 2.0)
+        live = network.live
+        if live is not None:
+            if server:
+                raise ValueError("medium: a shared medium with mobility has no place for the "
+                                 "server")
+            source: Any = lambda: live.positions  # noqa: E731
+        else:
+            xy = node_positions(network.graph, area_m=spec.area_m, layout=spec.layout,
+                                rng=streams.numpy("positions"))
+            source = np.vstack([xy, centre]) if server else xy
+        key = int(streams.seed_sequence("radio.shadowing").generate_state(1, np.uint64)[0])
+        radio, mac = spec.radio, spec.mac
+        sense = None
+        if isinstance(mac, Csma):
+            sense = mac.sense_range_m if mac.sense_range_m is not None else radio.range_m
+        self.medium = SharedMedium(self.env, radio, ids, source, streams.numpy,
+                                   self.recorder, key=key, sense_range_m=sense)
+        self.mtu_bits = network.mtu_bits
+        slot, colours, frame = 0.0, {}, 1
+        if isinstance(mac, (Aloha, Tdma)):
+            largest = radio.airtime_s(self.mtu_bits)
+            slot = mac.slot_s if mac.slot_s is not None else largest
+            if slot < largest * (1 - 1e-12):
+                raise ValueError(f"slot_s: must be at least the air time of the largest "
+                                 f"packet (mtu_bits / rate = {largest:g} s), got {slot:g}")
+        if isinstance(mac, Tdma):
+            if live is not None:
+                raise ValueError("mac: tdma needs nodes that stay put (its schedule is "
+                                 "coloured once), not mobility")
+            colours, frame = self._colouring(network, mac)
+        index = self.medium.index
+        self.radios: dict[Any, Transceiver] = {
+            node: Transceiver(self.env, node, index[node], self.medium, mac,
+                              partial(streams.numpy, f"mac.{node}"), self.recorder,
+                              mtu_bits=self.mtu_bits,
+                              slot_s=slot, colour=colours.get(index[node], 0),
+                              frame_slots=frame)
+            for node in ids}
+        #: The TDMA colour of each node index (empty for other MACs).
+        self.colours: dict[int, int] = colours
+        self.frame_slots = frame
+        self.slot_s = slot
+        for link in network.links.values():
+            self.attach(link)
+        for node in ids:
+            tank = network.nodes[node].battery
+            if tank is not None and tank.spec.rx_power_w > 0:
+                self.medium.rx_energy[index[node]] = (tank, tank.spec.rx_power_w)
+
+    def _colouring(self, network: Any, mac: Tdma) -> tuple[dict[int, int], int]:
+        medium = self.medium
+        medium.positions()
+        index = medium.index
+        pairs = medium._tree.query_pairs(medium.range_m, output_type="ndarray") \
+            if np.isfinite(medium.range_m) else np.array(
+                [(a, b) for a in range(len(index)) for b in range(a + 1, len(index))],
+                dtype=np.int64).reshape(-1, 2)
+        edges = {(int(a), int(b)) for a, b in pairs.tolist()}
+        edges |= {(index[s], index[d]) for s, d in network.links}
+        return distance2_colouring(range(len(index)), edges, mac.frame_slots)
+
+    def attach(self, link: Any) -> None:
+        """Make ``link`` send through its sender's transceiver (a sender with a battery
+        pays ``tx_power_w / rate_bps`` a bit at the radio's rate)."""
+        from bflnet.faults.energy import joules_per_bit
+
+        link.radio = self.radios[link.src]
+        if link.energy is not None:
+            tank = link.energy[0]
+            link.energy = (tank, joules_per_bit(tank.spec, self.spec.radio))
+
+    def broadcast(self, sender: Any, message: Any, receivers: Sequence[Any], *,
+                  links: dict[tuple[Any, Any], Any], direction: str = "d2d"
+                  ) -> Generator[simpy.Event, Any, dict[Any, bool]]:
+        """One transmission of ``message`` from ``sender`` to every one of ``receivers``:
+        ``{receiver: arrived}``. The bits on the air and the sender's energy are counted
+        once; ``cum_bits_delivered`` gets the message's bits once if any receiver got it;
+        with ``record_messages`` one ``message`` row (``peer="*"``, ``receivers``,
+        ``received``)."""
+        radio = self.radios[sender]
+        start, attempts, on_air, got = yield from radio.transmit(
+            receivers, message.bits, acknowledged=False, max_attempts=1)
+        received = sum(got.values())
+        rec = self.recorder
+        rec.count_bits(on_air, delivered=received > 0, direction=direction,
+                       bits_delivered=message.bits)
+        energy = next((links[(sender, r)].energy for r in receivers
+                       if (sender, r) in links), None)
+        if energy is not None:
+            tank, per_bit = energy
+            tank.spend(on_air * per_bit, self.env.now, "send")
+        if rec.record_messages:
+            rec.record("message", node=sender, peer="*", kind=message.kind, bits=message.bits,
+                       bits_on_air=on_air, attempts=attempts, receivers=len(got),
+                       received=received, dropped=len(got) - received, start_s=start)
+        return got

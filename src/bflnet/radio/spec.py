@@ -1,0 +1,142 @@
+"""The radio every node of a shared medium has: power, bandwidth, rate, threshold, fading.
+
+A packet of ``b`` bits takes ``b / (bandwidth_hz * coding_rate)`` seconds on the air and
+is received iff its SINR stays at or above ``sinr_threshold_db`` over the whole packet;
+without a threshold the one of the rate is used, ``2^R - 1`` (Shannon: the rate
+``coding_rate`` is decodable iff ``log2(1 + SINR) >= R``, the outage rule of the
+independent fading links). Signals undergo the path loss, the pair's shadowing and, per
+packet and receiver, a block-fading power gain of mean 1 (``rayleigh``: exponential;
+``rician``: with K factor ``rician_k``; ``none``: 1).
+
+Interference from transmitters whose mean power at a receiver is more than
+``interference_margin_db`` below the noise (plus three shadowing standard deviations) is
+left out: the medium only sums over transmitters within :attr:`RadioSpec.interference_range_m`
+(found with a k-d tree), which keeps the cost per packet flat in the number of nodes.
+
+>>> spec = RadioSpec(tx_power_dbm=20.0, bandwidth_hz=1e6, noise_figure_db=7.0,
+...                  coding_rate=1.0, pathloss=LogDistance(3.0, 1.0, 40.0))
+>>> round(spec.noise_dbm, 3), round(spec.threshold_db, 3), spec.rate_bps
+(-107.0, 0.0, 1000000.0)
+>>> round(spec.mean_snr_db(10.0), 3)  # 20 - (40 + 30) + 107
+57.0
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from bflnet.checks import check_real
+from bflnet.radio.pathloss import LogDistance, dbm_to_mw, noise_dbm
+
+FADINGS = ("none", "rayleigh", "rician")
+
+
+@dataclass(frozen=True)
+class RadioSpec:
+    """Every node's radio on a shared medium (module docstring)."""
+
+    tx_power_dbm: float = 20.0
+    bandwidth_hz: float = 1e6
+    noise_figure_db: float = 7.0
+    coding_rate: float = 1.0
+    sinr_threshold_db: float | None = None
+    pathloss: LogDistance = field(default_factory=LogDistance)
+    fading: str = "rayleigh"
+    rician_k: float = 0.0
+    latency_s: float = 0.0
+    interference_margin_db: float = 10.0
+    interference_range_m: float | None = None
+
+    def __post_init__(self) -> None:
+        check_real("tx_power_dbm", self.tx_power_dbm, ge=-100, le=100)
+        check_real("bandwidth_hz", self.bandwidth_hz, gt=0, le=1e12)
+        check_real("noise_figure_db", self.noise_figure_db, ge=0, le=100)
+        check_real("coding_rate", self.coding_rate, gt=0, le=100)
+        if self.sinr_threshold_db is not None:
+            check_real("sinr_threshold_db", self.sinr_threshold_db, ge=-100, le=100)
+        if not isinstance(self.pathloss, LogDistance):
+            raise ValueError(f"pathloss: must be a LogDistance, got "
+                             f"{type(self.pathloss).__name__}")
+        if self.fading not in FADINGS:
+            raise ValueError(f"fading: must be one of {', '.join(FADINGS)}, got "
+                             f"{self.fading!r}")
+        check_real("rician_k", self.rician_k, ge=0, le=1e6)
+        check_real("latency_s", self.latency_s, ge=0, le=1e6)
+        check_real("interference_margin_db", self.interference_margin_db, ge=0, le=100)
+        if self.interference_range_m is not None:
+            check_real("interference_range_m", self.interference_range_m, gt=0, le=1e9)
+
+    @classmethod
+    def from_channel(cls, channel: Any, **fields: Any) -> RadioSpec:
+        """The radio of a block-fading channel (:class:`~bflnet.channels.RayleighChannel`,
+        :class:`~bflnet.channels.RicianChannel`): its bandwidth, coding rate, path-loss
+        exponent, reference distance, latency and fading law, with ``fields`` for the rest
+        (``tx_power_dbm``, ``noise_figure_db``, ``ref_loss_db``, ``shadowing_db``, ...)."""
+        from bflnet.channels.fading import RayleighChannel, RicianChannel
+
+        if not isinstance(channel, (RayleighChannel, RicianChannel)):
+            raise ValueError(f"channel: a shared medium needs a fading channel (rayleigh or "
+                             f"rician), got {type(channel).__name__}")
+        loss = LogDistance(channel.path_loss_exponent, channel.ref_distance_m,
+                           fields.pop("ref_loss_db", 40.0), fields.pop("shadowing_db", 0.0))
+        rician = isinstance(channel, RicianChannel)
+        return cls(bandwidth_hz=channel.bandwidth_hz, coding_rate=channel.coding_rate,
+                   pathloss=loss, latency_s=channel.latency_s,
+                   fading="rician" if rician else "rayleigh",
+                   rician_k=channel.k_factor if rician else 0.0, **fields)
+
+    @property
+    def rate_bps(self) -> float:
+        """Bits per second on the air, ``bandwidth_hz * coding_rate``."""
+        return self.bandwidth_hz * self.coding_rate
+
+    @property
+    def noise_dbm(self) -> float:
+        """Noise power, ``-174 dBm/Hz + 10 log10(bandwidth_hz) + noise_figure_db``."""
+        return noise_dbm(self.bandwidth_hz, self.noise_figure_db)
+
+    @property
+    def noise_mw(self) -> float:
+        return dbm_to_mw(self.noise_dbm)
+
+    @property
+    def tx_mw(self) -> float:
+        return dbm_to_mw(self.tx_power_dbm)
+
+    @property
+    def threshold_db(self) -> float:
+        """The SINR threshold in dB (given, or ``10 log10(2^R - 1)``)."""
+        if self.sinr_threshold_db is not None:
+            return self.sinr_threshold_db
+        x = self.coding_rate * math.log(2.0)
+        return 10.0 * math.log10(math.expm1(x)) if x < 700 else 10.0 * x / math.log(10.0)
+
+    @property
+    def threshold(self) -> float:
+        """The SINR threshold, linear."""
+        return 10.0 ** (self.threshold_db / 10.0)
+
+    def airtime_s(self, bits: int) -> float:
+        """Seconds ``bits`` take on the air."""
+        return bits / self.rate_bps
+
+    def mean_snr_db(self, distance_m: float) -> float:
+        """Mean SNR (no fading, no shadowing) at ``distance_m``."""
+        return self.tx_power_dbm - self.pathloss.loss_db(distance_m) - self.noise_dbm
+
+    @property
+    def range_m(self) -> float:
+        """Where the mean SNR falls to the threshold (the nominal radio range)."""
+        return self.pathloss.range_m(self.tx_power_dbm - self.noise_dbm - self.threshold_db)
+
+    def effective_interference_range_m(self) -> float:
+        """Beyond this distance a transmitter is not counted as interference (given, or
+        where its mean power is ``interference_margin_db`` + 3 shadowing deviations
+        below the noise)."""
+        if self.interference_range_m is not None:
+            return self.interference_range_m
+        budget = (self.tx_power_dbm - self.noise_dbm + self.interference_margin_db
+                  + 3.0 * self.pathloss.shadowing_db)
+        return self.pathloss.range_m(budget)

@@ -89,11 +89,12 @@ class CDBFL(LangevinLearner):
         gen = torch_generator(rng, torch.device("cpu"))
         theta, lr = state.theta, self.params.lr
         for _ in range(self.params.local_steps):                              # eq. 5
-            theta = theta - lr * self.objective.grad(node, theta, gen)
+            step = self.objective.grad(node, theta, gen).mul_(lr)  # fresh: in place
+            theta = torch.sub(theta, step, out=step)
         noise = None
         if self.noise_scale:
-            noise = self.noise_scale * torch.randn(theta.shape, generator=gen,
-                                                   dtype=self.dtype).to(self.device)
+            noise = torch.randn(theta.shape, generator=gen, dtype=self.dtype)
+            noise = noise.mul_(self.noise_scale).to(self.device)
         work = Work(steps=self.params.local_steps, flops=self._flops())
         return replace(state, half=theta, noise=noise), work
 
@@ -108,13 +109,16 @@ class CDBFL(LangevinLearner):
     def absorb(self, node: Any, state: CDBFLNode, received: Mapping[Any, Tensor],
                weights: Mapping[Any, float]) -> CDBFLNode:
         assert state.half is not None and state.delta is not None
-        s = state.s + weights[node] * state.delta                             # eq. 8
+        # the same operations in the same order as s + w·Δ, ..., with one scratch tensor
+        tmp = torch.mul(state.delta, weights[node])
+        s = torch.add(state.s, tmp)                                           # eq. 8
         for j, delta_j in received.items():
-            s = s + weights[j] * delta_j
+            s.add_(torch.mul(delta_j, weights[j], out=tmp))
         missed = state.missed + sum(1 for j in weights if j != node and j not in received)
-        theta = state.half + self.params.zeta * (s - state.v)                 # eq. 9
+        gap = torch.sub(s, state.v, out=tmp).mul_(self.params.zeta)
+        theta = torch.add(state.half, gap)                                    # eq. 9
         if state.noise is not None:
-            theta = theta + state.noise
+            theta.add_(state.noise)
         round_ = state.round + 1
         sums, kept = state.sums, state.kept
         if self.eval_sets and self.averages_samples and keeps(

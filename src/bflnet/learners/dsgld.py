@@ -60,7 +60,8 @@ class DSGLD(LangevinLearner):
         gen = torch_generator(rng, torch.device("cpu"))
         grad = self.objective.grad(node, state.theta, gen)
         noise = torch.randn(state.theta.shape, generator=gen, dtype=self.dtype)
-        step = -self.params.lr * grad + self.noise_scale * noise.to(self.device)
+        # -η·grad + scale·noise, in place on the fresh tensors (the same bits)
+        step = grad.mul_(-self.params.lr).add_(noise.mul_(self.noise_scale).to(self.device))
         return replace(state, step=step), Work(steps=1, flops=self._flops())
 
     def outgoing(self, node: Any, state: DSGLDNode) -> Tensor:
@@ -68,10 +69,12 @@ class DSGLD(LangevinLearner):
 
     def absorb(self, node: Any, state: DSGLDNode, received: Mapping[Any, Tensor],
                weights: Mapping[Any, float]) -> DSGLDNode:
-        mixed = weights[node] * state.theta
+        # w·θ + Σ_j w_j·θ_j + step in the same order, with one scratch tensor
+        mixed = torch.mul(state.theta, weights[node])
+        tmp = torch.empty_like(mixed)
         for j, theta_j in received.items():
-            mixed = mixed + weights[j] * theta_j
-        theta = mixed + state.step
+            mixed.add_(torch.mul(theta_j, weights[j], out=tmp))
+        theta = mixed.add_(state.step)
         round_ = state.round + 1
         sums, kept = state.sums, state.kept
         if self.eval_sets and keeps(round_, self.params.burn_in, self.params.thin):

@@ -58,8 +58,12 @@ class LocalObjective:
         x, y = self.sampler(node, generator)
         scale = self.examples(node) / x.shape[0]
         theta = theta.detach()
+        # The d-sized arithmetic runs in place on fresh results (the gradients are new
+        # tensors): the same operations in the same order, so the same bits, with one
+        # allocation instead of five (each a page-faulting 11 MB at d = 2.7 M).
         if self._gaussian_prior:  # N(prior_mean, prior_var I): the gradient by hand
-            prior = (getattr(self.model, "prior_mean", 0.0) - theta) / self.model.prior_var
+            prior = torch.rsub(theta, getattr(self.model, "prior_mean", 0.0))
+            prior.div_(self.model.prior_var)
         else:
             with torch.enable_grad():
                 t = theta.clone().requires_grad_(True)
@@ -70,7 +74,9 @@ class LocalObjective:
             with torch.enable_grad():
                 t = theta.clone().requires_grad_(True)
                 (lik,) = torch.autograd.grad(self.model.log_likelihood(t, x, y).sum(), t)
-        return -scale * lik - prior / self.n_nodes
+        if lik is theta or lik.requires_grad:  # not a fresh tensor of the model's
+            lik = lik.detach().clone()
+        return lik.mul_(-scale).sub_(prior.div_(self.n_nodes))
 
 
 def check_eval_sets(eval_sets: Mapping[str, tuple[Any, Any]] | None, dtype: torch.dtype,

@@ -330,3 +330,24 @@ def test_shape_errors_are_one_line(call, match):
 def test_doctests():
     result = doctest.testmod(lenet)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_predict_proba_runs_the_convolutions_on_cache_sized_sub_batches(monkeypatch):
+    """Sub-batches of the convolutions (one map each here) give the one-pass result."""
+    import bflnet.learners.lenet as lenet
+
+    model = small()
+    theta = theta_for(model)
+    x, _ = data(model, b=7)
+    xr, _ = data(model, b=7, rows=N)
+    whole = model.predict_proba(theta, x), model.predict_proba(theta, xr)
+    calls = []
+    conv_flat = BayesianLeNet._conv_flat
+    monkeypatch.setattr(lenet, "CACHE_ACTIVATIONS", 1)
+    monkeypatch.setattr(BayesianLeNet, "_conv_flat",
+                        lambda self, p, maps, n: calls.append(maps.shape[-3])
+                        or conv_flat(self, p, maps, n))
+    torch.testing.assert_close(model.predict_proba(theta, x), whole[0])
+    torch.testing.assert_close(model.predict_proba(theta, xr), whole[1])
+    assert calls == [1] * 14
+    assert model.predict_proba(theta, x[:0]).shape == (N, 0, C)

@@ -15,7 +15,18 @@ and 35 sweeps (CD-BFL, DSGLD: 15 evaluations before the first kept sample, then 
 samples) or 17 (CF-FL: 17 evaluations of its current model); the nine jobs (3 seeds) are
 packed longest first on ``--workers`` one-thread workers.
 
-    python bench/cdbfl_paper_jobs.py [--rounds 1] [--repeat 1] [--workers 2]
+With ``--legacy`` each measurement is also made, alternately in the same process, with
+the code paths as they were before the speed-ups (:mod:`cdbfl_legacy`: the full top-k
+partition, the update arithmetic allocating every intermediate, the evaluation's
+convolutions over whole chunks), and the ratio new / legacy is printed (median over the
+``--repeat`` pairs).
+
+Under a fluctuating load the round differences are noisy; ``--components`` times instead
+one device's share of a CD-BFL and a DSGLD round (local steps, top-k encoding, mixing),
+new and legacy alternately call by call, ``--repeat`` times each (medians).
+
+    python bench/cdbfl_paper_jobs.py [--rounds 1] [--repeat 1] [--workers 2] [--legacy]
+    python bench/cdbfl_paper_jobs.py --components [--repeat 7]
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ import statistics
 import time
 from typing import Any
 
+import cdbfl_legacy
 import numpy as np
 import torch
 
@@ -47,34 +59,114 @@ K, PER_NODE, T, EVAL_MAPS = 10, 50, 800, 500
 SWEEPS = {"cd-bfl": 35, "dsgld": 35, "cf-fl": 17}
 
 
-def learner(method: str, model: BayesianLeNet, nodes: dict) -> tuple[Any, Any]:
+def learner(method: str, model: BayesianLeNet, nodes: dict, legacy: bool = False
+            ) -> tuple[Any, Any]:
     """The method's learner (no kept samples in the timed rounds) and codec."""
+    classes = cdbfl_legacy.CLASSES if legacy else {"cd-bfl": CDBFL, "dsgld": DSGLD,
+                                                    "cf-fl": CFFL}
     if method == "dsgld":
-        return DSGLD(model, nodes, LangevinParams(batch_size=10, burn_in=10**6)), RawCodec(32)
-    params = CDBFLParams(local_steps=8, batch_size=10, burn_in=10**6)
-    cls = CDBFL if method == "cd-bfl" else CFFL
-    return cls(model, nodes, params), TopKCodec(k=max(1, round(0.01 * model.d)), value_bits=32)
+        lrn = classes[method](model, nodes, LangevinParams(batch_size=10, burn_in=10**6))
+        codec: Any = RawCodec(32)
+    else:
+        params = CDBFLParams(local_steps=8, batch_size=10, burn_in=10**6)
+        lrn = classes[method](model, nodes, params)
+        codec = TopKCodec(k=max(1, round(0.01 * model.d)), value_bits=32)
+    if legacy:
+        cdbfl_legacy.legacy_objective(lrn.objective)
+    return lrn, codec
 
 
-def time_rounds(method: str, model: BayesianLeNet, nodes: dict, rounds: int) -> float:
+def time_rounds(method: str, model: BayesianLeNet, nodes: dict, rounds: int,
+                legacy: bool = False) -> float:
     """Wall seconds of a simulation of ``rounds`` rounds (set-up included)."""
-    lrn, codec = learner(method, model, nodes)
+    lrn, codec = learner(method, model, nodes, legacy)
     graph = make_graph("complete", K, np.random.default_rng(0))
     start = time.perf_counter()
-    sim = Simulation(1, name="bench")
-    sim.build_network(graph)
-    sim.run(ConsensusProtocol(lrn, metropolis_hastings_weights(graph, sparse=True),
-                              StopRule(max_iterations=rounds), codec=codec, eval_every=10**6))
+    with cdbfl_legacy.paths(legacy):
+        sim = Simulation(1, name="bench")
+        sim.build_network(graph)
+        sim.run(ConsensusProtocol(lrn, metropolis_hastings_weights(graph, sparse=True),
+                                  StopRule(max_iterations=rounds), codec=codec,
+                                  eval_every=10**6))
     return time.perf_counter() - start
 
 
-def time_sweep(model: BayesianLeNet, x: torch.Tensor) -> float:
+def per_round(method: str, model: BayesianLeNet, nodes: dict, rounds: int,
+              legacy: bool = False) -> float:
+    """Seconds of one round: ``rounds`` + 1 rounds less one, over ``rounds``."""
+    one = time_rounds(method, model, nodes, 1, legacy)
+    return (time_rounds(method, model, nodes, rounds + 1, legacy) - one) / rounds
+
+
+def time_sweep(model: BayesianLeNet, x: torch.Tensor, legacy: bool = False) -> float:
     """Wall seconds of K devices' predictive probabilities on ``x``."""
     thetas = model.init_particles(K, torch.Generator().manual_seed(1))
     start = time.perf_counter()
-    for k in range(K):
-        predictive_probs(model, thetas[k:k + 1], x)
+    with cdbfl_legacy.paths(legacy):
+        for k in range(K):
+            predictive_probs(model, thetas[k:k + 1], x)
     return time.perf_counter() - start
+
+
+def measure(fn: Any, repeat: int, legacy: bool) -> tuple[float, str]:
+    """Median of ``fn(False)`` over ``repeat`` runs, and with ``legacy`` the median ratio
+    to ``fn(True)`` run alternately."""
+    new, ratios = [], []
+    for _ in range(repeat):
+        new.append(fn(False))
+        if legacy:
+            ratios.append(new[-1] / fn(True))
+    note = ""
+    if legacy:
+        note = (f" (new / legacy {statistics.median(ratios):.2f}: "
+                f"{', '.join(f'{r:.2f}' for r in ratios)})")
+    return statistics.median(new), note
+
+
+def clock(times: dict[str, list[float]], name: str, legacy: bool, fn: Any) -> Any:
+    """``fn()``, its wall seconds appended to ``times[name + " new" / " legacy"]``."""
+    start = time.perf_counter()
+    with cdbfl_legacy.paths(legacy):
+        out = fn()
+    times.setdefault(f"{name} {'legacy' if legacy else 'new'}", []).append(
+        time.perf_counter() - start)
+    return out
+
+
+def device_share(method: str, model: BayesianLeNet, nodes: dict, repeat: int
+                 ) -> dict[str, float]:
+    """Median seconds of one device's local steps, encoding and mixing, new and legacy
+    alternately, call by call."""
+    rng = np.random.default_rng(0)
+    weights = {j: 1.0 / K for j in range(K)}
+    (new, codec), (old, _) = (learner(method, model, nodes, legacy) for legacy in (False, True))
+    state = new.init_node(0, rng, new.init(rng))
+    times: dict[str, list[float]] = {}
+    for _ in range(repeat):
+        for legacy, lrn in ((False, new), (True, old)):
+            st, _ = clock(times, "local steps", legacy,
+                          lambda lrn=lrn: lrn.local_steps(0, state, np.random.default_rng(1)))
+            value = lrn.outgoing(0, st)
+            if method != "dsgld":
+                enc = clock(times, "encode", legacy,
+                            lambda value=value: codec.encode(value.numpy(), rng))
+                st = lrn.sent(0, st, torch.as_tensor(codec.decode(enc)))
+            got = {j: value.clone() for j in range(1, K)}
+            clock(times, "mix", legacy,
+                  lambda lrn=lrn, st=st, got=got: lrn.absorb(0, st, got, weights))
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def components(model: BayesianLeNet, nodes: dict, repeat: int) -> None:
+    """Print :func:`device_share` of CD-BFL and DSGLD."""
+    for method in ("cd-bfl", "dsgld"):
+        med = device_share(method, model, nodes, repeat)
+        parts = sorted({name.rsplit(" ", 1)[0] for name in med})
+        total = {v: sum(med[f"{p} {v}"] for p in parts) for v in ("new", "legacy")}
+        print(f"  {method}: one device, " + "; ".join(
+            f"{p} {med[p + ' new'] * 1e3:.0f} ms vs {med[p + ' legacy'] * 1e3:.0f} ms"
+            for p in parts) + f"; sum {total['new']:.3f} s vs {total['legacy']:.3f} s, "
+            f"ratio {total['new'] / total['legacy']:.2f}")
 
 
 def makespan(jobs: list[float], workers: int) -> float:
@@ -91,6 +183,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--methods", default="cd-bfl,dsgld,cf-fl")
+    parser.add_argument("--legacy", action="store_true",
+                        help="also time the code paths as before the speed-ups")
+    parser.add_argument("--components", action="store_true",
+                        help="time one device's share of a round, new vs legacy")
     args = parser.parse_args()
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
@@ -101,20 +197,20 @@ def main() -> None:
     test = torch.as_tensor(x[K * PER_NODE:], dtype=torch.float32)
     model = BayesianLeNet.cdbfl(*MAP_SHAPE)
     print(f"CD-BFL Fig. 4 jobs: LeNet d = {model.d:,}, K = {K}, T = {T}, 1 thread per worker")
-    sweep = statistics.median(time_sweep(model, test) for _ in range(args.repeat))
-    print(f"  evaluation sweep ({K} devices x {EVAL_MAPS} maps): {sweep:7.2f} s")
+    if args.components:
+        components(model, nodes, args.repeat)
+        return
+    sweep, note = measure(lambda legacy: time_sweep(model, test, legacy), args.repeat,
+                          args.legacy)
+    print(f"  evaluation sweep ({K} devices x {EVAL_MAPS} maps): {sweep:7.2f} s{note}")
     jobs = []
     for method in args.methods.split(","):
-        per_round = []
-        for _ in range(args.repeat):
-            one = time_rounds(method, model, nodes, 1)
-            many = time_rounds(method, model, nodes, args.rounds + 1)
-            per_round.append((many - one) / args.rounds)
-        r = statistics.median(per_round)
+        r, note = measure(lambda legacy, m=method: per_round(m, model, nodes, args.rounds,
+                                                             legacy), args.repeat, args.legacy)
         job = T * r + SWEEPS[method] * sweep
         jobs += [job] * 3
-        print(f"  {method:6s}: round {r:6.2f} s; job {T} x {r:.2f} + {SWEEPS[method]} sweeps "
-              f"= {job / 60:5.1f} min")
+        print(f"  {method:6s}: round {r:6.2f} s{note}; job {T} x {r:.2f} + "
+              f"{SWEEPS[method]} sweeps = {job / 60:5.1f} min")
     print(f"  nine jobs: {sum(jobs) / 3600:.2f} h of compute; on {args.workers} one-thread "
           f"workers {makespan(jobs, args.workers) / 3600:.2f} h (target <= 2 h)")
 

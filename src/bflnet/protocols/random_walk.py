@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import networkx as nx
@@ -13,6 +13,7 @@ from bflnet.checks import check_real
 from bflnet.learners.base import GlobalStateLearner
 from bflnet.protocols import wire
 from bflnet.protocols.base import NO_METRICS, call, check_eval_every, check_interventions, start_run
+from bflnet.protocols.checkpoint import WalkCheckpoint, capture, check_resumable, restore
 from bflnet.protocols.interventions import ForgetRequest
 from bflnet.protocols.stopping import StopRule
 from bflnet.protocols.wire import CodecSpec
@@ -36,6 +37,8 @@ class RandomWalkProtocol:
     failed) is re-sent by the sender, which kept a copy; the retries cost air time and bits.
     When the next node is not a neighbour (round-robin walks), the token is relayed along
     a shortest path. Iteration ``i`` is recorded when node ``k⁽ⁱ⁾`` has finished computing.
+    ``checkpoint_after`` / ``resume`` (:mod:`bflnet.protocols.checkpoint`): the run
+    between two iterations, captured for ``on_checkpoint``, or started again from there.
     A forget request with ``hold_token`` makes a forgetting agent that holds the token keep
     it until its forget is complete (the walk rule is not consulted meanwhile).
 
@@ -57,8 +60,14 @@ class RandomWalkProtocol:
     def __init__(self, learner: GlobalStateLearner, walk: Any, stop: StopRule, *,
                  codec: CodecSpec = None, eval_every: int = 1, start: Any = None,
                  progress: bool = False, interventions: Sequence[ForgetRequest] = (),
-                 token_timeout_s: float = 0.1) -> None:
+                 token_timeout_s: float = 0.1, checkpoint_after: int | None = None,
+                 on_checkpoint: Callable[[WalkCheckpoint], None] | None = None,
+                 resume: WalkCheckpoint | None = None) -> None:
         self.learner = learner
+        #: Hand a :class:`WalkCheckpoint` to ``on_checkpoint`` between iteration
+        #: ``checkpoint_after`` and the next; ``resume`` starts from one instead.
+        self.checkpoint_after, self.on_checkpoint = checkpoint_after, on_checkpoint
+        self.resume = resume
         self.token_timeout_s = check_real("token_timeout_s", token_timeout_s, ge=0, le=1e9)
         self.walk = walk
         self.stop = stop
@@ -78,16 +87,34 @@ class RandomWalkProtocol:
                           agents=net.agents,
                           agent_streams=getattr(learner, "uses_agent_streams", True))
         loop, slots = setup.loop, setup.agents
-        walk_rng = sim.streams.numpy("protocol.walk")
-        # a codec that never draws gets no stream (making one costs, and changes nothing)
-        codec_rng = sim.streams.numpy("codec.token") if wire.draws(self.codec) else None
-        state = call(sim, learner.init, sim.streams.numpy("learner"), node=None, iteration=0,
-                     what="learner.init")
-        current = self.walk.first_node(walk_rng) if self.start is None else self.start
-        if current not in net.nodes:
-            raise ValueError(f"start: node {current!r} is not in the graph")
-        rec.record("init", node=current, **loop.evaluate(0, lambda: learner.evaluate(state),
-                                                          node=current))
+        resume, seen = self.resume, set()
+        previous: Any = None  # the node that handed the token to the holder
+        iteration = 0
+        if resume is not None or self.on_checkpoint is not None:
+            check_resumable(sim)
+        if resume is None:
+            walk_rng = sim.streams.numpy("protocol.walk")
+            # a codec that never draws gets no stream (making one costs, and changes nothing)
+            codec_rng = (sim.streams.numpy("codec.token") if wire.draws(self.codec)
+                         else None)
+            state = call(sim, learner.init, sim.streams.numpy("learner"), node=None,
+                         iteration=0, what="learner.init")
+            current = self.walk.first_node(walk_rng) if self.start is None else self.start
+            if current not in net.nodes:
+                raise ValueError(f"start: node {current!r} is not in the graph")
+            rec.record("init", node=current, **loop.evaluate(
+                0, lambda: learner.evaluate(state), node=current))
+        else:
+            try:
+                walk_rng, codec_rng = restore(sim, resume)
+            except (TypeError, KeyError, AttributeError, ValueError, OverflowError) as exc:
+                raise ValueError(f"states: the saved run does not fit this one "
+                                 f"({type(exc).__name__}: {exc})") from None
+            state, current, previous = resume.state, resume.current, resume.previous
+            iteration, seen, loop.covered = resume.iteration, set(resume.seen), resume.covered
+            if current not in net.nodes:
+                raise ValueError(f"states: the token's node {current!r} is not in the graph")
+            yield env.timeout(resume.now)
         live, graph = net.live, net.graph
         if live is None:
             adjacency = net.adjacency()
@@ -98,7 +125,7 @@ class RandomWalkProtocol:
             adjacency, graph = live.adjacency, live.graph
         crashes = {k: node.outages for k, node in net.nodes.items()}
         can_crash = any(line is not None for line in crashes.values())
-        if self._plain(net, loop, can_crash):
+        if resume is None and self.on_checkpoint is None and self._plain(net, loop, can_crash):
             return (yield from self._plain_walk(sim, loop, slots, state, current, adjacency,
                                                 walk_rng, codec_rng))
         compute = {k: node.compute_time for k, node in net.nodes.items()}
@@ -111,12 +138,16 @@ class RandomWalkProtocol:
         # (the same float, the same record; the costliest part of a hop saved)
         queue = getattr(env, "_queue", _NEVER_ALONE)
         n_agents = len(net.agents)
-        seen: set[Any] = set()
-        previous: Any = None  # the node that handed the token to the holder
         requests = bool(self.interventions)
         holders: set[Any] = set()  # agents of hold_token requests
-        iteration = 0
         while True:
+            if iteration == self.checkpoint_after and self.on_checkpoint is not None:
+                if loop.requested:
+                    raise ValueError("states: a run cannot be saved after a forget request")
+                self.on_checkpoint(capture(
+                    sim, iteration=iteration, current=current, previous=previous, seen=seen,
+                    covered=loop.covered, state=state, walk_rng=walk_rng,
+                    codec_rng=codec_rng))
             if requests:
                 for request in loop.due_requests(iteration):
                     loop.apply_forget(request, lambda k: commit(k, learner.forget(

@@ -96,6 +96,12 @@ def run(
              "the BLAS start them (the CPUs this machine has), the scenarios' threads "
              "parameter (1). More than one thread can change the last bits of torch "
              "results (sums in another order)", show_default=False)] = None,
+    save_state: Annotated[Path | None, typer.Option(
+        help="also save the learnt states (global and every agent's) with the config and "
+             "seed into this directory (--force: over a saved one)")] = None,
+    load_state: Annotated[Path | None, typer.Option(
+        help="start from the states saved in this directory (same scenario, seed and "
+             "learning config): learn once, unlearn many")] = None,
 ) -> None:
     """Run a scenario and print a summary (or write the full table with --out)."""
     from bflnet.params import field_names
@@ -115,7 +121,10 @@ def run(
     settings = scenario.config(overrides)
     if threads is not None:
         set_threads(threads)
-    frame = scenario.run(settings, seed=request.seed, progress=progress)
+    frame = scenario.run(settings, seed=request.seed, progress=progress,
+                         save_state=save_state, load_state=load_state, force=force)
+    if save_state is not None:
+        typer.echo(f"saved the states to {save_state}", err=True)
     if request.out is not None:
         path = write_frame(frame, request.out,
                            run_record(scenario.name, settings, request.seed))

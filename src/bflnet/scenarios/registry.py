@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import import_module
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bflnet.scenarios.config import make_config
@@ -47,17 +49,44 @@ class Scenario:
     datasets: tuple[str, ...] = ()
     #: What its output columns mean (``bflnet describe NAME --columns``).
     columns: Schema | None = None
+    #: Config fields that may differ between a run that saved states and one that loads
+    #: them (``None``: the scenario cannot save or load states).
+    state_free: tuple[str, ...] | None = None
 
     def config(self, overrides: Mapping[str, Any] | None = None) -> Any:
         """The validated config with ``overrides`` applied."""
         return make_config(self.config_cls, overrides)
 
-    def run(self, config: Any = None, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
-        """Run with ``config`` (defaults if ``None``) and ``seed``."""
+    def run(self, config: Any = None, *, seed: int = 0, progress: bool = False,
+            save_state: str | Path | None = None, load_state: str | Path | None = None,
+            force: bool = False) -> pd.DataFrame:
+        """Run with ``config`` (defaults if ``None``) and ``seed``; ``save_state``: also
+        write the learnt states into that directory (``force``: over a saved one);
+        ``load_state``: start from the states saved there (see
+        :mod:`bflnet.scenarios.states`). Both are checked before the run."""
         if seed < 0:
             raise ValueError(f"seed: must be a non-negative integer, got {seed}")
         config = self.config() if config is None else config
-        return self.run_fn(config, seed=seed, progress=progress)
+        if save_state is None and load_state is None:
+            return self.run_fn(config, seed=seed, progress=progress)
+        from bflnet.scenarios import states as st
+        from bflnet.scenarios.provenance import canonical_config, run_record
+
+        if self.state_free is None:
+            option = "--save-state" if save_state is not None else "--load-state"
+            raise ValueError(f"{option}: scenario {self.name!r} cannot save or load states; "
+                             f"supported: {', '.join(state_scenarios())}")
+        fields = json.loads(json.dumps(canonical_config(config)))
+        handle = st.States(saving=save_state is not None)
+        if save_state is not None:
+            st.check_save_dir(save_state, force=force)
+        if load_state is not None:
+            handle.loaded = st.read_state_dir(load_state)
+            st.check_compatible(handle.loaded[0], self.name, fields, seed, self.state_free)
+        frame = self.run_fn(config, seed=seed, progress=progress, states=handle)
+        if save_state is not None:
+            st.write_state_dir(save_state, run_record(self.name, config, seed), handle)
+        return frame
 
 
 _REGISTRY: dict[str, Scenario] = {}
@@ -66,15 +95,18 @@ _REGISTRY: dict[str, Scenario] = {}
 def register(name: str, config: type, description: str,
              plot: PlotFunction | None = None,
              datasets: tuple[str, ...] = (),
-             columns: Schema | None = None) -> Callable[[RunFunction], RunFunction]:
+             columns: Schema | None = None, state_free: tuple[str, ...] | None = None
+             ) -> Callable[[RunFunction], RunFunction]:
     """Decorator that registers a scenario's run function (and optional default ``plot``,
-    the data sets it reads and its output columns) under ``name``."""
+    the data sets it reads, its output columns and, for a scenario that saves and loads
+    states through a ``states=`` argument, the config fields a load may change) under
+    ``name``."""
 
     def wrap(fn: RunFunction) -> RunFunction:
         if name in _REGISTRY:
             raise ValueError(f"scenario {name!r} is registered twice")
         _REGISTRY[name] = Scenario(name, config, fn, description, plot, tuple(datasets),
-                                   columns)
+                                   columns, state_free)
         return fn
 
     return wrap
@@ -94,6 +126,12 @@ def get_scenario(name: str) -> Scenario:
     except KeyError:
         raise ValueError(f"unknown scenario {name!r}; known: {', '.join(sorted(_REGISTRY))}") \
             from None
+
+
+def state_scenarios() -> list[str]:
+    """The scenarios that can save and load states (``--save-state``, ``--load-state``)."""
+    _load_scenarios()
+    return sorted(n for n, s in _REGISTRY.items() if s.state_free is not None)
 
 
 def scenario_names() -> list[str]:

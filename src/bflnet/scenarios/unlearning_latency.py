@@ -48,6 +48,14 @@ merged: ~0 if every other agent had contributed during learning), ``retrain_iter
   :func:`complete_graph_targets_cover` on a complete graph, else NaN.
 - ``paper_retrain_iterations``: (K − 2) H_{K−2} + 1 on a complete graph with one forgotten
   agent, else NaN.
+
+**Learn once, unlearn many.** ``bflnet run unlearning-latency --save-state DIR`` also
+saves, per run, the simulation as it stands right after learning (global and agents'
+states, token position, clock, bit counters, random streams; :mod:`bflnet.protocols.
+checkpoint`); ``--load-state DIR`` (same seed and config, except ``forget``,
+``max_iterations``, ``retrain``, ``threshold``) skips the learning and continues from
+there: with the same settings its table is byte-identical to the saving run's, and other
+forget requests run from the same learnt posterior.
 """
 
 from __future__ import annotations
@@ -79,6 +87,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from bflnet.protocols.walks import Walk
+    from bflnet.scenarios.states import States
 
 NAME = "unlearning-latency"
 #: Most targets :func:`expected_targets_cover` accepts (2^targets visited sets).
@@ -275,12 +284,17 @@ SCHEMA = Schema.of(
 )
 
 
+#: What a run loading saved states (``--load-state``) may change: the unlearning request
+#: and what follows it; the learning before it is the saved one.
+STATE_FREE = ("forget", "max_iterations", "retrain", "threshold")
+
+
 @register(NAME, UnlearningLatencyConfig,
           "Iterations, seconds and bits until a forgotten agent's data are gone (exact "
           "G-FVL unlearning) vs retraining from scratch, with the Markov-chain theory.",
-          plot=default_plot, columns=SCHEMA)
-def run(config: UnlearningLatencyConfig, *, seed: int = 0,
-        progress: bool = False) -> pd.DataFrame:
+          plot=default_plot, columns=SCHEMA, state_free=STATE_FREE)
+def run(config: UnlearningLatencyConfig, *, seed: int = 0, progress: bool = False,
+        states: States | None = None) -> pd.DataFrame:
     import pandas as pd
 
     from bflnet.learners.gfvl import GFVL
@@ -310,12 +324,27 @@ def run(config: UnlearningLatencyConfig, *, seed: int = 0,
     for r, run_seed in enumerate(progress_runs(run_seeds(seed, config.runs), progress, NAME)):
         sim = Simulation(run_seed, name=f"{NAME} unlearning run {r}")
         sim.build_network(graph, **net_kwargs)
-        protocol = RandomWalkProtocol(learner, walk, unlearn_stop, interventions=requests)
+        loaded = (states.start(r, lambda k: learner.init_agent(k, None))
+                  if states is not None else None)
+
+        def keep(checkpoint: Any, sim: Any = sim, r: int = r) -> None:
+            origin = [row for row in sim.recorder.rows if row["event"] in ROW_EVENTS][-1]
+            states.keep(r, checkpoint, origin_time_s=origin["time_s"],
+                        origin_bits=origin["cum_bits"])
+
+        saving = states is not None and states.saving
+        protocol = RandomWalkProtocol(learner, walk, unlearn_stop, interventions=requests,
+                                      checkpoint_after=request if saving else None,
+                                      on_checkpoint=keep if saving else None,
+                                      resume=None if loaded is None else loaded[0])
         outcome = sim.run_outcome(protocol)
         rows = [row for row in sim.recorder.rows if row["event"] in ROW_EVENTS]
         row: dict[str, Any] = {"run": r, "run_seed": run_seed, "event": "run"}
         if outcome.reason == "forgotten":
-            done, origin = rows[-1], rows[request]
+            done = rows[-1]
+            origin = (rows[request] if loaded is None else
+                      {"time_s": loaded[1]["origin_time_s"],
+                       "cum_bits": loaded[1]["origin_bits"]})
             row.update(unlearn_iterations=done["iteration"] - request,
                        unlearn_time_s=done["time_s"] - origin["time_s"],
                        unlearn_bits=done["cum_bits"] - origin["cum_bits"],

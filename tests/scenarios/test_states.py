@@ -1,0 +1,117 @@
+"""Saved states (``--save-state`` / ``--load-state``): learn once, unlearn many times.
+
+A run started from saved states continues the saved simulation exactly: its table is
+byte-identical to the one of the run that learnt and unlearnt in one go."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bflnet.scenarios.cli import main
+from bflnet.scenarios.registry import get_scenario, state_scenarios
+
+NAME = "unlearning-latency"
+
+
+def _csv(frame) -> str:
+    return frame.to_csv(index=False)
+
+
+@pytest.mark.parametrize("params", [
+    {"runs": 4, "learn_iterations": 37},
+    {"runs": 3, "learn_iterations": 0},
+    {"runs": 3, "learn_iterations": 25, "channel": "fixed", "loss_prob": 0.3},
+    {"runs": 3, "learn_iterations": 25, "channel": "gilbert-elliott", "ge_p_good_to_bad": 0.2},
+    {"runs": 3, "learn_iterations": 25, "channel": "rayleigh", "mean_snr_db": 30.0,
+     "graph": "ring", "walk": "uniform-neighbour"},
+])
+def test_learn_save_load_unlearn_is_learn_then_unlearn(tmp_path: Path, params) -> None:
+    scenario = get_scenario(NAME)
+    config = scenario.config(params)
+    plain = scenario.run(config, seed=5)
+    saved = scenario.run(config, seed=5, save_state=tmp_path / "s")
+    loaded = scenario.run(config, seed=5, load_state=tmp_path / "s")
+    assert _csv(saved) == _csv(plain)  # saving changes nothing
+    assert _csv(loaded) == _csv(plain)  # and the loaded run continues it exactly
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["arrays.npz", "state.json"]
+
+
+def test_unlearn_many_from_one_learnt_state(tmp_path: Path) -> None:
+    """Another forget request from the same learnt state: the same as learning again with
+    that request (the learning does not depend on which agent is forgotten later)."""
+    scenario = get_scenario(NAME)
+    scenario.run(scenario.config({"runs": 3, "learn_iterations": 30}), seed=1,
+                 save_state=tmp_path / "s")
+    other = scenario.config({"runs": 3, "learn_iterations": 30, "forget": "0,4"})
+    loaded = scenario.run(other, seed=1, load_state=tmp_path / "s")
+    assert _csv(loaded) == _csv(scenario.run(other, seed=1))
+    assert loaded["unlearn_iterations"].notna().all()
+
+
+def test_states_hold_no_pickle(tmp_path: Path) -> None:
+    import numpy as np
+
+    scenario = get_scenario(NAME)
+    scenario.run(scenario.config({"runs": 2, "learn_iterations": 20}), seed=0,
+                 save_state=tmp_path / "s")
+    record = json.loads((tmp_path / "s" / "state.json").read_text())
+    assert record["scenario"] == NAME and record["seed"] == 0
+    assert record["config"]["learn_iterations"] == 20 and len(record["runs"]) == 2
+    with np.load(tmp_path / "s" / "arrays.npz", allow_pickle=False) as npz:
+        assert "run0.state" in npz.files and npz["run0.state"].shape == (2,)
+
+
+def _error(argv: list[str], capsys) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    return err
+
+
+def test_cli_round_trip_and_refusals(tmp_path: Path, capsys) -> None:
+    state, a, b = tmp_path / "s", tmp_path / "a.csv", tmp_path / "b.csv"
+    base = ["run", NAME, "--set", "runs=3", "--set", "learn_iterations=20", "--no-progress"]
+    assert main([*base, "--save-state", str(state), "--out", str(a)]) == 0
+    assert main([*base, "--load-state", str(state), "--out", str(b)]) == 0
+    assert a.read_text() == b.read_text()
+    capsys.readouterr()
+    assert "already holds a saved state" in _error([*base, "--save-state", str(state)], capsys)
+    assert "--seed 0" in _error([*base, "--seed", "1", "--load-state", str(state)], capsys)
+    assert "learn_iterations=20" in _error(
+        ["run", NAME, "--set", "runs=3", "--load-state", str(state)], capsys)
+    other = _error(["run", "gfvl-beta-bernoulli", "--load-state", str(state)], capsys)
+    assert "cannot save or load states" in other and NAME in other
+    assert "does not exist" in _error([*base, "--load-state", str(tmp_path / "no")], capsys)
+    assert "not a directory" in _error([*base, "--load-state", str(a)], capsys)
+    assert "not a directory" in _error([*base, "--save-state", str(a)], capsys)
+    assert "holds no saved state" in _error([*base, "--load-state", str(tmp_path)], capsys)
+    (state / "arrays.npz").write_bytes(b"junk")
+    assert "cannot read" in _error([*base, "--load-state", str(state)], capsys)
+
+
+def test_scenario_of_another_state_refused(tmp_path: Path) -> None:
+    from bflnet.scenarios.states import check_compatible
+
+    with pytest.raises(ValueError, match="saved by scenario 'x'"):
+        check_compatible({"scenario": "x", "seed": 0, "config": {}}, NAME, {}, 0, ())
+    assert state_scenarios() == [NAME]
+
+
+def test_unwritable_save_dir(tmp_path: Path) -> None:
+    import os
+
+    from bflnet.scenarios.states import check_save_dir
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as a user who can write anywhere")
+        with pytest.raises(ValueError, match="cannot write in"):
+            check_save_dir(locked / "s")
+    finally:
+        locked.chmod(0o700)

@@ -97,7 +97,7 @@ def test_scenario_of_another_state_refused(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="saved by scenario 'x'"):
         check_compatible({"scenario": "x", "seed": 0, "config": {}}, NAME, {}, 0, ())
-    assert state_scenarios() == [NAME]
+    assert state_scenarios() == ["gfvl-unlearning", NAME]
 
 
 def test_unwritable_save_dir(tmp_path: Path) -> None:
@@ -115,3 +115,23 @@ def test_unwritable_save_dir(tmp_path: Path) -> None:
             check_save_dir(locked / "s")
     finally:
         locked.chmod(0o700)
+
+
+def test_gfvl_unlearning_rows_after_the_request(tmp_path: Path) -> None:
+    """gfvl-unlearning: the loaded run's rows are the one-go run's rows from the request
+    on (and its retraining rows), byte for byte; iterative unlearning from the same state
+    is the one-go iterative run's."""
+    scenario = get_scenario("gfvl-unlearning")
+    params = {"runs": 2, "learn_iterations": 60, "iterations": 40, "eval_every": 7,
+              "samples": 4, "loss_prob": 0.2}
+    config = scenario.config(params)
+    plain = scenario.run(config, seed=2, save_state=tmp_path / "s")
+    loaded = scenario.run(config, seed=2, load_state=tmp_path / "s")
+    after = plain[(plain["method"] == "retraining") | (plain["since_request"] >= 0)]
+    assert len(loaded) == len(after) < len(plain)
+    assert _csv(loaded) == _csv(after)
+    iterative = scenario.config({**params, "unlearning": "iterative", "unlearn_visits": 3})
+    again = scenario.run(iterative, seed=2, load_state=tmp_path / "s")
+    one_go = scenario.run(iterative, seed=2)
+    after = one_go[(one_go["method"] == "retraining") | (one_go["since_request"] >= 0)]
+    assert _csv(again) == _csv(after)

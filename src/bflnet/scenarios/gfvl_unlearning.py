@@ -44,6 +44,14 @@ that slot's computation (counted as ``unlearning-latency``'s ``unlearn_time_s`` 
 ``unlearn_bits``). Evaluated: every ``eval_every`` iterations, and every
 iteration in the first 100 after the request.
 
+**Learn once, unlearn many.** ``--save-state DIR`` also saves, per run, the unlearning
+simulation as it stands at the request (global and agents' states, token position, clock,
+bit counters, random streams); ``--load-state DIR`` (same seed and config, except
+``unlearning``, ``unlearn_visits``, ``unlearn_schedule``, ``iterations``,
+``retrain_graph``, ``eval_every``) skips the learning and continues from there: its
+unlearning rows from ``since_request = 0`` on, and its retraining rows, are byte-identical
+to the saving run's (the learning rows are not repeated).
+
 With ``baseline="0"`` (the paper's c = 0) the natural-gradient η_k are so noisy that
 η − η_k can leave the Beta domain: the learner then stops the run with an error that says
 so. The default ``"loo"`` baseline does not have this problem.
@@ -91,6 +99,8 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
     from matplotlib.figure import Figure
+
+    from bflnet.scenarios.states import States
 
 NAME = "gfvl-unlearning"
 UNLEARNING = ("exact", "iterative")
@@ -207,11 +217,18 @@ SCHEMA = Schema.of(
 )
 
 
+#: What a run loading saved states (``--load-state``) may change: how the request is
+#: served and what follows it; the learning before it is the saved one.
+STATE_FREE = ("eval_every", "iterations", "retrain_graph", "unlearn_schedule",
+              "unlearn_visits", "unlearning")
+
+
 @register(NAME, GFVLUnlearningConfig,
           "G-FVL unlearning (paper Fig. 5): KL to the retrained posterior after a forget "
           "request, exact subtraction vs retraining from scratch.",
-          plot=default_plot, columns=SCHEMA)
-def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+          plot=default_plot, columns=SCHEMA, state_free=STATE_FREE)
+def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False,
+        states: States | None = None) -> pd.DataFrame:
     import networkx as nx
     import numpy as np
     import pandas as pd
@@ -255,18 +272,33 @@ def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False) 
         for method, gfvl, sim_seed, start, last, requests, (g, w, kw) in plans:
             sim = Simulation(sim_seed, name=f"{NAME} {method} run {r}")
             sim.build_network(g, **kw)
+            stateful = states is not None and method == "unlearning"
+            loaded = (states.start(r, lambda k, gfvl=gfvl: gfvl.init_agent(k, None))
+                      if stateful else None)
+            saving = stateful and states.saving
+
+            def keep(checkpoint: Any, sim: Any = sim, r: int = r) -> None:
+                rows = [row for row in sim.recorder.rows if row["event"] in ROW_EVENTS]
+                states.keep(r, checkpoint, origin=rows[-1])
+
             protocol = RandomWalkProtocol(gfvl, w, StopRule(max_iterations=last),
-                                          interventions=requests)
+                                          interventions=requests,
+                                          checkpoint_after=start if saving else None,
+                                          on_checkpoint=keep if saving else None,
+                                          resume=None if loaded is None else loaded[0])
             every_row = run_rows(sim, protocol)
             recorded = [row for row in every_row if row["event"] in ROW_EVENTS]
-            origin = recorded[start]
+            first = 0  # recorded[i] is iteration first + i's row
+            if loaded is not None:  # learning was skipped: its last row was saved
+                recorded, first = [loaded[1]["origin"], *recorded], start
+            origin = recorded[start - first]
             keep = _evaluated(last, start, config.eval_every)
             forgotten_at = {row["node"]: row["iteration"] for row in every_row
                             if row["event"] == "forgotten"}
             done = [forgotten_at.get(k) for k in forget]
             unlearned = unlearned_s = unlearned_bits = np.nan
             if method == "unlearning" and None not in done:
-                merged = recorded[max(done)]  # recorded[i] is iteration i's row
+                merged = recorded[max(done) - first]
                 unlearned = max(done) - start
                 unlearned_s = merged["time_s"] - origin["time_s"]
                 unlearned_bits = merged["cum_bits"] - origin["cum_bits"]

@@ -46,7 +46,8 @@ class States:
     def keep(self, run: int, checkpoint: WalkCheckpoint, **extra: Any) -> None:
         """Keep run ``run``'s checkpoint (encoded now: later changes do not leak in)."""
         self.kept[run] = {"checkpoint": encode_checkpoint(checkpoint, self.arrays,
-                                                          f"run{run}"), "extra": extra}
+                                                          f"run{run}"),
+                          "extra": json.loads(json.dumps(_plain(extra)))}
 
     def start(self, run: int, template: Callable[[Any], Any]
               ) -> tuple[WalkCheckpoint, dict[str, Any]] | None:
@@ -63,6 +64,15 @@ class States:
 
 
 # --------------------------------------------------------------------------- encoding
+def _plain(value: Any) -> Any:
+    """``value`` with numpy scalars as Python numbers (JSON-able)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _encode(value: Any, arrays: dict[str, np.ndarray], key: str) -> Any:
     if isinstance(value, np.ndarray):
         if value.dtype == object:

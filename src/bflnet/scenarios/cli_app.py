@@ -70,6 +70,9 @@ def describe(name: Annotated[str, typer.Argument(help="scenario name")],
     for r in rows:
         typer.echo(f"  {r['name']:<{width}}  default {r['default']!r}; {r['allowed']}. "
                    f"{r['help']}")
+    if scenario.state_free is not None:
+        typer.echo(f"\nsaves and loads states (--save-state DIR, --load-state DIR); a run "
+                   f"that loads may change only: {', '.join(scenario.state_free)}")
     if scenario.columns is not None:
         typer.echo(f"\n(bflnet describe {name} --columns: what its output columns mean)")
 

@@ -1,0 +1,76 @@
+"""The Python API: :func:`run` and :func:`sweep`, the ``bflnet run`` and ``bflnet sweep``
+commands as functions.
+
+A parameter is given as a keyword and checked like ``--set`` (or a TOML file's value):
+the same types, the same one-line ``ValueError`` naming the field and what is allowed.
+
+>>> import bflnet
+>>> table = bflnet.run("cover-time", seed=1, K=5, runs=3)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def _check_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed: must be a non-negative integer, got {seed!r}")
+    return seed
+
+
+def _typed(cls: type, name: str, value: Any) -> Any:
+    """``value`` for field ``name`` of ``cls``, typed as ``--set name=...`` types it."""
+    from bflnet.scenarios.config import parse_value
+    from bflnet.scenarios.config_file import toml_value
+
+    if value is None:  # an optional field's none (an error for any other field)
+        return parse_value(cls, name, "none")
+    return toml_value(cls, name, value)
+
+
+def run(name: str, seed: int = 0, *, progress: bool = False,
+        save_state: str | Path | None = None, load_state: str | Path | None = None,
+        force: bool = False, **params: Any) -> pd.DataFrame:
+    """Run scenario ``name`` with ``params`` (its parameters, as keywords) and ``seed``;
+    the table ``bflnet run NAME --seed SEED --set K=V ... --out FILE`` writes.
+
+    ``save_state`` / ``load_state``: a directory to save the learnt states into, or to
+    start from (scenarios that support it; ``force``: over a saved state), as
+    ``--save-state`` / ``--load-state``."""
+    from bflnet.scenarios.registry import get_scenario
+
+    scenario = get_scenario(name)
+    cls = scenario.config_cls
+    overrides = {key: _typed(cls, key, value) for key, value in params.items()}
+    return scenario.run(scenario.config(overrides), seed=_check_seed(seed), progress=progress,
+                        save_state=save_state, load_state=load_state, force=force)
+
+
+def sweep(name: str, grid: Mapping[str, Sequence[Any]], out: str | Path, *,
+          seeds: int | Sequence[int] = 1, workers: int | None = None,
+          scheduler: str | None = None, progress: bool = False,
+          **params: Any) -> pd.DataFrame:
+    """Run scenario ``name`` over ``grid`` (parameter → list of values; the grid is their
+    product) × ``seeds`` (a count N: seeds 0..N-1, or a list) with the fixed ``params``,
+    on Dask, every run kept under ``out`` (a directory or FILE.parquet; re-running
+    resumes); the full table, as ``bflnet sweep NAME --grid K=V1,V2 --set K=V --seeds N
+    --out OUT``."""
+    from bflnet.scenarios.config_file import toml_grid
+    from bflnet.scenarios.registry import get_scenario
+    from bflnet.scenarios.sweep import sweep as run_sweep
+
+    cls = get_scenario(name).config_cls
+    if not isinstance(grid, Mapping):
+        raise ValueError(f"grid: must be a mapping of parameter to a list of values, got "
+                         f"{type(grid).__name__}")
+    typed_grid = toml_grid(cls, {k: list(v) if isinstance(v, (list, tuple)) else v
+                                 for k, v in grid.items()})
+    fixed = {key: _typed(cls, key, value) for key, value in params.items()}
+    return run_sweep(name, typed_grid, seeds, out, fixed=fixed, workers=workers,
+                     scheduler=scheduler, progress=progress)

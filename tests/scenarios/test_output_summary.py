@@ -39,3 +39,25 @@ def test_runs_named_by_run_id_show_each_last_row():
     assert lines[0].startswith("6 runs; the last row of each")
     assert lines[1].split()[:2] == ["graph", "run_id"]
     assert lines[2].split()[:2] == ["ring", "ring-0"] and lines[-1] == "(2 more)"
+
+
+def test_every_setting_of_a_numeric_list_parameter_shows():
+    """``local_iters=1,50``: a numeric setting column ``L`` before the repeat index
+    ``run`` (both settings share run indices): one line per setting, each the mean of
+    its own runs' last rows."""
+    rows = []
+    for L, last in ((1, 200), (50, 4)):
+        for run in range(2):
+            for it in range(last + 1):
+                rows.append({"L": L, "run": run, "event": "iteration", "iteration": it,
+                             "kl": L + run + it})
+    lines = summary(pd.DataFrame(rows)).splitlines()
+    assert lines[0].startswith("4 runs; mean of each run's last row per L")
+    assert lines[1].split() == ["L", "iteration", "kl", "runs"]
+    assert lines[2].split() == ["1", "200", "201.5", "2"]
+    assert lines[3].split() == ["50", "4", "54.5", "2"]
+
+
+def test_a_numeric_column_after_the_run_index_is_not_a_setting():
+    frame = runs_frame("run").assign(const=lambda f: f["run"] * 1.0)
+    assert "per graph:" in summary(frame).splitlines()[0]

@@ -229,8 +229,9 @@ RUN_KEYS = ("run_id", "run", "run_seed")
 def summary(frame: pd.DataFrame, max_rows: int = 12) -> str:
     """A short text view. One run: evenly spaced iteration rows, always including the
     last. Several runs (a ``run_id``, ``run`` or ``run_seed`` column): the last row of each
-    run, or, when the runs share text-valued settings (e.g. ``graph``), the mean of those
-    last rows per setting with the number of runs."""
+    run, or, when the runs share settings (text-valued, e.g. ``graph``, or the columns
+    before the run index, e.g. ``L``), the mean of those last rows per setting with the
+    number of runs: every setting of a list parameter shows."""
     rows = frame[frame["event"].isin(["init", "iteration", "round"])] if "event" in frame else frame
     if rows.empty:
         rows = frame
@@ -248,14 +249,13 @@ def _per_run_summary(rows: pd.DataFrame, key: str, max_rows: int) -> str:
     if key == "run_id":  # names the whole run: its last row
         settings: list[str] = []
         last = rows.groupby(key, sort=False).tail(1)
-    else:  # a repeat index: runs are (text-valued settings, index)
-        settings = [c for c in rows.columns if c not in (key, "event", "node")
-                    and not pd.api.types.is_numeric_dtype(rows[c])]
+    else:  # a repeat index: runs are (settings, index)
+        settings = _settings(rows, key)
         last = rows.groupby([*settings, key], sort=False, dropna=False).tail(1)
     runs = len(last)
     if settings and last.groupby(settings, dropna=False).ngroups < runs:
         numeric = [c for c in last.select_dtypes("number").columns
-                   if c not in (*RUN_KEYS, "node")]
+                   if c not in (*RUN_KEYS, "node", *settings)]
         grouped = last.groupby(settings, sort=False, dropna=False)
         table = grouped[numeric].mean().assign(runs=grouped.size()).reset_index()
         head = f"{runs} runs; mean of each run's last row per {', '.join(settings)}"
@@ -266,6 +266,15 @@ def _per_run_summary(rows: pd.DataFrame, key: str, max_rows: int) -> str:
     head += ":"
     more = f"\n({len(table) - max_rows} more)" if len(table) > max_rows else ""
     return f"{head}\n{_table(table.head(max_rows))}{more}"
+
+
+def _settings(rows: pd.DataFrame, key: str) -> list[str]:
+    """The columns that tell runs with one repeat index ``key`` apart: the text-valued ones
+    (e.g. ``graph``, ``method``) and those a scenario puts before ``key`` (the setting of
+    a list parameter, e.g. ``L`` of ``local_iters=1,50``)."""
+    first = list(rows.columns[:list(rows.columns).index(key)])
+    return [c for c in rows.columns if c not in (*RUN_KEYS, "event", "node")
+            and (c in first or not pd.api.types.is_numeric_dtype(rows[c]))]
 
 
 def _table(rows: pd.DataFrame) -> str:

@@ -34,6 +34,12 @@ class ParameterServerProtocol:
     keeps its new private state. An agent whose downlink or uplink message is dropped
     contributes nothing that iteration and keeps its old state.
 
+    **Agent selection.** Without a ``selector`` the server schedules **one agent per
+    iteration**, in turn (``RoundRobinSelector(1)``: agent 0, 1, ..., K−1, 0, ...), the
+    schedule of distributed SVGD; ``AllAgents()`` gives FedAvg-style rounds of every
+    agent, ``RoundRobinSelector(m)`` / ``UniformSelector(m)`` ``m`` agents at a time
+    (:mod:`bflnet.protocols.scheduling`).
+
     ``interventions`` are :class:`ForgetRequest` events on the same timeline; a request's
     ``then`` phase can change the scheduled agents, the uplink codec and ``eval_every``.
 

@@ -158,7 +158,10 @@ SCHEMA = Schema.of(
 @register(NAME, AsyncFedAvgConfig,
           "FedAvg under log-normal stragglers: synchronous rounds, rounds with a deadline, "
           "and FedBuff's buffered asynchronous merges; accuracy against simulated time.",
-          plot=default_plot, datasets=("fashion-mnist",), columns=SCHEMA)
+          plot=default_plot, datasets=("fashion-mnist",), columns=SCHEMA,
+          server_schedule="every agent every round (AllAgents(), not the parameter "
+          "server's default of one per iteration); FedBuff: every agent works all the "
+          "time, the server merges each buffer_size arrivals")
 def run(config: AsyncFedAvgConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     import networkx as nx
     import torch  # lazily, so that `bflnet list` stays fast

@@ -70,6 +70,8 @@ def describe(name: Annotated[str, typer.Argument(help="scenario name")],
     for r in rows:
         typer.echo(f"  {r['name']:<{width}}  default {r['default']!r}; {r['allowed']}. "
                    f"{r['help']}")
+    if scenario.server_schedule is not None:
+        typer.echo(f"\nparameter server's agent selection: {scenario.server_schedule}")
     if scenario.state_free is not None:
         typer.echo(f"\nsaves and loads states (--save-state DIR, --load-state DIR); a run "
                    f"that loads may change only: {', '.join(scenario.state_free)}")

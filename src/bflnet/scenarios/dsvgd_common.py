@@ -83,6 +83,10 @@ SPARSIFIERS = ("per-particle", "shared", "alpha-shared")
 ROW_EVENTS = ("init", "iteration")
 FASHION_TRAIN, FASHION_TEST = 60_000, 10_000
 
+#: Which agents the server schedules (``bflnet describe``).
+ONE_PER_ITERATION = ("one agent per iteration, in turn (RoundRobinSelector(1), the parameter "
+                     "server's default; the letter's schedule)")
+
 
 @dataclass(frozen=True)
 class DSVGDSettings(ServerOnly, DSVGDParams, NetworkSettings):

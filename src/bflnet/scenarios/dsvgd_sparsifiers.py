@@ -33,6 +33,7 @@ from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.dsvgd_common import (
     BUDGET_COLUMNS,
     METRIC_COLUMNS,
+    ONE_PER_ITERATION,
     SERVER_COLUMNS,
     SPARSIFIERS,
     DSVGDSettings,
@@ -111,7 +112,8 @@ SCHEMA = Schema.of(
 @register(NAME, DSVGDSparsifiersConfig,
           "Compressed DSVGD (letter Fig. 3): accuracy and ECE vs iterations for per-particle, "
           "shared and alpha-shared sparsification at the same uplink budget R_u.",
-          plot=default_plot, datasets=("fashion-mnist",), columns=SCHEMA)
+          plot=default_plot, datasets=("fashion-mnist",), columns=SCHEMA,
+          server_schedule=ONE_PER_ITERATION)
 def run(config: DSVGDSparsifiersConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     _, data, model = iid_setup(NAME, config, seed, progress)
     frames = []

@@ -30,6 +30,7 @@ from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.dsvgd_common import (
     BUDGET_COLUMNS,
     METRIC_COLUMNS,
+    ONE_PER_ITERATION,
     SERVER_COLUMNS,
     SPARSIFIERS,
     DSVGDSettings,
@@ -140,7 +141,8 @@ SCHEMA = Schema.of(
 @register(NAME, DSVGDvsFedAvgConfig,
           "Compressed DSVGD vs compressed FedAvg (letter Fig. 4): accuracy and ECE for "
           "N_p particles under per-iteration uplink budgets R_u.", plot=default_plot,
-          datasets=("fashion-mnist",), columns=SCHEMA)
+          datasets=("fashion-mnist",), columns=SCHEMA,
+          server_schedule=ONE_PER_ITERATION)
 def run(config: DSVGDvsFedAvgConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     _, data, model = iid_setup(NAME, config, seed, progress)
     methods = comma_list("methods", config.methods)

@@ -51,6 +51,7 @@ from bflnet.scenarios.schema import (
     Schema,
     col,
 )
+from bflnet.scenarios.server_rounds import ALL_CLIENTS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -208,7 +209,8 @@ SCHEMA = Schema.of(
 @register(NAME, EMTDAMPConfig,
           "EM-TDAMP (server EM + client TDAMP) under a parameter server: test loss, noise "
           "variance, active neurons and clip counts per round.", plot=default_plot,
-          datasets=("fashion-mnist",), columns=SCHEMA)
+          datasets=("fashion-mnist",), columns=SCHEMA,
+          server_schedule=ALL_CLIENTS)
 def run(config: EMTDAMPConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     import torch
 

@@ -83,6 +83,7 @@ from bflnet.scenarios.schema import (
     Schema,
     col,
 )
+from bflnet.scenarios.server_rounds import ALL_CLIENTS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -385,7 +386,8 @@ MNIST_COLUMNS = _columns(CLASSIFICATION_COLUMNS, col(
 @register("emtdamp-boston", BostonConfig,
           "EM-TDAMP vs FedAvg, group lasso and group SNIP (Adam) on Boston housing, "
           "13-64-64-1: test NMSE per round, bits and time, at a target group sparsity.",
-          plot=default_plot, datasets=("boston",), columns=BOSTON_COLUMNS)
+          plot=default_plot, datasets=("boston",), columns=BOSTON_COLUMNS,
+          server_schedule=ALL_CLIENTS)
 def run_boston(config: BostonConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     return run_methods(config, seed, progress)
 
@@ -393,6 +395,7 @@ def run_boston(config: BostonConfig, *, seed: int = 0, progress: bool = False) -
 @register("emtdamp-mnist", MnistConfig,
           "EM-TDAMP vs FedAvg, group lasso and group SNIP (Adam) on MNIST, 784-128-10: "
           "test error per round, bits and time, at a target group sparsity.",
-          plot=default_plot, datasets=("mnist-5k",), columns=MNIST_COLUMNS)
+          plot=default_plot, datasets=("mnist-5k",), columns=MNIST_COLUMNS,
+          server_schedule=ALL_CLIENTS)
 def run_mnist(config: MnistConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     return run_methods(config, seed, progress)

@@ -88,6 +88,7 @@ from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.dsvgd_common import (
     BUDGET_COLUMNS,
     METRIC_COLUMNS,
+    ONE_PER_ITERATION,
     SERVER_COLUMNS,
     DSVGDSettings,
     VisionData,
@@ -297,7 +298,9 @@ SCHEMA = Schema.of(
 @register(NAME, ForgetSVGDConfig,
           "Compressed Forget-SVGD (letter Fig. 5): accuracy on the unlearned labels (2, 9) "
           "and the remaining labels, vs training the last layer from scratch.",
-          plot=default_plot, datasets=("fashion-mnist",), columns=SCHEMA)
+          plot=default_plot, datasets=("fashion-mnist",), columns=SCHEMA,
+          server_schedule=ONE_PER_ITERATION + "; after the forget request only the "
+          "forgetting agents, in turn")
 def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     import numpy as np
 

@@ -52,6 +52,9 @@ class Scenario:
     #: Config fields that may differ between a run that saved states and one that loads
     #: them (``None``: the scenario cannot save or load states).
     state_free: tuple[str, ...] | None = None
+    #: Which agents the parameter server schedules each iteration, for the scenarios
+    #: that run one (``bflnet describe`` shows it).
+    server_schedule: str | None = None
 
     def config(self, overrides: Mapping[str, Any] | None = None) -> Any:
         """The validated config with ``overrides`` applied."""
@@ -95,18 +98,18 @@ _REGISTRY: dict[str, Scenario] = {}
 def register(name: str, config: type, description: str,
              plot: PlotFunction | None = None,
              datasets: tuple[str, ...] = (),
-             columns: Schema | None = None, state_free: tuple[str, ...] | None = None
-             ) -> Callable[[RunFunction], RunFunction]:
+             columns: Schema | None = None, state_free: tuple[str, ...] | None = None,
+             server_schedule: str | None = None) -> Callable[[RunFunction], RunFunction]:
     """Decorator that registers a scenario's run function (and optional default ``plot``,
     the data sets it reads, its output columns and, for a scenario that saves and loads
-    states through a ``states=`` argument, the config fields a load may change) under
-    ``name``."""
+    states through a ``states=`` argument, the config fields a load may change; for one
+    that runs a parameter server, which agents it schedules) under ``name``."""
 
     def wrap(fn: RunFunction) -> RunFunction:
         if name in _REGISTRY:
             raise ValueError(f"scenario {name!r} is registered twice")
         _REGISTRY[name] = Scenario(name, config, fn, description, plot, tuple(datasets),
-                                   columns, state_free)
+                                   columns, state_free, server_schedule)
         return fn
 
     return wrap

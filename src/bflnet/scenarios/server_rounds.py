@@ -12,6 +12,11 @@ if TYPE_CHECKING:
     from bflnet.scenarios.network_settings import NetworkSettings
     from bflnet.simulator.simulation import Simulation
 
+#: Which clients the server schedules (``bflnet describe``): not the parameter server's
+#: default of one agent per iteration.
+ALL_CLIENTS = ("every client every round (RoundRobinSelector(K), not the parameter server's "
+               "default of one agent per iteration)")
+
 #: The frame rows the scenarios keep: the initial model and one row per round.
 ROW_EVENTS = ("init", "iteration")
 

@@ -135,3 +135,27 @@ def test_gfvl_unlearning_rows_after_the_request(tmp_path: Path) -> None:
     one_go = scenario.run(iterative, seed=2)
     after = one_go[(one_go["method"] == "retraining") | (one_go["since_request"] >= 0)]
     assert _csv(again) == _csv(after)
+
+
+@pytest.mark.parametrize(("path", "value", "message"), [
+    (("now",), float("nan"), "now: must be a finite number"),
+    (("now",), -5.0, "now: must be a finite number"),
+    (("iteration",), "x", "iteration: must be an integer"),
+    (("current",), 99, "node 99 is not in the graph"),
+    (("streams", "protocol.walk"), {"bit_generator": "MT19937"}, "not a PCG64 state"),
+    (("links",), [[0]], "does not fit"),
+    (("state",), {"array": "nope"}, "has no array 'nope'"),
+    (("agent_states",), [[0, {"fields": {"eta": {"value": 1}}}]], "fields ['eta']"),
+])
+def test_a_tampered_state_is_one_line(tmp_path: Path, capsys, path, value, message) -> None:
+    base = ["run", NAME, "--set", "runs=2", "--set", "learn_iterations=20", "--no-progress"]
+    state = tmp_path / "s"
+    assert main([*base, "--save-state", str(state)]) == 0
+    record = json.loads((state / "state.json").read_text())
+    target = record["runs"][0]["checkpoint"]
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    (state / "state.json").write_text(json.dumps(record))
+    capsys.readouterr()
+    assert message in _error([*base, "--load-state", str(state)], capsys)

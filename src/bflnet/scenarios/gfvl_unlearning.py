@@ -217,6 +217,8 @@ SCHEMA = Schema.of(
 )
 
 
+#: The fields of the request's row that a loaded run uses.
+ORIGIN = ("iteration", "time_s", "cum_bits", "cum_bits_delivered", "eta_0", "eta_1")
 #: What a run loading saved states (``--load-state``) may change: how the request is
 #: served and what follows it; the learning before it is the saved one.
 STATE_FREE = ("eval_every", "iterations", "retrain_graph", "unlearn_schedule",
@@ -290,7 +292,7 @@ def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False,
             recorded = [row for row in every_row if row["event"] in ROW_EVENTS]
             first = 0  # recorded[i] is iteration first + i's row
             if loaded is not None:  # learning was skipped: its last row was saved
-                recorded, first = [loaded[1]["origin"], *recorded], start
+                recorded, first = [loaded[1].row("origin", ORIGIN), *recorded], start
             origin = recorded[start - first]
             keep = _evaluated(last, start, config.eval_every)
             forgotten_at = {row["node"]: row["iteration"] for row in every_row

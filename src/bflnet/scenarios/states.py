@@ -60,7 +60,32 @@ class States:
             raise ValueError(f"--load-state: the saved state has no run {run}")
         extra = runs[run].get("extra")
         return (decode_checkpoint(runs[run].get("checkpoint") or {}, arrays, template),
-                extra if isinstance(extra, dict) else {})
+                _Extra(extra if isinstance(extra, dict) else {}))
+
+
+class _Extra(dict):
+    """A run's saved extra values: a missing one is a one-line error."""
+
+    def __missing__(self, key: str) -> Any:
+        raise ValueError(f"--load-state: state.json is malformed (no {key!r} in a run)")
+
+    def number(self, key: str) -> int | float:
+        """The saved finite number ``key``."""
+        value = self[key]
+        if type(value) not in (int, float) or not np.isfinite(value):
+            raise ValueError(f"--load-state: state.json is malformed ({key} is {value!r}, "
+                             f"not a finite number)")
+        return value
+
+    def row(self, key: str, numbers: tuple[str, ...]) -> dict[str, Any]:
+        """The saved record row ``key``, its fields ``numbers`` checked like
+        :meth:`number`."""
+        row = self[key]
+        if not isinstance(row, dict):
+            raise ValueError(f"--load-state: state.json is malformed ({key} is not a row)")
+        for name in numbers:
+            _Extra(row).number(name)
+        return row
 
 
 # --------------------------------------------------------------------------- encoding
@@ -95,10 +120,20 @@ def _decode(tree: Any, arrays: Mapping[str, np.ndarray], template: Any = None) -
         raise ValueError("--load-state: state.json has a malformed value")
     (kind, body), = tree.items()
     if kind == "array":
-        if body not in arrays:
+        if not isinstance(body, str) or body not in arrays:
             raise ValueError(f"--load-state: {ARRAYS_FILE} has no array {body!r}")
-        return arrays[body]
+        value = arrays[body]
+        if isinstance(template, np.ndarray) and (value.shape != template.shape
+                                                 or value.dtype != template.dtype):
+            raise ValueError(f"--load-state: the array {body!r} is {value.dtype} of shape "
+                             f"{value.shape}; this learner's is {template.dtype} of shape "
+                             f"{template.shape}")
+        return value
     if kind == "value":
+        if template is not None and type(body) is not type(template) and not (
+                isinstance(template, float) and type(body) is int):
+            raise ValueError(f"--load-state: a saved {type(template).__name__} is "
+                             f"{body!r}")
         return body
     if kind == "fields" and dataclasses.is_dataclass(template) and isinstance(body, dict):
         names = {f.name for f in dataclasses.fields(template)}
@@ -127,15 +162,23 @@ def decode_checkpoint(tree: Mapping[str, Any], arrays: Mapping[str, np.ndarray],
     state of agent ``k`` whose type and fields the saved one must have."""
     try:
         agents = {k: _decode(v, arrays, template(k)) for k, v in tree["agent_states"]}
+        iteration, now = tree["iteration"], tree["now"]
+        if type(iteration) is not int or iteration < 0:
+            raise ValueError(f"iteration: must be an integer >= 0, got {iteration!r}")
+        if type(now) not in (int, float) or not 0 <= now < 1e300:
+            raise ValueError(f"now: must be a finite number >= 0, got {now!r}")
+        counters = dict(tree["counters"])
+        if any(type(v) is not int or v < 0 for v in counters.values()):
+            raise ValueError("counters: must be integers >= 0")
         return WalkCheckpoint(
-            iteration=int(tree["iteration"]), now=float(tree["now"]), current=tree["current"],
+            iteration=iteration, now=float(now), current=tree["current"],
             previous=tree["previous"], seen=list(tree["seen"]), covered=bool(tree["covered"]),
-            state=_decode(tree["state"], arrays), agent_states=agents,
-            counters=dict(tree["counters"]), streams=dict(tree["streams"]),
-            links=[list(x) for x in tree["links"]])
-    except (KeyError, TypeError) as exc:
+            state=_decode(tree["state"], arrays), agent_states=agents, counters=counters,
+            streams=dict(tree["streams"]), links=[list(x) for x in tree["links"]])
+    except (KeyError, TypeError, ValueError) as exc:
+        detail = str(exc).removeprefix("--load-state: ")
         raise ValueError(f"--load-state: state.json is malformed ({type(exc).__name__}: "
-                         f"{exc})") from None
+                         f"{detail})") from None
 
 
 # --------------------------------------------------------------------------- directories

@@ -343,8 +343,8 @@ def run(config: UnlearningLatencyConfig, *, seed: int = 0, progress: bool = Fals
         if outcome.reason == "forgotten":
             done = rows[-1]
             origin = (rows[request] if loaded is None else
-                      {"time_s": loaded[1]["origin_time_s"],
-                       "cum_bits": loaded[1]["origin_bits"]})
+                      {"time_s": loaded[1].number("origin_time_s"),
+                       "cum_bits": loaded[1].number("origin_bits")})
             row.update(unlearn_iterations=done["iteration"] - request,
                        unlearn_time_s=done["time_s"] - origin["time_s"],
                        unlearn_bits=done["cum_bits"] - origin["cum_bits"],

@@ -159,3 +159,19 @@ def test_a_tampered_state_is_one_line(tmp_path: Path, capsys, path, value, messa
     (state / "state.json").write_text(json.dumps(record))
     capsys.readouterr()
     assert message in _error([*base, "--load-state", str(state)], capsys)
+
+
+@pytest.mark.parametrize(("name", "sets"), [
+    (NAME, ["runs=2", "learn_iterations=20"]),
+    ("gfvl-unlearning", ["runs=1", "learn_iterations=30", "iterations=20", "samples=4"]),
+])
+def test_rerun_of_a_loaded_run_loads_again(tmp_path: Path, capsys, name, sets) -> None:
+    base = ["run", name, "--no-progress", *[x for s in sets for x in ("--set", s)]]
+    state, out = tmp_path / "s", tmp_path / "a.csv"
+    assert main([*base, "--save-state", str(state)]) == 0
+    assert main([*base, "--load-state", str(state), "--out", str(out)]) == 0
+    record = json.loads((tmp_path / "a.csv.json").read_text())
+    assert record["load_state"] == str(state.resolve())
+    capsys.readouterr()
+    assert main(["rerun", str(out)]) == 0
+    assert "reproduces" in capsys.readouterr().err

@@ -132,7 +132,9 @@ def run(
         typer.echo(f"saved the states to {save_state}", err=True)
     if request.out is not None:
         path = write_frame(frame, request.out,
-                           run_record(scenario.name, settings, request.seed))
+                           run_record(scenario.name, settings, request.seed,
+                                      None if load_state is None
+                                      else str(load_state.resolve())))
         typer.echo(f"wrote {len(frame)} rows to {path}", err=True)
     else:
         typer.echo(summary(frame))

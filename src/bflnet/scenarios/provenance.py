@@ -45,11 +45,16 @@ def canonical_config(config: Any) -> dict[str, Any]:
     return out
 
 
-def run_record(scenario: str, config: Any, seed: int) -> dict[str, Any]:
-    """The record of one run: ``config`` is a config object or its canonical dict."""
+def run_record(scenario: str, config: Any, seed: int,
+               load_state: str | None = None) -> dict[str, Any]:
+    """The record of one run: ``config`` is a config object or its canonical dict;
+    ``load_state``, the state directory the run started from (``--load-state``), if any."""
     fields = dict(config) if isinstance(config, Mapping) else canonical_config(config)
-    return {"bflnet": version(), "kind": RUN, "scenario": scenario, "seed": seed,
-            "config": fields}
+    record = {"bflnet": version(), "kind": RUN, "scenario": scenario, "seed": seed,
+              "config": fields}
+    if load_state is not None:
+        record["load_state"] = load_state
+    return record
 
 
 def sweep_record(scenario: str, grid: Mapping[str, Sequence[Any]], fixed: Mapping[str, Any],

@@ -46,6 +46,8 @@ class RerunResult:
 
 
 #: The keys of each kind of record (see :mod:`bflnet.scenarios.provenance`).
+#: A run record's optional key: the state directory it started from (``--load-state``).
+LOAD_STATE = "load_state"
 RECORD_KEYS = {RUN: ("bflnet", "kind", "scenario", "seed", "config"),
                SWEEP: ("bflnet", "kind", "scenario", "grid", "fixed", "seeds")}
 
@@ -83,7 +85,8 @@ def check_record(record: Mapping[str, Any]) -> Mapping[str, Any]:
     for key in RECORD_KEYS[kind]:
         if key not in record:
             raise ValueError(f"lacks {key!r}")
-    unknown = [key for key in record if key not in RECORD_KEYS[kind]]
+    unknown = [key for key in record if key not in RECORD_KEYS[kind]
+               and not (kind == RUN and key == LOAD_STATE)]
     if unknown and same_version:
         raise ValueError(f"unknown key {_short(unknown[0])}; a {kind} record has "
                          f"{', '.join(RECORD_KEYS[kind])}")
@@ -97,6 +100,9 @@ def check_record(record: Mapping[str, Any]) -> Mapping[str, Any]:
         if not _is_count(record["seed"]):
             raise ValueError(f"seed: must be a non-negative integer, got "
                              f"{_short(record['seed'])}")
+        if not isinstance(record.get(LOAD_STATE, ""), str):
+            raise ValueError(f"{LOAD_STATE}: must be a directory name, got "
+                             f"{_short(record[LOAD_STATE])}")
         typed = _check_params(cls, "config", record["config"], full=same_version)
         try:
             get_scenario(record["scenario"]).config(typed)  # the config's own checks
@@ -166,8 +172,11 @@ def _file_bytes(path: Path) -> tuple[bytes, bytes | None]:
 def _rerun_run(record: Mapping[str, Any], target: Path, progress: bool) -> pd.DataFrame:
     scenario = get_scenario(record["scenario"])
     config = scenario.config(record["config"])
-    frame = scenario.run(config, seed=record["seed"], progress=progress)
-    write_frame(frame, target, run_record(scenario.name, config, record["seed"]))
+    load_state = record.get(LOAD_STATE)  # the run started from saved states
+    frame = scenario.run(config, seed=record["seed"], progress=progress,
+                         load_state=load_state)
+    write_frame(frame, target, run_record(scenario.name, config, record["seed"],
+                                          load_state))
     return frame
 
 

@@ -3,7 +3,9 @@
 Runs a fixed set of scenario calls (short settings, seed 3; the torch scenarios with
 1500-3000 evaluation rows) with the code of ``REV`` (a temporary ``git worktree``) and
 with the working tree, and compares the DataFrames column for column (wall-clock columns
-aside). Exit status 1 when any differs.
+aside). A table whose old columns are all equal and that only gained columns is reported
+as "same, plus new columns: ..." (that is an intended schema change, not a changed
+result). Exit status 1 when any differs.
 
     .venv/bin/python scripts/same_tables.py 6cdcd5e
     .venv/bin/python scripts/same_tables.py HEAD --cases emtdamp,emtdamp-boston
@@ -95,9 +97,15 @@ def main() -> None:
         for name in names:
             a, b = pd.read_pickle(old / f"{name}.pkl"), pd.read_pickle(new / f"{name}.pkl")
             wall = [c for c in a.columns if "wall" in c]
-            same = a.drop(columns=wall).equals(b.drop(columns=wall, errors="ignore"))
-            print(f"{name:12s} {'same' if same else 'DIFFERENT'}")
-            if not same:
+            a, b = a.drop(columns=wall), b.drop(columns=wall, errors="ignore")
+            added = [c for c in b.columns if c not in a.columns]
+            if a.equals(b):
+                print(f"{name:12s} same")
+            elif added and set(a.columns) <= set(b.columns) and a.equals(b[list(a.columns)]):
+                # every old column is equal; only columns were added (e.g. a schema change)
+                print(f"{name:12s} same, plus new columns: {', '.join(added)}")
+            else:
+                print(f"{name:12s} DIFFERENT")
                 differ.append(name)
     sys.exit(1 if differ else 0)
 

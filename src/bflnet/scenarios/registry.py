@@ -8,6 +8,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from bflnet.scenarios.config import make_config
+from bflnet.scenarios.resources import Footprint, check_footprint
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,12 +53,24 @@ class Scenario:
         """The validated config with ``overrides`` applied."""
         return make_config(self.config_cls, overrides)
 
+    def check_resources(self, config: Any) -> Footprint:
+        """The config's footprint; a one-line ``ValueError`` naming the fields that make it
+        too large for this process (memory) or for one run (set-up work), before anything
+        is allocated."""
+        footprint = config.footprint()
+        check_footprint(footprint)
+        return footprint
+
     def run(self, config: Any = None, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
-        """Run with ``config`` (defaults if ``None``) and ``seed``."""
+        """Run with ``config`` (defaults if ``None``) and ``seed``, once its footprint has
+        been checked (:meth:`check_resources`)."""
         if seed < 0:
             raise ValueError(f"seed: must be a non-negative integer, got {seed}")
         config = self.config() if config is None else config
-        return self.run_fn(config, seed=seed, progress=progress)
+        footprint = self.check_resources(config)
+        from bflnet.protocols.progress import setup_status  # lazily: tqdm
+        with setup_status(self.name, footprint.summary(), progress):
+            return self.run_fn(config, seed=seed, progress=progress)
 
 
 _REGISTRY: dict[str, Scenario] = {}

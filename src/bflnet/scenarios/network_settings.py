@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.scenarios.config import param
 from bflnet.scenarios.graph_size import GraphSize, estimate
-from bflnet.scenarios.resources import EDGE_BYTES, NODE_BYTES, Footprint, count
+from bflnet.scenarios.resources import EDGE_BYTES, NODE_BYTES, THREAD_BYTES, Footprint, count
 from bflnet.simulator.compute import FixedStepTime
 
 if TYPE_CHECKING:
@@ -361,6 +361,10 @@ class NetworkSettings:
             fp = fp.add(f"{label} of {count(size.nodes)} nodes and {count(size.edges)} edges",
                         size.fields, bytes=NODE_BYTES * size.nodes + EDGE_BYTES * size.edges,
                         work=size.build_work + size.nodes + 2 * size.edges)
+        threads = getattr(self, "threads", 1)  # the torch scenarios' own threads
+        if threads > 1:
+            fp = fp.add(f"{threads} threads' stacks", ("threads",),
+                        bytes=THREAD_BYTES * threads)
         return fp
 
     def build_graph(self, rng: np.random.Generator) -> nx.Graph:

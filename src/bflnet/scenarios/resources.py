@@ -29,6 +29,8 @@ ROW_BYTES = 2_000
 NODE_BYTES = 1_500
 #: Bytes per undirected edge: the graph's two adjacency entries and two simulated links.
 EDGE_BYTES = 2_000
+#: Bytes a compute thread reserves (its stack; an address-space limit counts it).
+THREAD_BYTES = 8 * 2**20
 #: Most elementary set-up operations (graph elements built, matrix entries filled, seeds
 #: spawned, ...) one run may ask for: about half an hour on one core at ~10 µs each.
 WORK_LIMIT = 2e8

@@ -26,7 +26,7 @@ def shown(value: Any, limit: int = 60) -> str:
     length (a 5000-character value must not make a 5 kB line).
 
     >>> shown("ring"), shown("x" * 100, limit=10)
-    ("'ring'", "'xxxxxxxxx... (102 characters)")
+    ("'ring'", "'xxxxxxxx... (102 characters)")
     """
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit - 1]}... ({len(text)} characters)"

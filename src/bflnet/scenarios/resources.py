@@ -83,7 +83,7 @@ def memory_limit_bytes() -> int | None:
 def human_bytes(n: float) -> str:
     """``n`` bytes as a short text (``1.5 GB``).
 
-    >>> human_bytes(1.5e9), human_bytes(2048), human_bytes(3e20)
+    >>> human_bytes(1.5e9), human_bytes(2000), human_bytes(3e20)
     ('1.5 GB', '2 kB', '3e+08 TB')
     """
     for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):

@@ -21,6 +21,17 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+def shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` for an error message, cut to ``limit`` characters with the full
+    length (a 5000-character value must not make a 5 kB line).
+
+    >>> shown("ring"), shown("x" * 100, limit=10)
+    ("'ring'", "'xxxxxxxx... (102 characters)")
+    """
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 1]}... ({len(text)} characters)"
+
+
 def param(default: Any, help: str, *, choices: Iterable[Any] | None = None,
           ge: float | None = None, gt: float | None = None, le: float | None = None,
           lt: float | None = None) -> Any:
@@ -55,6 +66,11 @@ def base_type(tp: Any) -> tuple[type, bool]:
     return tp, False
 
 
+def _bound(value: float, base: type) -> str:
+    """A bound as text: an integer field's in full (``1000000``), a float's short."""
+    return str(int(value)) if base is int and float(value).is_integer() else f"{value:g}"
+
+
 def allowed_text(f: dataclasses.Field, tp: Any) -> str:
     base, optional = base_type(tp)
     m = f.metadata
@@ -63,7 +79,7 @@ def allowed_text(f: dataclasses.Field, tp: Any) -> str:
     else:
         kind = {int: "an integer", float: "a finite number", bool: "true or false",
                 str: "a string"}.get(base, base.__name__)
-        bounds = [f"{op} {m[key]:g}" for key, op in
+        bounds = [f"{op} {_bound(m[key], base)}" for key, op in
                   (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")) if m.get(key) is not None]
         text = kind + (" " + " and ".join(bounds) if bounds else "")
     return text + (" or none" if optional else "")
@@ -89,7 +105,7 @@ def validate(config: Any) -> None:
             ok = all(m.get(key) is None or test(value, m[key]) for key, test in checks)
             ok = ok and (base is int or math.isfinite(value))  # nan, inf
         if not ok:
-            raise ValueError(f"{name}: must be {allowed_text(f, tp)}, got {value!r}")
+            raise ValueError(f"{name}: must be {allowed_text(f, tp)}, got {shown(value)}")
 
 
 def subset(cls: type[T], obj: Any) -> T:

@@ -70,7 +70,8 @@ def test_model_field_builds_the_named_network():
     ({"radar_dir": "/tmp"}, "radar_dir: only read with data=radar-files"),
     ({"data": "radar-files"}, "radar_dir: must name the folder"),
     ({"data": "fashion-mnist"}, "data: must be one of"),
-    ({"per_node": 60_000, "K": 4096}, "K, per_node, eval_size: the run needs about"),
+    ({"per_node": 60_000, "K": 4096}, "K, per_node, eval_size, shift_size: the run needs "
+                                     "about"),
 ])
 def test_bad_config_is_a_one_line_error(overrides, message):
     with pytest.raises(ValueError) as info:

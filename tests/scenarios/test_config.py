@@ -13,12 +13,12 @@ def test_overrides_are_parsed_to_the_field_types():
 
 
 @pytest.mark.parametrize(("overrides", "message"), [
-    ({"K": 1}, "K: must be an integer >= 2, got 1"),
+    ({"K": 1}, "K: must be an integer >= 2 and <= 1000000, got 1"),
     ({"graph": "hexagon"}, "graph: must be one of complete, star, ring"),
     ({"loss_prob": 1.0}, "loss_prob: must be a finite number >= 0 and < 1, got 1.0"),
-    ({"max_attempts": 0}, "max_attempts: must be an integer >= 1 or none, got 0"),
-    ({"K": 2.5}, "K: must be an integer >= 2, got 2.5"),
-    ({"rounds": True}, "rounds: must be an integer >= 1, got True"),
+    ({"max_attempts": 0}, "max_attempts: must be an integer >= 1 and <= 1000000 or none, got 0"),
+    ({"K": 2.5}, "K: must be an integer >= 2 and <= 1000000, got 2.5"),
+    ({"rounds": True}, "rounds: must be an integer >= 1 and <= 100000000, got True"),
 ])
 def test_bad_values_give_one_line_errors_naming_the_field(overrides, message):
     with pytest.raises(ValueError) as info:
@@ -28,8 +28,8 @@ def test_bad_values_give_one_line_errors_naming_the_field(overrides, message):
 
 
 @pytest.mark.parametrize(("pairs", "message"), [
-    (["K=abc"], "K: must be an integer >= 2, got 'abc'"),
-    (["K=3.5"], "K: must be an integer >= 2, got '3.5'"),
+    (["K=abc"], "K: must be an integer >= 2 and <= 1000000, got 'abc'"),
+    (["K=3.5"], "K: must be an integer >= 2 and <= 1000000, got '3.5'"),
     (["nope=1"], "unknown parameter 'nope'; allowed: graph, K"),
     (["K"], "--set: expected key=value, got 'K'"),
 ])
@@ -45,7 +45,7 @@ def test_unknown_scenario_lists_the_known_ones():
 
 def test_describe_lists_every_parameter_with_default_and_allowed_values():
     rows = {r["name"]: r for r in describe_fields(Config)}
-    assert rows["K"]["default"] == 20 and rows["K"]["allowed"] == "an integer >= 2"
+    assert rows["K"]["default"] == 20 and rows["K"]["allowed"] == "an integer >= 2 and <= 1000000"
     assert rows["channel"]["allowed"].startswith("one of ideal, fixed")
     assert all(r["help"] for r in rows.values())
 

@@ -93,14 +93,14 @@ def test_toml_values_are_typed_exactly_as_set_types_the_same_text(value, text):
 
 
 @pytest.mark.parametrize(("name", "toml", "message"), [
-    ("K", "20", "K: must be an integer >= 2, got '20'"),
-    ("K", 2.5, "K: must be an integer >= 2, got 2.5"),
-    ("K", True, "K: must be an integer >= 2, got True"),
-    ("K", [4, 6], "K: must be an integer >= 2, got [4, 6]"),
-    ("rate_bps", "1e6", "rate_bps: must be a finite number > 0, got '1e6'"),
+    ("K", "20", "K: must be an integer >= 2 and <= 1000000, got '20'"),
+    ("K", 2.5, "K: must be an integer >= 2 and <= 1000000, got 2.5"),
+    ("K", True, "K: must be an integer >= 2 and <= 1000000, got True"),
+    ("K", [4, 6], "K: must be an integer >= 2 and <= 1000000, got [4, 6]"),
+    ("rate_bps", "1e6", "rate_bps: must be a finite number > 0 and <= 1e+15, got '1e6'"),
     ("record_messages", 1, "record_messages: must be true or false, got 1"),
     ("graph", 3, "graph: must be one of complete, star"),
-    ("max_attempts", "4", "max_attempts: must be an integer >= 1 or none, got '4'"),
+    ("max_attempts", "4", "max_attempts: must be an integer >= 1 and <= 1000000 or none, got '4'"),
     ("colour", "red", "unknown parameter 'colour'; allowed: graph, K"),
 ])
 def test_a_toml_value_of_the_wrong_type_is_refused_naming_the_field(name, toml, message):
@@ -124,9 +124,12 @@ def test_bad_config_files_give_one_line_errors_with_exit_code_2(tmp_path, capsys
         (head + 'colour = "red"\n', [],
          ["bad.toml: unknown key 'colour'; allowed: scenario, seed, out, params"]),
         (head + "grid = {K = [4, 6]}\n", [], ["unknown key 'grid'"]),
-        (head + '[params]\nK = "20"\n', [], ["bad.toml: K: must be an integer >= 2, got '20'"]),
-        (head + "[params]\nK = 1\n", [], ["K: must be an integer >= 2, got 1"]),  # as --set
-        (head + "[params]\nrounds = 1.5\n", [], ["rounds: must be an integer >= 1, got 1.5"]),
+        (head + '[params]\nK = "20"\n', [],
+         ["bad.toml: K: must be an integer >= 2 and <= 1000000, got '20'"]),
+        (head + "[params]\nK = 1\n", [],
+         ["K: must be an integer >= 2 and <= 1000000, got 1"]),  # as --set
+        (head + "[params]\nrounds = 1.5\n", [],
+         ["rounds: must be an integer >= 1 and <= 100000000, got 1.5"]),
         (head + "[params]\ncolour = 1\n", [], ["unknown parameter 'colour'"]),
         ('scenario = "nope"\n', [], ["bad.toml: unknown scenario 'nope'; known: "]),
         ("scenario = 3\n", [], ["bad.toml: scenario: must be a string, got 3"]),
@@ -190,9 +193,9 @@ def test_bad_sweep_files_fail_before_any_cluster_starts(tmp_path, capsys, monkey
         ('scenario = "consensus-averaging"\n[grid]\nK = 4\n',
          "bad.toml: grid: K must be a non-empty list of values, got 4"),
         ('scenario = "consensus-averaging"\n[grid]\nK = [4, "6"]\n',
-         "bad.toml: K: must be an integer >= 2, got '6'"),
+         "bad.toml: K: must be an integer >= 2 and <= 1000000, got '6'"),
         ('scenario = "consensus-averaging"\n[grid]\nK = [4, 1]\n',
-         "K: must be an integer >= 2, got 1"),
+         "K: must be an integer >= 2 and <= 1000000, got 1"),
         ('scenario = "consensus-averaging"\nseeds = "3"\n',
          "seeds: must be a positive count or a list"),
         ('scenario = "consensus-averaging"\n[params]\nK = 4\n[grid]\nK = [4, 6]\n',

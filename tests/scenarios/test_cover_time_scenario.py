@@ -84,7 +84,8 @@ def test_lost_tokens_cost_time_and_bits_and_the_same_seed_gives_the_same_frame()
 def test_registered_and_bad_config_names_the_field():
     assert "cover-time" in scenario_names()
     scenario = get_scenario("cover-time")
-    for overrides, message in (({"runs": 0}, "^runs: must be an integer >= 1, got 0$"),
+    for overrides, message in (({"runs": 0},
+                                "^runs: must be an integer >= 1 and <= 1000000, got 0$"),
                                ({"walk": "round-robin"}, "^walk: must be one of "),
                                ({"payload_params": -1}, "^payload_params: must be an integer"),
                                ({"K": 1}, "^K: must be an integer >= 2")):

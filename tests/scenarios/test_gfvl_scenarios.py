@@ -270,7 +270,7 @@ def test_run_id_for_plots_tells_runs_apart_inside_and_across_sweep_runs():
     ("gfvl-unlearning", {"forget": "10"}, "^forget: agent ids must be in 0..9, got 10$"),
     ("gfvl-unlearning", {"forget_theta": -1.0}, "^forget_theta: must be a finite number > 0"),
     ("unlearning-latency", {"threshold": 0.0}, "^threshold: must be a finite number > 0"),
-    ("unlearning-latency", {"runs": 0}, "^runs: must be an integer >= 1, got 0$"),
+    ("unlearning-latency", {"runs": 0}, "^runs: must be an integer >= 1 and <= 1000000, got 0$"),
     ("unlearning-latency", {"forget": "a"}, "^forget: each value must be an integer >= 0"),
 ])
 def test_bad_config_is_a_one_line_error_naming_the_field(name, overrides, message):

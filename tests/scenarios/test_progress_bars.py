@@ -32,7 +32,10 @@ def test_bars_are_drawn_at_once():
 def test_set_up_bar_comes_first_then_a_protocol_bar(name, capsys):
     run_scenario(name, TINY[name], seed=1, progress=True)
     err = capsys.readouterr().err
-    assert err.lstrip("\r ").startswith(f"{name} set-up:")  # before torch, data, models
+    # the run's set-up line (its estimate), then the scenario's set-up bar, before torch,
+    # data and models
+    assert err.lstrip("\r ").startswith(f"{name} set-up (~")
+    assert f"{name} set-up:" in err
     assert "loading torch and data" in err
     assert err.find(f"{name}:") > err.find(f"{name} set-up:")  # then the protocol's bar
 

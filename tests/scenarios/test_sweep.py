@@ -123,7 +123,7 @@ def test_grid_is_validated_before_any_cluster_starts(monkeypatch, capsys, tmp_pa
 
     monkeypatch.setattr(distributed, "LocalCluster", no_cluster)
     monkeypatch.setattr(distributed, "Client", no_cluster)
-    cases = [(["--grid", "K=4,1"], "K: must be an integer >= 2, got 1"),
+    cases = [(["--grid", "K=4,1"], "K: must be an integer >= 2 and <= 1000000, got 1"),
              (["--grid", "colour=red"], "unknown parameter 'colour'"),
              (["--grid", "graph=ring,blob"], "graph: must be one of"),
              (["--grid", "K"], "--grid: expected key=v1,v2"),

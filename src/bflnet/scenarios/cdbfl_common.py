@@ -98,7 +98,7 @@ class CDBFLSettings(CDBFLParams, NetworkSettings):
         if self.burn_in >= self.rounds:
             raise ValueError(f"burn_in: must be < rounds = {self.rounds}, got {self.burn_in}")
 
-    def check_data_fields(self, extra_maps: int = 0) -> None:
+    def check_data_fields(self, extra_maps: int = 0, extra_field: str = "") -> None:
         """No silently ignored data or model field, and a data set that can be had:
         ``extra_maps`` test maps beyond ``eval_size`` (e.g. shifted test sets)."""
 
@@ -121,7 +121,7 @@ class CDBFLSettings(CDBFLParams, NetworkSettings):
                              f"images")
         if self.data != "fashion-mnist":
             pixels = RADAR_PIXELS
-            check_memory("K, per_node, eval_size",
+            check_memory("K, per_node, eval_size" + (f", {extra_field}" if extra_field else ""),
                          (train + self.eval_size + extra_maps) * pixels * FLOAT32,
                          "the radar maps")
 

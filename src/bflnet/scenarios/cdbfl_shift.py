@@ -104,7 +104,8 @@ class CDBFLShiftConfig(CDBFLSettings):
         self.check_network_fields()
         self.check_rounds()
         days = int_list("test_days", self.test_days, 1, MAX_DAY)
-        self.check_data_fields(extra_maps=(len(days) + 1) * self.shift_size)
+        self.check_data_fields(extra_maps=(len(days) + 1) * self.shift_size,
+                               extra_field="shift_size")
         comma_list("methods", self.methods, METHODS)
 
 

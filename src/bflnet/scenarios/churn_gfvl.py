@@ -35,6 +35,7 @@ from bflnet.scenarios.gfvl_common import GFVLSettings, base_fields, progress_run
 from bflnet.scenarios.lists import comma_list
 from bflnet.scenarios.network_settings import GRAPHS
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.resources import Footprint
 from bflnet.scenarios.schema import (
     CUM_BITS,
     CUM_BITS_DELIVERED,
@@ -98,6 +99,13 @@ class ChurnGFVLConfig(GFVLSettings):
         downtime_list(self.downtimes)
         self.check_network_fields()
         self.check_data()
+
+    def footprint(self) -> Footprint:
+        """Data, a run's rows and every (downtime, run)'s kept rows (one per iteration;
+        the fault rows at most double them)."""
+        rows = self.iterations + 1.0
+        jobs = len(downtime_list(self.downtimes)) * float(self.runs)
+        return self.gfvl_footprint(self.runs, 2 * rows, 2 * jobs * rows)
 
 
 def default_plot(frame: pd.DataFrame) -> Figure:

@@ -4,6 +4,7 @@ scenarios; rerun a result file; plot results. The entry point is
 
 from __future__ import annotations
 
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -253,8 +254,26 @@ def plot(
     typer.echo(f"wrote {save_figure(figure, out)}", err=True)
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+#: Longest error line printed (a longer one is cut, saying so).
+MAX_ERROR_CHARS = 3000
+#: Longest run of non-blank characters kept whole in an error line (a path is shorter;
+#: an echoed value this long is cut where it is made, this is the safety net).
+MAX_WORD_CHARS = 1000
+
+
+def _one_line(message: str) -> str:
+    """``message`` on one line, each run of more than :data:`MAX_WORD_CHARS` non-blank
+    characters cut to 200 (an echoed value), and the whole to :data:`MAX_ERROR_CHARS`.
+
+    >>> _one_line("got '" + "x" * 5000 + "'")[-40:]
+    'xxxxxxxxxxxxxxxxxxx... (5002 characters)'
+    """
+    text = " ".join(message.split())
+    text = re.sub(rf"\S{{{MAX_WORD_CHARS + 1},}}",
+                  lambda m: f"{m[0][:200]}... ({len(m[0])} characters)", text)
+    if len(text) > MAX_ERROR_CHARS:
+        text = f"{text[:MAX_ERROR_CHARS - 40]}... (cut: {len(text)} characters in all)"
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:

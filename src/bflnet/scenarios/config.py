@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from bflnet.params import allowed_text, base_type, field_types, param, validate
+from bflnet.params import allowed_text, base_type, field_types, param, shown, validate
 
 __all__ = ["ValidationBug", "as_dict", "describe_fields", "field_types", "make_config",
            "param", "parse_overrides", "parse_value", "validate"]
@@ -47,7 +47,7 @@ def parse_value(cls: type, name: str, text: str) -> Any:
 def _parse_value(cls: type, name: str, text: str) -> Any:
     types_ = field_types(cls)
     if name not in types_:
-        raise ValueError(f"unknown parameter {name!r}; allowed: {', '.join(types_)}")
+        raise ValueError(f"unknown parameter {shown(name)}; allowed: {', '.join(types_)}")
     base, optional = base_type(types_[name])
     raw = text.strip()
     if optional and raw.lower() in ("none", "null", ""):
@@ -59,7 +59,11 @@ def _parse_value(cls: type, name: str, text: str) -> Any:
                 raise ValueError
             return lowered in ("true", "1", "yes")
         if base is int:
-            number = float(raw)
+            try:  # exact: a 19-digit seed must not be rounded through a float
+                return int(raw)
+            except ValueError:
+                pass
+            number = float(raw)  # "1e3", "3.0"
             if not number.is_integer():
                 raise ValueError
             return int(number)
@@ -68,7 +72,8 @@ def _parse_value(cls: type, name: str, text: str) -> Any:
         return raw
     except ValueError:
         f = next(x for x in dataclasses.fields(cls) if x.name == name)
-        raise ValueError(f"{name}: must be {allowed_text(f, types_[name])}, got {raw!r}") from None
+        raise ValueError(f"{name}: must be {allowed_text(f, types_[name])}, got {shown(raw)}") \
+            from None
 
 
 def parse_overrides(cls: type, pairs: Iterable[str]) -> dict[str, Any]:
@@ -76,7 +81,7 @@ def parse_overrides(cls: type, pairs: Iterable[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for pair in pairs:
         if "=" not in pair:
-            raise ValueError(f"--set: expected key=value, got {pair!r}")
+            raise ValueError(f"--set: expected key=value, got {shown(pair)}")
         key, text = pair.split("=", 1)
         out[key.strip()] = parse_value(cls, key.strip(), text)
     return out
@@ -88,7 +93,7 @@ def make_config(cls: type, overrides: Mapping[str, Any] | None = None) -> Any:
     names = [f.name for f in dataclasses.fields(cls)]
     unknown = [k for k in overrides if k not in names]
     if unknown:
-        raise ValueError(f"unknown parameter {unknown[0]!r}; allowed: {', '.join(names)}")
+        raise ValueError(f"unknown parameter {shown(unknown[0])}; allowed: {', '.join(names)}")
     try:
         return cls(**overrides)
     except ValueError:

@@ -14,6 +14,7 @@ from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.network_settings import NetworkSettings
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.resources import FLOAT64, ROW_BYTES, Footprint, count
 from bflnet.scenarios.schema import (
     BASE,
     DROPPED,
@@ -40,18 +41,34 @@ class ConsensusAveragingConfig(NetworkSettings):
         "compute_s_per_step": "averaging does no local computation (rounds and the channel "
                               "decide the time)"}
 
-    rounds: int = param(300, "number of gossip rounds", ge=1)
+    rounds: int = param(300, "number of gossip rounds", ge=1, le=10**8)
     mixing: str = param("metropolis-hastings", "mixing-matrix rule",
                         choices=("metropolis-hastings", "max-degree", "uniform"))
     codec: str = param("raw64", "payload encoding", choices=("raw32", "raw64"))
     init: str = param("normal", "distribution of the initial values",
                       choices=("normal", "uniform"))
-    tolerance: float = param(0.0, "stop early once max_deviation <= tolerance (0: never)", ge=0)
+    tolerance: float = param(0.0, "stop early once max_deviation <= tolerance (0: never)", ge=0,
+                             le=1e6)
     record_messages: bool = param(False, "also record one row per message")
 
     def __post_init__(self) -> None:
         validate(self)
         self.check_network_fields()
+
+    def footprint(self) -> Footprint:
+        """The graph and links, the dense K x K mixing matrix (and the copies its spectral
+        gap needs), one row per round (and per message with ``record_messages``)."""
+        size = self.graph_size()
+        k = size.nodes
+        fp = super().footprint().add(
+            f"dense {count(k)} x {count(k)} mixing matrix and its spectral gap", size.fields,
+            bytes=4 * FLOAT64 * k * k, work=k * k, flops=10 * k ** 3)
+        rows = self.rounds + 1.0
+        if self.record_messages:
+            rows *= 1.0 + 2.0 * size.edges
+        return fp.add(f"{rows:.3g} recorded rows",
+                      ("rounds", "record_messages") if self.record_messages else ("rounds",),
+                      bytes=ROW_BYTES * rows)
 
 
 #: The message columns, some also on the shared medium's rows.

@@ -32,6 +32,7 @@ from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.network_settings import NetworkSettings
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.resources import FLOAT64, ROW_BYTES, Footprint, count
 from bflnet.scenarios.schema import RUN, RUN_SEED, Schema, col
 from bflnet.simulator.compute import Work
 
@@ -57,14 +58,33 @@ class CoverTimeConfig(NetworkSettings):
 
     SCENARIO: ClassVar[str] = NAME
 
-    runs: int = param(200, "number of independent runs (one row each)", ge=1)
+    runs: int = param(200, "number of independent runs (one row each)", ge=1, le=10**6)
     walk: str = param("metropolis-hastings", "next-node rule of the token",
                       choices=("metropolis-hastings", "uniform-neighbour"))
-    payload_params: int = param(2, "float64 parameters carried by the token", ge=0)
+    payload_params: int = param(2, "float64 parameters carried by the token", ge=0,
+                                le=10**8)
 
     def __post_init__(self) -> None:
         validate(self)
         self.check_network_fields()
+
+    def footprint(self) -> Footprint:
+        """The graph and links, the walk's dense K x K transition matrix (and Matthews'
+        inversion up to K = 2000), a run's recorded rows until cover, the token, and the
+        runs' seeds and rows."""
+        size = self.graph_size()
+        k = size.nodes
+        matthews = k <= MATTHEWS_MAX_K
+        return super().footprint().add(
+            f"dense {count(k)} x {count(k)} transition matrix", size.fields,
+            bytes=(4 if matthews else 2) * FLOAT64 * k * k, work=k * k,
+            flops=10 * k ** 3 if matthews else 0.0).add(
+            f"one run's {size.cover:.3g} rows until cover", size.fields,
+            bytes=ROW_BYTES * size.cover).add(
+            f"token of {self.payload_params} float64", ("payload_params",),
+            bytes=4 * FLOAT64 * self.payload_params, work=self.payload_params).add(
+            f"{self.runs} runs' seeds and rows", ("runs",), bytes=ROW_BYTES * self.runs,
+            work=10 * self.runs)
 
 
 class Carrier(GlobalStateLearner):
@@ -87,14 +107,34 @@ class Carrier(GlobalStateLearner):
         return state
 
 
-def run_seeds(seed: int, runs: int) -> list[int]:
-    """Per-run root seeds: children of ``SeedSequence(seed, "runs")``; run ``r``'s seed does
-    not depend on the number of runs."""
-    import numpy as np
+class RunSeeds(Sequence[int]):
+    """Per-run root seeds: the children of ``SeedSequence(seed, "runs")``, each made when
+    it is read, so that a million runs start at once; run ``r``'s seed does not depend on
+    the number of runs. Equal to ``spawn(runs)``'s children, in order."""
 
-    from bflnet.simulator.rng import RngStreams
-    children = RngStreams(seed).seed_sequence("runs").spawn(runs)
-    return [int(c.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1)) for c in children]
+    def __init__(self, seed: int, runs: int) -> None:
+        from bflnet.simulator.rng import RngStreams
+        parent = RngStreams(seed).seed_sequence("runs")
+        self._entropy, self._key, self._pool = parent.entropy, parent.spawn_key, parent.pool_size
+        self._runs = runs
+
+    def __len__(self) -> int:
+        return self._runs
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._runs))]
+        import numpy as np
+        r = range(self._runs)[index]  # negative indices; IndexError past the end
+        child = np.random.SeedSequence(self._entropy, spawn_key=(*self._key, r),
+                                       pool_size=self._pool)
+        return int(child.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+
+
+def run_seeds(seed: int, runs: int) -> RunSeeds:
+    """Per-run root seeds (:class:`RunSeeds`): children of ``SeedSequence(seed, "runs")``;
+    run ``r``'s seed does not depend on the number of runs."""
+    return RunSeeds(seed, runs)
 
 
 def _theory(P: np.ndarray, graph: nx.Graph) -> dict[str, float]:
@@ -140,6 +180,7 @@ SCHEMA = Schema.of(
 def run(config: CoverTimeConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     import pandas as pd
 
+    from bflnet.protocols.progress import runs_bar
     from bflnet.protocols.random_walk import RandomWalkProtocol
     from bflnet.protocols.topologies import require_connected
     from bflnet.protocols.walks import make_walk
@@ -155,10 +196,7 @@ def run(config: CoverTimeConfig, *, seed: int = 0, progress: bool = False) -> pd
     stop = StopRule(cover=True)
     rows: list[dict[str, Any]] = []
     seeds = run_seeds(seed, config.runs)
-    bar: Any = seeds
-    if progress:  # (tqdm only then: its import takes a tenth of a second)
-        from tqdm.auto import tqdm
-        bar = tqdm(seeds, delay=2.0, desc=NAME, unit="run", leave=False, dynamic_ncols=True)
+    bar = runs_bar(seeds, progress, NAME)
     network = None
     for r, run_seed in enumerate(bar):
         sim = Simulation(run_seed, name=f"{NAME} run {r}")

@@ -73,7 +73,7 @@ class DSVGDSparsifiersConfig(DSVGDSettings):
     sharing_fraction: float = param(0.5, "alpha of alpha-shared sparsification: 1/g, g "
                                     "dividing N_p (letter: between 1/N_p and 1, not given)",
                                     gt=0, le=1)
-    iterations: int = param(300, "DSVGD iterations (letter: 1000)", ge=1)
+    iterations: int = param(300, "DSVGD iterations (letter: 1000)", ge=1, le=10**8)
 
     def __post_init__(self) -> None:
         validate(self)

@@ -71,10 +71,11 @@ class DSVGDvsFedAvgConfig(DSVGDSettings):
     sparsifier: str = param("alpha-shared", "DSVGD sparsifier", choices=SPARSIFIERS)
     sharing_fraction: float = param(0.5, "alpha of alpha-shared sparsification (falls back "
                                     "to the largest divisor of N_p below 1/alpha)", gt=0, le=1)
-    iterations: int = param(100, "iterations of every run (letter: 1000)", ge=1)
-    fedavg_lr: float = param(0.2, "FedAvg SGD learning rate (letter: not given)", gt=0)
+    iterations: int = param(100, "iterations of every run (letter: 1000)", ge=1, le=10**8)
+    fedavg_lr: float = param(0.2, "FedAvg SGD learning rate (letter: not given)", gt=0,
+                             le=1e3)
     fedavg_local_steps: int | None = param(None, "FedAvg SGD steps per visit (none: "
-                                           "local_iters)", ge=1)
+                                           "local_iters)", ge=1, le=10**7)
 
     def __post_init__(self) -> None:
         validate(self)

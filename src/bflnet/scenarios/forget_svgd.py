@@ -140,41 +140,43 @@ class ForgetSVGDConfig(DSVGDSettings):
     SCENARIO: ClassVar[str] = NAME
 
     per_agent: int = param(100, "training examples per agent, half from each of its two "
-                           "classes (letter: 100)", ge=2)
+                           "classes (letter: 100)", ge=2, le=60_000)
     eval_size: int = param(10_000, "test examples used for evaluation (letter: all 10000)",
                            ge=1, le=10_000)
-    eval_every: int = param(5, "evaluate every this many iterations (and the last)", ge=1)
-    local_iters: int = param(10, "SVGD steps L per visit", ge=1)
+    eval_every: int = param(5, "evaluate every this many iterations (and the last)", ge=1,
+                            le=10**9)
+    local_iters: int = param(10, "SVGD steps L per visit", ge=1, le=10**7)
     step_size: float = param(0.001, "SVGD step size (constant step, or AdaGrad master "
-                             "step)", gt=0)
+                             "step)", gt=0, le=1e6)
     step_rule: str = param("constant", "SVGD step rule: 'constant' (theta += step_size * "
                            "phi) or 'adagrad' (the letter's; fresh each visit)",
                            choices=("adagrad", "constant"))
     forget_classes: str = param("2,9", "comma list of the labels held by the forgetting "
                                 "agents (letter: 2,9)")
     n_forgetting: int = param(2, "forgetting agents (the last ids), each holding all "
-                              "forget_classes (letter: 2)", ge=1)
+                              "forget_classes (letter: 2)", ge=1, le=59_999)
     particles: int = param(40, "particles N_p of the last layer (letter: 40; time "
                            "grows as N_p^2 and memory as N_p)", ge=1, le=10**6)
     pretrain_rounds: int = param(100, "FedAvg pre-training rounds (all agents per round)",
-                                 ge=1)
-    pretrain_local_steps: int = param(10, "SGD steps per agent per pre-training round", ge=1)
-    pretrain_lr: float = param(0.1, "SGD learning rate of the pre-training", gt=0)
+                                 ge=1, le=10**7)
+    pretrain_local_steps: int = param(10, "SGD steps per agent per pre-training round", ge=1,
+                                      le=10**7)
+    pretrain_lr: float = param(0.1, "SGD learning rate of the pre-training", gt=0, le=1e3)
     learn_iterations: int = param(20, "DSVGD iterations of the last layer before the "
                                   "request (0: none, unlearn from the initial particles)",
-                                  ge=0)
-    unlearn_iterations: int = param(100, "Forget-SVGD iterations at most", ge=1)
+                                  ge=0, le=10**8)
+    unlearn_iterations: int = param(100, "Forget-SVGD iterations at most", ge=1, le=10**8)
     forget_stop_accuracy: float | None = param(
         0.1, "Forget-SVGD stops once the posterior-predictive accuracy on every forgetting "
         "agent's own training data is at most this (checked every iteration); none: run "
         "all unlearn_iterations", ge=0, le=1)
     scratch_iterations: int = param(200, "iterations of training from scratch without the "
-                                    "forgetting agents", ge=1)
+                                    "forgetting agents", ge=1, le=10**8)
     head_init: str = param("pretrained", "initial particles of the last layer: "
                            "'pretrained' (the FedAvg MLP's last layer + noise) or 'scaled' "
                            "(from scratch)", choices=("pretrained", "scaled"))
     head_init_std: float = param(0.02, "std of the noise around the pre-trained last layer",
-                                 ge=0)
+                                 ge=0, le=1e3)
     rate_multiples: str = param("1,0.5", "comma list of uplink budgets R_u / d of "
                                 "unlearning and scratch (letter: 1,0.5)")
     sharing_fractions: str = param("0.5", "comma list of alpha (sharing fraction of "

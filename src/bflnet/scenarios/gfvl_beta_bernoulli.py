@@ -45,6 +45,7 @@ from bflnet.scenarios.gfvl_common import (
 from bflnet.scenarios.lists import comma_list
 from bflnet.scenarios.network_settings import GRAPHS
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.resources import Footprint
 from bflnet.scenarios.schema import (
     CUM_BITS,
     CUM_BITS_DELIVERED,
@@ -85,10 +86,10 @@ class GFVLBetaBernoulliConfig(GFVLSettings):
                        "by graphs", choices=GRAPHS)
     graphs: str = param("star,ring,complete",
                         "comma list of topologies, one curve each (paper: star, ring, complete)")
-    iterations: int = param(60, "random-walk iterations per run", ge=1)
+    iterations: int = param(60, "random-walk iterations per run", ge=1, le=10**8)
     theta_true: float = param(0.3, "Bernoulli parameter of every agent's data (the paper "
                               "does not give it)", ge=0, le=1)
-    stop_kl: float = param(0.0, "end a run early once kl <= stop_kl (0: never)", ge=0)
+    stop_kl: float = param(0.0, "end a run early once kl <= stop_kl (0: never)", ge=0, le=1e6)
 
     def __post_init__(self) -> None:
         validate(self)
@@ -98,6 +99,13 @@ class GFVLBetaBernoulliConfig(GFVLSettings):
 
     def graphs_in_use(self) -> tuple[str, ...]:
         return tuple(comma_list("graphs", self.graphs, GRAPHS))
+
+    def footprint(self) -> Footprint:
+        """Data, rows (one per iteration of every topology's runs) and seeds; the exact
+        cover-time theory is computed for K <= 12 only."""
+        jobs = len(self.graphs_in_use()) * float(self.runs)
+        rows = self.iterations + 1.0
+        return self.gfvl_footprint(self.runs, rows, jobs * rows)
 
 
 def theory_cover_slot(walk: Walk) -> float:

@@ -47,6 +47,8 @@ from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.cover_time import run_seeds
 from bflnet.scenarios.gfvl_common import (
+    MAX_MEAN,
+    MAX_SAMPLES,
     REINFORCE_DRAWS,
     ROW_EVENTS,
     GFVLSettings,
@@ -60,6 +62,7 @@ from bflnet.scenarios.gfvl_common import (
 )
 from bflnet.scenarios.lists import int_list
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.resources import Footprint
 from bflnet.scenarios.schema import (
     CUM_BITS,
     CUM_BITS_DELIVERED,
@@ -93,15 +96,17 @@ class GFVLBetaExponentialConfig(GFVLSettings):
     local_iters: str = param("1,10,20,50", "comma list of local steps L per visit, one "
                              "curve each (paper: 1, 10, 20, 50)")
     iterations: int = param(5000, "iterations of the L = 1 run; each L runs "
-                            "ceil(iterations / L), the same total local iterations", ge=1)
+                            "ceil(iterations / L), the same total local iterations", ge=1,
+                            le=10**8)
     theta_true: float = param(0.5, "mean of the exponential data (the paper does not give "
-                              "it)", gt=0)
+                              "it)", gt=0, le=MAX_MEAN)
     baseline: str = param("loo", "REINFORCE baseline c: 'loo' (leave-one-out mean of the "
                           "other draws) or a number ('0': the paper)")
-    rho: float = param(5e-3, "natural-gradient step size (paper: 5e-3)", gt=0)
-    samples: int = param(30, "Monte Carlo samples S per gradient (paper: 30)", ge=2)
+    rho: float = param(5e-3, "natural-gradient step size (paper: 5e-3)", gt=0, le=1)
+    samples: int = param(30, "Monte Carlo samples S per gradient (paper: 30)", ge=2,
+                         le=MAX_SAMPLES)
     eval_every: int = param(50, "evaluate the KL every this many total local iterations",
-                            ge=1)
+                            ge=1, le=10**9)
     reinforce_draws: str = param("per-agent", "REINFORCE sampling unit: 'per-agent' (S "
                                  "draws per agent, eq. 18) or 'per-point' (S draws per data "
                                  "point, the original code)", choices=REINFORCE_DRAWS)
@@ -112,6 +117,16 @@ class GFVLBetaExponentialConfig(GFVLSettings):
         int_list("local_iters", self.local_iters, 1)
         parse_baseline(self.baseline)
         self.check_data()
+
+    def footprint(self) -> Footprint:
+        """Data and Monte Carlo draws, a run's rows (``ceil(iterations / L)``) and the
+        kept rows of every L's runs."""
+        steps = [math.ceil(self.iterations / L)
+                 for L in int_list("local_iters", self.local_iters, 1)]
+        draws = self.samples * (self.points_per_agent if self.reinforce_draws == "per-point"
+                                else 1)
+        return self.gfvl_footprint(self.runs, max(steps) + 1.0,
+                                   float(self.runs) * (sum(steps) + len(steps)), draws=draws)
 
 
 def default_plot(frame: pd.DataFrame, x: str = "total_local_iterations") -> Figure:

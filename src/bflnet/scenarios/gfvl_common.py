@@ -34,6 +34,7 @@ from bflnet.protocols.walk_names import WALK_NAMES
 from bflnet.scenarios.config import param
 from bflnet.scenarios.lists import int_list
 from bflnet.scenarios.network_settings import GRAPHS, NetworkSettings
+from bflnet.scenarios.resources import FLOAT64, ROW_BYTES, Footprint
 
 if TYPE_CHECKING:
     import numpy as np
@@ -45,6 +46,16 @@ if TYPE_CHECKING:
 ROW_EVENTS = ("init", "iteration")
 #: Data laws: one law for every agent, or agent i's own law (t ~ Beta(K + 1 − i, i)).
 DATA = ("iid", "agent-skewed")
+#: Most agents of a G-FVL scenario (each holds its data and factor; the walks' theory
+#: builds dense K x K matrices).
+MAX_AGENTS = 10**6
+#: Most Monte Carlo samples S per natural gradient (the learner's own bound).
+MAX_SAMPLES = 10**6
+#: Largest mean of exponential data the natural-gradient runs were seen to honour (at 1e6
+#: a run fails with non-finite updates).
+MAX_MEAN = 1e3
+#: Largest Beta prior parameter: the Beta function of larger ones underflows.
+MAX_PRIOR = 1e6
 #: REINFORCE sampling units of natural-gradient G-FVL (``GFVL(reinforce_draws=...)``).
 REINFORCE_DRAWS = ("per-agent", "per-point")
 
@@ -56,18 +67,41 @@ class GFVLSettings(NetworkSettings):
     prior."""
 
     graph: str = param("complete", "topology of the D2D graph", choices=GRAPHS)
-    K: int = param(10, "number of agents (graph=file: the file decides, an error if set)", ge=2)
-    compute_s_per_step: float = param(1e-3, "simulated seconds per local step", ge=0)
-    runs: int = param(20, "independent runs (own seed, data and walk each)", ge=1)
+    K: int = param(10, "number of agents (graph=file: the file decides, an error if set)", ge=2,
+                   le=MAX_AGENTS)
+    compute_s_per_step: float = param(1e-3, "simulated seconds per local step", ge=0, le=1e6)
+    runs: int = param(20, "independent runs (own seed, data and walk each)", ge=1, le=10**6)
     walk: str = param("metropolis-hastings", "next-node rule of the token (paper: eq. 5)",
                       choices=WALK_NAMES)
-    points_per_agent: int = param(100, "data points per agent (paper: 100)", ge=1)
-    prior_a: float = param(2.0, "Beta prior a (paper: 2)", gt=0)
-    prior_b: float = param(2.0, "Beta prior b (paper: 2)", gt=0)
-    alpha: float = param(1.0, "temperature alpha (paper: 1)", gt=0)
+    points_per_agent: int = param(100, "data points per agent (paper: 100)", ge=1, le=10**8)
+    prior_a: float = param(2.0, "Beta prior a (paper: 2)", gt=0, le=MAX_PRIOR)
+    prior_b: float = param(2.0, "Beta prior b (paper: 2)", gt=0, le=MAX_PRIOR)
+    alpha: float = param(1.0, "temperature alpha (paper: 1)", gt=0, le=1e6)
     data: str = param("iid", "data law: 'iid' (every agent's points with theta_true) or "
                       "'agent-skewed' (agent i = 1..K: per point t ~ Beta(K+1-i, i), the "
                       "original experiments')", choices=DATA)
+
+    def gfvl_footprint(self, runs: float, rows_per_run: float, kept_rows: float,
+                       draws: float = 0.0,
+                       row_fields: tuple[str, ...] = ("iterations",)) -> Footprint:
+        """The network's footprint plus a run's data (``points_per_agent`` float64 per
+        agent), the Monte Carlo ``draws`` of one natural-gradient step, a run's recorded
+        rows (``rows_per_run``), the rows kept over the ``runs`` runs (``kept_rows``) and
+        the runs' seeds."""
+        k = self.agents()
+        points = k * self.points_per_agent
+        fp = super().footprint().add(
+            f"{points:.3g} data points a run", ("K", "points_per_agent"),
+            bytes=4 * FLOAT64 * points, work=points)
+        if draws:
+            fields = ("samples", "points_per_agent", "reinforce_draws")
+            fp = fp.add(f"{draws:.3g} Monte Carlo draws a step", fields,
+                        bytes=4 * FLOAT64 * draws, work=draws)
+        return fp.add(f"{rows_per_run:.3g} recorded rows a run", row_fields,
+                      bytes=ROW_BYTES * rows_per_run).add(
+            f"{kept_rows:.3g} rows kept", ("runs", *row_fields),
+            bytes=ROW_BYTES * kept_rows).add(
+            f"{runs:.3g} runs' seeds", ("runs",), bytes=200 * runs, work=10 * runs)
 
     def check_data(self) -> None:
         """``theta_true`` set with ``data=agent-skewed`` is an error (it is not used)."""
@@ -177,9 +211,6 @@ def progress_runs(items: Sequence[Any], progress: bool, desc: str) -> Any:
     """A progress bar over runs (drawn at once); the items themselves without one."""
     if not progress:
         return items
-    from tqdm.auto import tqdm
+    from bflnet.protocols.progress import runs_bar
 
-    from bflnet.protocols.progress import SHOW_AFTER_S
-
-    return tqdm(items, delay=SHOW_AFTER_S, desc=desc, unit="run", leave=False,
-                dynamic_ncols=True)
+    return runs_bar(items, progress, desc)

@@ -67,6 +67,8 @@ from bflnet.protocols.stopping import StopRule
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.cover_time import run_seeds
 from bflnet.scenarios.gfvl_common import (
+    MAX_MEAN,
+    MAX_SAMPLES,
     REINFORCE_DRAWS,
     ROW_EVENTS,
     GFVLSettings,
@@ -80,6 +82,7 @@ from bflnet.scenarios.gfvl_common import (
     with_run_id,
 )
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.resources import Footprint
 from bflnet.scenarios.schema import (
     CUM_BITS,
     CUM_BITS_DELIVERED,
@@ -121,17 +124,19 @@ class GFVLUnlearningConfig(GFVLSettings):
     forget: str = param("last", "agents to forget: 'last' (agent K-1, the paper's agent "
                         "K = 10) or a comma list of 0-based ids")
     forget_theta: float | None = param(None, "mean of the forgotten agents' data (none: "
-                                       "theta_true, as in the paper)", gt=0)
+                                       "theta_true, as in the paper)", gt=0, le=MAX_MEAN)
     learn_iterations: int = param(5000, "iterations of learning before the forget request",
-                                  ge=0)
-    iterations: int = param(5000, "iterations after the request (and of retraining)", ge=1)
+                                  ge=0, le=10**8)
+    iterations: int = param(5000, "iterations after the request (and of retraining)", ge=1,
+                            le=10**8)
     theta_true: float = param(0.5, "mean of the exponential data (the paper does not give "
-                              "it)", gt=0)
+                              "it)", gt=0, le=MAX_MEAN)
     baseline: str = param("loo", "REINFORCE baseline c: 'loo' (leave-one-out mean of the "
                           "other draws) or a number ('0': the paper)")
-    rho: float = param(5e-3, "natural-gradient step size (paper: 5e-3)", gt=0)
-    samples: int = param(30, "Monte Carlo samples S per gradient (paper: 30)", ge=2)
-    local_iters: int = param(1, "local natural-gradient steps L per visit", ge=1)
+    rho: float = param(5e-3, "natural-gradient step size (paper: 5e-3)", gt=0, le=1)
+    samples: int = param(30, "Monte Carlo samples S per gradient (paper: 30)", ge=2,
+                         le=MAX_SAMPLES)
+    local_iters: int = param(1, "local natural-gradient steps L per visit", ge=1, le=10**7)
     reinforce_draws: str = param("per-agent", "REINFORCE sampling unit: 'per-agent' (S "
                                  "draws per agent, eq. 18) or 'per-point' (S draws per data "
                                  "point, the original code)", choices=REINFORCE_DRAWS)
@@ -139,7 +144,7 @@ class GFVLUnlearningConfig(GFVLSettings):
                             "(natural-gradient steps on the removed-likelihood free energy, "
                             "the original code)", choices=UNLEARNING)
     unlearn_visits: int = param(1, "iterative: visits of the forgetting agent, each of "
-                                "local_iters steps", ge=1)
+                                "local_iters steps", ge=1, le=10**7)
     unlearn_schedule: str = param("hold-token", "iterative: 'hold-token' (the forgetting "
                                   "agent keeps the token until done, the original code) or "
                                   "'walk' (the token keeps walking)", choices=SCHEDULES)
@@ -147,7 +152,7 @@ class GFVLUnlearningConfig(GFVLSettings):
                                "stay in the walk, forwarding) or 'without' (the graph "
                                "without them)", choices=RETRAIN_GRAPHS)
     eval_every: int = param(50, "evaluate every this many iterations (and every iteration "
-                            f"in the first {DENSE} after the request)", ge=1)
+                            f"in the first {DENSE} after the request)", ge=1, le=10**9)
 
     def __post_init__(self) -> None:
         validate(self)
@@ -160,6 +165,17 @@ class GFVLUnlearningConfig(GFVLSettings):
                 if getattr(self, name) != default:
                     raise ValueError(f"{name}: not used with unlearning=exact (one visit "
                                      f"subtracts eta_k); set unlearning=iterative")
+
+    def footprint(self) -> Footprint:
+        """Data and Monte Carlo draws; a run's rows (learning, then unlearning, then
+        retraining) and the evaluated rows kept over the runs."""
+        last = self.learn_iterations + self.iterations + 1.0
+        kept = last / self.eval_every + 2.0 * DENSE + self.iterations / self.eval_every
+        draws = self.samples * (self.points_per_agent if self.reinforce_draws == "per-point"
+                                else 1)
+        return self.gfvl_footprint(self.runs, last, float(self.runs) * kept, draws=draws,
+                                   row_fields=("learn_iterations", "iterations",
+                                               "eval_every"))
 
 
 def default_plot(frame: pd.DataFrame) -> Figure:

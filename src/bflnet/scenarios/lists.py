@@ -5,15 +5,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from bflnet.params import shown
+
 
 def comma_list(field: str, text: str, allowed: Sequence[str] | None = None) -> list[str]:
     """``"a,b"`` → ``["a", "b"]``; a one-line error naming ``field`` if empty, repeated or
     (with ``allowed``) unknown."""
     items = [t.strip() for t in str(text).split(",")]
     if not str(text).strip() or any(not t for t in items):
-        raise ValueError(f"{field}: must be a non-empty comma list, got {text!r}")
+        raise ValueError(f"{field}: must be a non-empty comma list, got {shown(text)}")
     if len(set(items)) != len(items):
-        raise ValueError(f"{field}: values must not repeat, got {text!r}")
+        raise ValueError(f"{field}: values must not repeat, got {shown(text)}")
     if allowed is not None:
         bad = [t for t in items if t not in allowed]
         if bad:
@@ -32,7 +34,7 @@ def int_list(field: str, text: str, minimum: int, maximum: int | None = None) ->
             value = None
         if value is None or value < minimum or (maximum is not None and value > maximum):
             bound = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
-            raise ValueError(f"{field}: each value must be an integer {bound}, got {item!r}")
+            raise ValueError(f"{field}: each value must be an integer {bound}, got {shown(item)}")
         out.append(value)
     return out
 
@@ -51,8 +53,8 @@ def float_list(field: str, text: str, maximum: float = 1e6,
         if not (math.isfinite(value) and low_ok and value <= maximum):
             raise ValueError(f"{field}: each value must be a number "
                              f"{'>=' if allow_zero else '>'} 0 and <= {maximum:g}, "
-                             f"got {item!r}")
+                             f"got {shown(item)}")
         out.append(value)
     if len(set(out)) != len(out):
-        raise ValueError(f"{field}: values must not repeat, got {text!r}")
+        raise ValueError(f"{field}: values must not repeat, got {shown(text)}")
     return out

@@ -21,6 +21,7 @@ from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.lists import float_list
 from bflnet.scenarios.network_settings import GRAPHS, NetworkSettings
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.resources import ROW_BYTES, Footprint
 from bflnet.scenarios.schema import BASE, DROPPED, MESSAGE_COLUMNS, NODE, Schema, col
 
 if TYPE_CHECKING:
@@ -75,6 +76,10 @@ class MobileGossipConfig(NetworkSettings):
         if self.duration_s / self.update_s > MAX_UPDATES:
             raise ValueError(f"update_s: duration_s / update_s must be <= {MAX_UPDATES:g} "
                              f"position updates, got {self.duration_s / self.update_s:.3g}")
+        if self.mode == "sync" and self.channel == "ideal":
+            raise ValueError("channel: synchronous rounds over channel=ideal take no "
+                             "simulated time, so duration_s is never reached (rounds without "
+                             "end); use a timed channel or mode=async")
         defaults = {f: type(self).__dataclass_fields__[f].default for f in MODE_FIELDS}
         for field, mode in MODE_FIELDS.items():
             if self.mode != mode and getattr(self, field) != defaults[field]:
@@ -84,6 +89,38 @@ class MobileGossipConfig(NetworkSettings):
     def graphs_in_use(self) -> tuple[str, ...]:
         """Always a random geometric graph (its positions start the motion)."""
         return ("random-geometric",)
+
+    def round_s(self) -> float:
+        """A lower bound on a synchronous round's simulated time: the latency and one
+        32-bit value at the link rate (0 for the ideal channel)."""
+        if self.channel == "ideal":
+            return 0.0
+        rate = (self.rate_bps if self.channel in ("fixed", "gilbert-elliott")
+                else self.bandwidth_hz * self.coding_rate)
+        return self.latency_s + 32.0 / rate
+
+    def footprint(self) -> Footprint:
+        """The graph and links, and the rows of every speed's run: the exchanges (mode
+        async: ``rate`` per node per second) or rounds (mode sync: ``duration_s`` over a
+        round's least time), the link changes of moving nodes, the position updates."""
+        size = self.graph_size()
+        speeds = self.speed_list()
+        k = size.nodes
+        if self.mode == "async":
+            rows, fields = self.duration_s * self.rate * k, ("duration_s", "rate", "K")
+        else:
+            rows = self.duration_s / max(self.round_s(), 1e-300)
+            fields = ("duration_s", "rate_bps", "latency_s")
+        degree = 2.0 * size.edges / max(k, 1.0)
+        moving = sum(s > 0 for s in speeds)
+        changes = (self.duration_s * k * degree * max(speeds) * (1 + self.speed_spread)
+                   / self.radius_m + self.duration_s / self.update_s) if moving else 0.0
+        total = len(speeds) * rows + moving * changes
+        if self.record_messages:
+            total *= 3.0
+        return super().footprint().add(
+            f"{total:.3g} recorded rows over {len(speeds)} speeds", (*fields, "speeds"),
+            bytes=ROW_BYTES * total)
 
     def speed_list(self) -> list[float]:
         """The speeds of ``speeds``, in m/s."""

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.scenarios.config import param
+from bflnet.scenarios.graph_size import GraphSize, estimate
+from bflnet.scenarios.resources import EDGE_BYTES, NODE_BYTES, THREAD_BYTES, Footprint, count
 from bflnet.simulator.compute import FixedStepTime
 
 if TYPE_CHECKING:
@@ -45,6 +47,13 @@ FADING = ("rayleigh", "rician")
 #: The fields that describe the D2D graph.
 GRAPH_FIELDS = ("graph", "K", "edge_prob", "radius_m", "area_m", "graph_file")
 _TIMED = ("fixed", "gilbert-elliott", *FADING)
+#: Most agents of a graph: NetworkX and the simulated links hold ~3 kB per node and edge,
+#: and several scenarios build dense K x K matrices (the resource check refuses the
+#: sizes that do not fit this machine).
+MAX_K = 10**6
+#: Largest distance in metres (radio range, area side, link distance): far beyond any
+#: radio link, and small enough for path loss and geometry to stay finite.
+MAX_METRES = 1e7
 
 
 #: ``DECIDED_ELSEWHERE`` of the parameter-server scenarios, which have no D2D graph.
@@ -159,29 +168,37 @@ class NetworkSettings:
     """The network part of a scenario config: topology, channel, links, compute time."""
 
     graph: str = param("ring", "topology of the D2D graph", choices=GRAPHS)
-    K: int = param(20, "number of agents (graph=file: the file decides, an error if set)", ge=2)
+    K: int = param(20, "number of agents (graph=file: the file decides, an error if set)", ge=2,
+                   le=MAX_K)
     edge_prob: float = param(0.3, "edge probability (erdos-renyi)", gt=0, le=1)
-    radius_m: float = param(40.0, "radio range in metres (random-geometric)", gt=0)
-    area_m: float = param(100.0, "side of the square area in metres (random-geometric)", gt=0)
+    radius_m: float = param(40.0, "radio range in metres (random-geometric)", gt=0,
+                            le=MAX_METRES)
+    area_m: float = param(100.0, "side of the square area in metres (random-geometric)", gt=0,
+                          le=MAX_METRES)
     graph_file: str | None = param(None, "edge list or GraphML file (graph=file)")
     channel: str = param("fixed", "channel model of every link", choices=CHANNELS)
-    rate_bps: float = param(1e6, "link rate in bit/s (fixed, gilbert-elliott)", gt=0)
-    latency_s: float = param(0.005, "one-way latency per packet in seconds", ge=0)
+    rate_bps: float = param(1e6, "link rate in bit/s (fixed, gilbert-elliott)", gt=0,
+                            le=1e15)
+    latency_s: float = param(0.005, "one-way latency per packet in seconds", ge=0, le=1e6)
     loss_prob: float = param(0.0, "i.i.d. packet loss probability (fixed)", ge=0, lt=1)
     ge_p_good_to_bad: float = param(0.01, "Gilbert-Elliott P(good -> bad)", gt=0, le=1)
     ge_p_bad_to_good: float = param(0.3, "Gilbert-Elliott P(bad -> good)", gt=0, le=1)
     ge_loss_bad: float = param(1.0, "Gilbert-Elliott loss probability in the bad state",
                                ge=0, le=1)
-    bandwidth_hz: float = param(1e6, "bandwidth in Hz (fading channels)", gt=0)
-    mean_snr_db: float = param(60.0, "mean SNR in dB at 1 m (fading channels)")
-    path_loss_exponent: float = param(3.0, "path-loss exponent (fading channels)", ge=0)
+    bandwidth_hz: float = param(1e6, "bandwidth in Hz (fading channels)", gt=0, le=1e15)
+    mean_snr_db: float = param(60.0, "mean SNR in dB at 1 m (fading channels)", ge=-300,
+                               le=300)
+    path_loss_exponent: float = param(3.0, "path-loss exponent (fading channels)", ge=0,
+                                      le=10)
     distance_m: float = param(10.0, "link distance in metres when the graph has no positions",
-                              gt=0)
-    coding_rate: float = param(2.0, "coding rate in bit/s/Hz (fading channels)", gt=0)
-    rician_k: float = param(3.0, "Rician K factor", ge=0)
-    mtu_bits: int = param(12_000, "maximum packet size in bits", ge=1)
-    max_attempts: int | None = param(8, "ARQ attempts per packet (none: unlimited)", ge=1)
-    compute_s_per_step: float = param(0.0, "simulated seconds per local step", ge=0)
+                              gt=0, le=MAX_METRES)
+    coding_rate: float = param(2.0, "coding rate in bit/s/Hz (fading channels)", gt=0,
+                               le=1e3)
+    rician_k: float = param(3.0, "Rician K factor", ge=0, le=1e6)
+    mtu_bits: int = param(12_000, "maximum packet size in bits", ge=1, le=10**12)
+    max_attempts: int | None = param(8, "ARQ attempts per packet (none: unlimited)", ge=1,
+                                     le=10**6)
+    compute_s_per_step: float = param(0.0, "simulated seconds per local step", ge=0, le=1e6)
     medium: str = param("links", "links: every link an independent pipe; shared: one radio "
                         "medium (positions, SINR, half-duplex, MAC; the channel gives the "
                         "fading: rayleigh, rician, or none for ideal / fixed)", choices=MEDIA)
@@ -318,6 +335,37 @@ class NetworkSettings:
         scenario whose ``graphs`` decides; no scenario check applies to it)."""
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(NetworkSettings)}
         return NetworkSettings(**{**values, **changes})
+
+    def graph_size(self, graph: str | None = None) -> GraphSize:
+        """Upper estimates of the nodes and edges of ``graph`` (default: the first topology
+        in use; none: the K agents of a parameter server), before it is built."""
+        graphs = self.graphs_in_use()
+        if graph is None and not graphs:
+            return GraphSize(float(self.K), float(self.K), float(self.K), ("K",))
+        return estimate(graph or graphs[0], self.K, edge_prob=self.edge_prob,
+                        radius_m=self.radius_m, area_m=self.area_m,
+                        graph_file=self.graph_file)
+
+    def agents(self) -> float:
+        """The most agents any topology of the run has (an estimate for a graph file)."""
+        graphs = self.graphs_in_use() or (None,)
+        return max(self.graph_size(g).nodes for g in graphs)
+
+    def footprint(self) -> Footprint:
+        """Memory and set-up work of the network: each topology's graph and links (the
+        scenario configs add their own parts)."""
+        fp = Footprint()
+        for name in self.graphs_in_use() or (None,):
+            size = self.graph_size(name)
+            label = f"graph {name}" if name else "the agents' uplinks"
+            fp = fp.add(f"{label} of {count(size.nodes)} nodes and {count(size.edges)} edges",
+                        size.fields, bytes=NODE_BYTES * size.nodes + EDGE_BYTES * size.edges,
+                        work=size.build_work + size.nodes + 2 * size.edges)
+        threads = getattr(self, "threads", 1)  # the torch scenarios' own threads
+        if threads > 1:
+            fp = fp.add(f"{threads} threads' stacks", ("threads",),
+                        bytes=THREAD_BYTES * threads)
+        return fp
 
     def build_graph(self, rng: np.random.Generator) -> nx.Graph:
         """The topology (connectivity is checked by the protocol that needs it)."""

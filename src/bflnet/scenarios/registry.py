@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bflnet.scenarios.config import make_config
+from bflnet.scenarios.resources import Footprint, check_footprint
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,18 +61,31 @@ class Scenario:
         """The validated config with ``overrides`` applied."""
         return make_config(self.config_cls, overrides)
 
+    def check_resources(self, config: Any) -> Footprint:
+        """The config's footprint; a one-line ``ValueError`` naming the fields that make it
+        too large for this process (memory) or for one run (set-up work), before anything
+        is allocated."""
+        footprint = config.footprint()
+        check_footprint(footprint)
+        return footprint
+
     def run(self, config: Any = None, *, seed: int = 0, progress: bool = False,
             save_state: str | Path | None = None, load_state: str | Path | None = None,
             force: bool = False) -> pd.DataFrame:
-        """Run with ``config`` (defaults if ``None``) and ``seed``; ``save_state``: also
-        write the learnt states into that directory (``force``: over a saved one);
-        ``load_state``: start from the states saved there (see
-        :mod:`bflnet.scenarios.states`). Both are checked before the run."""
+        """Run with ``config`` (defaults if ``None``) and ``seed``, once its footprint has
+        been checked (:meth:`check_resources`); ``save_state``: also write the learnt states
+        into that directory (``force``: over a saved one); ``load_state``: start from the
+        states saved there (see :mod:`bflnet.scenarios.states`). Both are checked before
+        the run."""
         if seed < 0:
             raise ValueError(f"seed: must be a non-negative integer, got {seed}")
         config = self.config() if config is None else config
+        footprint = self.check_resources(config)
+        from bflnet.protocols.progress import setup_status  # lazily: tqdm
+
         if save_state is None and load_state is None:
-            return self.run_fn(config, seed=seed, progress=progress)
+            with setup_status(self.name, footprint.summary(), progress):
+                return self.run_fn(config, seed=seed, progress=progress)
         from bflnet.scenarios import states as st
         from bflnet.scenarios.provenance import canonical_config, run_record
 
@@ -86,7 +100,8 @@ class Scenario:
         if load_state is not None:
             handle.loaded = st.read_state_dir(load_state)
             st.check_compatible(handle.loaded[0], self.name, fields, seed, self.state_free)
-        frame = self.run_fn(config, seed=seed, progress=progress, states=handle)
+        with setup_status(self.name, footprint.summary(), progress):
+            frame = self.run_fn(config, seed=seed, progress=progress, states=handle)
         if save_state is not None:
             st.write_state_dir(save_state, run_record(self.name, config, seed), handle)
         return frame

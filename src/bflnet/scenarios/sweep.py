@@ -54,6 +54,7 @@ import hashlib
 import itertools
 import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -85,6 +86,8 @@ from bflnet.scenarios.output import METADATA_KEY, metadata_json, write_parquet
 from bflnet.scenarios.provenance import canonical_config, run_record, sweep_record
 
 META_COLUMNS = ("seed", "run_id", "config_hash")
+#: Most runs (grid points x seeds) of one sweep: each is a part file and a manifest line.
+MAX_RUNS = 100_000
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 CONNECT_TIMEOUT_S = 5.0  # to an existing scheduler
 STOP_TIMEOUT_S = 2.0  # for a killed local worker to be reaped
@@ -149,9 +152,10 @@ def _typed_grid(cls: type, grid: Mapping[str, Any]) -> dict[str, tuple[Any, ...]
 
 
 def _check_seeds(seeds: int | Sequence[int]) -> tuple[int, ...]:
-    message = f"seeds: must be a positive count or a list of distinct integers >= 0, got {seeds!r}"
+    message = (f"seeds: must be a positive count or a list of distinct integers >= 0 (at most "
+               f"{MAX_RUNS} seeds), got {_short(seeds)}")
     if isinstance(seeds, int) and not isinstance(seeds, bool):
-        if seeds < 1:
+        if not 1 <= seeds <= MAX_RUNS:
             raise ValueError(message)
         return tuple(range(seeds))
     values = tuple(seeds) if isinstance(seeds, Sequence) and not isinstance(seeds, str) else ()
@@ -162,22 +166,45 @@ def _check_seeds(seeds: int | Sequence[int]) -> tuple[int, ...]:
     return values
 
 
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _check_size(grid: Mapping[str, tuple[Any, ...]], seeds: tuple[int, ...]) -> None:
+    """One line when the grid's points times the seeds exceed :data:`MAX_RUNS` (counted
+    before the grid is expanded)."""
+    points = math.prod(len(v) for v in grid.values())
+    if points * len(seeds) > MAX_RUNS:
+        raise ValueError(f"seeds, grid: {points} grid points x {len(seeds)} seeds = "
+                         f"{points * len(seeds)} runs, more than the {MAX_RUNS} one sweep may "
+                         f"have (each run is a part file)")
+
+
 def plan_sweep(name: str, grid: Mapping[str, Sequence[Any]], seeds: int | Sequence[int],
                fixed: Mapping[str, Any] | None = None) -> SweepPlan:
-    """Expand and validate the grid (every point's config is built and checked here)."""
-    cls = get_scenario(name).config_cls
+    """Expand and validate the grid (every point's config is built and checked here, its
+    footprint too: a point too large for this machine is refused before any run)."""
+    scenario = get_scenario(name)
+    cls = scenario.config_cls
     fixed_values = {k: _typed(cls, k, v) for k, v in (fixed or {}).items()}
     grid_values = _typed_grid(cls, grid)
     both = [k for k in grid_values if k in fixed_values]
     if both:
         raise ValueError(f"grid: {both[0]} is both swept and fixed")
     seed_values = _check_seeds(seeds)
+    _check_size(grid_values, seed_values)
     runs: list[Run] = []
     configs: dict[str, dict[str, Any]] = {}
     points: dict[str, dict[str, Any]] = {}
     for combo in itertools.product(*grid_values.values()):
         point = dict(zip(grid_values, combo, strict=True))
-        config = canonical_config(make_config(cls, {**fixed_values, **point}))
+        settings = make_config(cls, {**fixed_values, **point})
+        try:
+            scenario.check_resources(settings)
+        except ValueError as exc:
+            raise ValueError(f"{exc} (grid point {point})" if point else str(exc)) from None
+        config = canonical_config(settings)
         digest = config_hash(name, config)
         if digest in configs:
             raise ValueError(f"grid: {points[digest]} and {point} are the same config")

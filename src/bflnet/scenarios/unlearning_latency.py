@@ -80,6 +80,7 @@ from bflnet.scenarios.gfvl_common import (
     state_of,
 )
 from bflnet.scenarios.registry import register
+from bflnet.scenarios.resources import FLOAT64, Footprint, count
 from bflnet.scenarios.schema import RUN, RUN_SEED, Schema, col
 
 if TYPE_CHECKING:
@@ -100,16 +101,16 @@ class UnlearningLatencyConfig(GFVLSettings):
 
     SCENARIO: ClassVar[str] = NAME
 
-    runs: int = param(2000, "independent runs (one row each)", ge=1)
+    runs: int = param(2000, "independent runs (one row each)", ge=1, le=10**6)
     forget: str = param("last", "agents to forget: 'last' (agent K-1, the paper's agent K) "
                         "or a comma list of 0-based ids")
     threshold: float = param(1e-6, "retraining is done once KL(q ‖ retrained posterior) < "
-                             "threshold", gt=0)
+                             "threshold", gt=0, le=1e6)
     learn_iterations: int = param(50, "iterations of learning before the forget request",
-                                  ge=0)
+                                  ge=0, le=10**8)
     retrain: bool = param(True, "also retrain from scratch in every run (else NaN columns)")
     max_iterations: int = param(100_000, "give up a phase after this many iterations (its "
-                                "columns are then NaN)", ge=1)
+                                "columns are then NaN)", ge=1, le=10**8)
     theta_true: float = param(0.3, "Bernoulli parameter of the data", ge=0, le=1)
 
     def __post_init__(self) -> None:
@@ -117,6 +118,20 @@ class UnlearningLatencyConfig(GFVLSettings):
         self.check_network_fields()
         forget_agents(self.forget, None if self.graph == "file" else self.K)
         self.check_data()
+
+    def footprint(self) -> Footprint:
+        """Data, a run's rows (learning, unlearning, retraining) and one kept row a run,
+        and the theory: the walk's dense K x K transition matrix, its power at the request
+        (about 2 log2(learn_iterations) matrix products) and
+        the hitting-time system (a dense K x K solve)."""
+        size = self.graph_size()
+        k = size.nodes
+        rows = 2.0 * (self.learn_iterations + self.max_iterations + 1.0)
+        power = 4 * k ** 3 * max(1.0, math.log2(max(self.learn_iterations, 1)))
+        return self.gfvl_footprint(self.runs, rows, float(self.runs),
+                                   row_fields=("learn_iterations", "max_iterations")).add(
+            f"theory on a dense {count(k)} x {count(k)} transition matrix", size.fields,
+            bytes=6 * FLOAT64 * k * k, work=k * k, flops=power + k ** 3)
 
 
 # ------------------------------------------------------------------ theory

@@ -27,7 +27,8 @@ def test_bad_shared_medium_input_is_one_line_and_exit_code_2(capsys, tmp_path, e
     argv = ["run", "consensus-averaging", *SHARED, *extra, "--out", str(tmp_path / "r.csv")]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("bflnet: error: ") and text in err, err
+    final = err.split("\r")[-1]  # after the set-up status line that tqdm erased
+    assert err.count("\n") == 1 and final.startswith("bflnet: error: ") and text in final, err
 
 
 def test_shared_settings_are_refused_where_not_read(capsys):

@@ -19,13 +19,14 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bflnet.errors import WriteError
 from bflnet.input_files import describe_os_error
 
-__all__ = ["WriteError", "temporary_name", "write_files"]
+__all__ = ["WriteError", "check_can_create", "path_kind", "temporary_name", "write_files"]
 
 #: The usual limit on a file name, in bytes.
 NAME_MAX = 255
@@ -75,3 +76,34 @@ def write_files(files: Sequence[tuple[Path, Callable[[Path], object]]]) -> None:
         for tmp in temporaries:
             with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
+
+
+def path_kind(path: Path, what: str) -> str | None:
+    """``"file"``, ``"directory"``, ``"other"``, or ``None`` where nothing is at ``path``;
+    a one-line ``ValueError`` naming ``what`` if the system cannot look."""
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise ValueError(f"{what}: cannot look at {str(path)!r} "
+                         f"({describe_os_error(exc)})") from None
+    return {0o100000: "file", 0o040000: "directory"}.get(mode & 0o170000, "other")
+
+
+def check_can_create(path: Path, what: str) -> None:
+    """Before a run: the nearest existing parent of ``path`` is a directory this process
+    can create files in (a real probe, so read-only file systems are caught as root too).
+    A one-line ``ValueError`` naming ``what`` otherwise."""
+    parent = path.parent
+    while path_kind(parent, what) is None and parent != parent.parent:
+        parent = parent.parent
+    if path_kind(parent, what) != "directory":
+        raise ValueError(f"{what}: cannot create {str(path)!r}: {str(parent)!r} is not a "
+                         f"directory")
+    try:
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        raise ValueError(f"{what}: cannot write in {str(parent)!r} "
+                         f"({describe_os_error(exc)})") from None

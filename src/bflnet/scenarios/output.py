@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from bflnet.atomic import WriteError, write_files
+from bflnet.atomic import WriteError, check_can_create, path_kind, write_files
 from bflnet.input_files import describe_os_error
 
 FORMATS = (".csv", ".parquet")
@@ -58,7 +57,7 @@ def check_output_target(path: str | Path, *, force: bool = False,
     if len(os.fsencode(text)) >= PATH_MAX:
         raise ValueError(f"{what}: the path is {len(os.fsencode(text))} bytes long; at most "
                          f"{PATH_MAX - 1} allowed")
-    kind = _kind(path, what)
+    kind = path_kind(path, what)
     if kind == "directory":
         raise ValueError(f"{what}: {text!r} is a directory; give a file name ending in "
                          f".csv or .parquet")
@@ -66,37 +65,11 @@ def check_output_target(path: str | Path, *, force: bool = False,
         raise ValueError(f"{what}: {text!r} exists and is not a regular file")
     if kind == "file" and not force:
         raise ValueError(f"{what}: {text!r} already exists; pass --force to overwrite it")
-    if path.suffix.lower() == ".csv" and _kind(sidecar_path(path), what) not in (None, "file"):
+    if path.suffix.lower() == ".csv" and path_kind(sidecar_path(path), what) not in (None, "file"):
         raise ValueError(f"{what}: {str(sidecar_path(path))!r}, where the table's record "
                          f"goes, exists and is not a regular file")
-    parent = path.parent
-    while _kind(parent, what) is None and parent != parent.parent:
-        parent = parent.parent
-    if _kind(parent, what) != "directory":
-        raise ValueError(f"{what}: cannot create {text!r}: {str(parent)!r} is not a "
-                         f"directory")
-    try:
-        with tempfile.TemporaryFile(dir=parent):
-            pass
-    except OSError as exc:
-        raise ValueError(f"{what}: cannot write in {str(parent)!r} "
-                         f"({describe_os_error(exc)})") from None
+    check_can_create(path, what)
     return path
-
-
-def _kind(path: Path, what: str) -> str | None:
-    """``None`` (nothing there), ``"file"``, ``"directory"`` or ``"other"``."""
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        return None
-    except NotADirectoryError:
-        return None  # a parent is a file: reported by the parent check
-    except OSError as exc:
-        raise ValueError(f"{what}: cannot look at {str(path)!r} "
-                         f"({describe_os_error(exc)})") from None
-    kinds = {0o100000: "file", 0o040000: "directory"}
-    return kinds.get(mode & 0o170000, "other")
 
 
 def _cut(text: str, keep: int = 60) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import tempfile
 import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from bflnet.atomic import write_files
+from bflnet.atomic import check_can_create, path_kind, write_files
 from bflnet.input_files import decode_text, describe_os_error, read_bytes
 from bflnet.protocols.checkpoint import WalkCheckpoint
 
@@ -182,42 +181,19 @@ def decode_checkpoint(tree: Mapping[str, Any], arrays: Mapping[str, np.ndarray],
 
 
 # --------------------------------------------------------------------------- directories
-def _kind(path: Path, what: str) -> str | None:
-    try:
-        mode = path.stat().st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise ValueError(f"{what}: cannot look at {str(path)!r} "
-                         f"({describe_os_error(exc)})") from None
-    return {0o100000: "file", 0o040000: "directory"}.get(mode & 0o170000, "other")
-
-
 def check_save_dir(path: str | Path, *, force: bool = False) -> Path:
     """Before a run: ``path`` is (or can be made as) a directory this process can write
     in, without a saved state unless ``force``. A one-line ``ValueError`` otherwise."""
     path, what = Path(path), "--save-state"
-    kind = _kind(path, what)
+    kind = path_kind(path, what)
     if kind not in (None, "directory"):
         raise ValueError(f"{what}: {str(path)!r} exists and is not a directory")
-    if kind == "directory":
-        if _kind(path / STATE_FILE, what) is not None and not force:
-            raise ValueError(f"{what}: {str(path)!r} already holds a saved state; pass "
-                             f"--force to overwrite it")
-        parent = path
-    else:
-        parent = path.parent
-        while _kind(parent, what) is None and parent != parent.parent:
-            parent = parent.parent
-        if _kind(parent, what) != "directory":
-            raise ValueError(f"{what}: cannot create {str(path)!r}: {str(parent)!r} is not "
-                             f"a directory")
-    try:
-        with tempfile.TemporaryFile(dir=parent):
-            pass
-    except OSError as exc:
-        raise ValueError(f"{what}: cannot write in {str(parent)!r} "
-                         f"({describe_os_error(exc)})") from None
+    holds_state = kind == "directory" and path_kind(path / STATE_FILE, what) is not None
+    if holds_state and not force:
+        raise ValueError(f"{what}: {str(path)!r} already holds a saved state; pass "
+                         f"--force to overwrite it")
+    # files go into the directory itself, or into a new one made under its nearest parent
+    check_can_create(path / STATE_FILE if kind == "directory" else path, what)
     return path
 
 
@@ -247,13 +223,13 @@ def read_state_dir(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarr
     """The record and arrays of the state directory ``path``; a one-line ``ValueError``
     if it is missing, not a directory, unreadable or not a bflnet state."""
     path, what = Path(path), "--load-state"
-    kind = _kind(path, what)
+    kind = path_kind(path, what)
     if kind is None:
         raise ValueError(f"{what}: {str(path)!r} does not exist")
     if kind != "directory":
         raise ValueError(f"{what}: {str(path)!r} is not a directory")
     for name in (STATE_FILE, ARRAYS_FILE):
-        if _kind(path / name, what) != "file":
+        if path_kind(path / name, what) != "file":
             raise ValueError(f"{what}: {str(path)!r} holds no saved state ({name} is "
                              f"missing; write one with --save-state)")
     text = decode_text(read_bytes(path / STATE_FILE, what, MAX_STATE_JSON),

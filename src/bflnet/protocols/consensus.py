@@ -209,15 +209,7 @@ class ConsensusProtocol:
                 yield env.timeout(round_end - t0) if env.now == t0 else \
                     env.timeout(round_end - env.now)
             dropped = len(schedules) - delivered
-            for k in nodes:
-                known = last[k]
-                if skip:
-                    mix = rows[k]
-                else:
-                    mix = {j: rows[k][j] for j in known}
-                    mix[k] = 1.0 - sum(mix.values())
-                slots.commit(k, call(sim, learner.absorb, k, slots.state(k), known, mix,
-                                     node=k, iteration=iteration, what="learner.absorb"))
+            self._absorb(sim, slots, nodes, rows, last, skip, iteration)
             metrics = loop.evaluate(iteration, lambda: learner.evaluate(slots.snapshot()),
                                     node=None)
             if loop.end_iteration(iteration, "round", metrics, dropped=dropped):

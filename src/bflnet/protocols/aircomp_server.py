@@ -1,0 +1,134 @@
+"""Parameter-server rounds whose uplink is analog over-the-air aggregation (``uplink=aircomp``)
+or ideal digital links, for learners of the FALD kind (:class:`~bflnet.learners.fald.FALD`).
+
+A round: the server's sample θ reaches every device (ideal downlink: the papers' set-up),
+each device computes its change from its own stream, then
+
+* ``aircomp``: the fading amplitudes of the round are drawn (stream ``aircomp.fading``),
+  power control picks the silent devices and the scaling (:func:`~bflnet.radio.aircomp.
+  plan_round`, with the learner's ``noise_target`` as the Langevin cap), the active
+  devices transmit at once for ``d / bandwidth + latency`` seconds, the server receives
+  the noisy sum (noise from ``aircomp.noise``) and hands the learner the estimated mean
+  and the variance of the channel noise on it;
+* ideal links (``uplink=None``): the exact mean of every device's change, channel noise 0,
+  no time on the air, ``payload_bits`` per coordinate per device counted as uplink bits.
+
+The learner then adds the remainder of its Gaussian noise (stream ``learner``). A round in
+which no device transmits (every amplitude below the threshold) is a ``silent_round`` row
+and leaves θ unchanged. Rows: ``init``, then one ``round`` (or ``silent_round``) per round
+with ``k_active``, ``silent``, ``scale``, ``channel_var``, ``added_var``, ``clipped``,
+``round_energy_j``, ``max_device_energy_j``, ``cum_energy_j``, ``cum_channel_uses``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import simpy
+
+from bflnet.learners.fald import FALD
+from bflnet.radio.aircomp import AirCompSpec, draw_amplitudes, plan_round, transmit
+from bflnet.simulator.node import SERVER
+from bflnet.simulator.simulation import Outcome, Simulation
+
+
+@dataclass(frozen=True)
+class AirCompUplink:
+    """The analog uplink: its ``spec``, each device's mean power gain to the server
+    (``mean_gains``, e.g. :func:`~bflnet.radio.aircomp.mean_gains_to_server`) and the
+    payload ``clip`` norm of the power control."""
+
+    spec: AirCompSpec
+    mean_gains: np.ndarray
+    clip: float
+
+
+class AirCompServerProtocol:
+    """``rounds`` rounds of ``learner`` (module docstring) on a ``dim``-dimensional sample;
+    ``on_round(round, theta)`` sees each new sample."""
+
+    def __init__(self, learner: FALD, rounds: int, dim: int, *,
+                 uplink: AirCompUplink | None = None, payload_bits: int = 32,
+                 on_round: Callable[[int, np.ndarray], None] | None = None) -> None:
+        if uplink is not None and len(uplink.mean_gains) != learner.K:
+            raise ValueError(f"mean_gains: one per device ({learner.K}), got "
+                             f"{len(uplink.mean_gains)}")
+        self.learner = learner
+        self.rounds = int(rounds)
+        self.dim = int(dim)
+        self.uplink = uplink
+        self.payload_bits = int(payload_bits)
+        self.on_round = on_round
+
+    def process(self, sim: Simulation) -> Generator[simpy.Event, Any, Outcome]:
+        env, rec, learner, K, d = sim.env, sim.recorder, self.learner, self.learner.K, self.dim
+        learner_rng = sim.streams.numpy("learner")
+        agent_rngs = [sim.streams.numpy(f"agent.{k}") for k in range(K)]
+        fading_rng = sim.streams.numpy("aircomp.fading")
+        noise_rng = sim.streams.numpy("aircomp.noise")
+        theta = learner.init(learner_rng, (d,))
+        cum_energy, uses = 0.0, 0
+        rec.record("init", node=SERVER, **self._zeros(K, 0.0, 0))
+        for r in range(1, self.rounds + 1):
+            rec.iteration = r
+            deltas = np.stack([learner.local_update(k, theta, agent_rngs[k]) for k in range(K)])
+            if self.uplink is None:
+                bits = K * d * self.payload_bits
+                rec.count_bits(bits, delivered=True, direction="up")
+                theta, added = learner.merge(theta, deltas.mean(axis=0), 0.0, learner_rng)
+                rec.record("round", node=SERVER, k_active=K, silent=0, scale=1.0,
+                           channel_var=0.0, added_var=added, clipped=0, round_energy_j=0.0,
+                           max_device_energy_j=0.0, cum_energy_j=0.0, cum_channel_uses=0)
+            else:
+                up = self.uplink
+                amps = draw_amplitudes(fading_rng, up.mean_gains, up.spec.fading)
+                plan = plan_round(amps, up.spec, dim=d, clip=up.clip,
+                                  target_var=learner.noise_target)
+                yield env.timeout(up.spec.airtime_s(d))
+                uses += d
+                if plan.k_active == 0:
+                    rec.record("silent_round", node=SERVER,
+                               **self._zeros(K, cum_energy, uses))
+                    if self.on_round is not None:
+                        self.on_round(r, theta)
+                    continue
+                rx = transmit(plan, amps, deltas, up.spec, noise_rng, clip=up.clip)
+                theta, added = learner.merge(theta, rx.mean, plan.noise_var, learner_rng)
+                energy = float(rx.energy.sum())
+                cum_energy += energy
+                rec.record("round", node=SERVER, k_active=plan.k_active,
+                           silent=K - plan.k_active, scale=plan.scale,
+                           channel_var=plan.noise_var, added_var=added, clipped=rx.clipped,
+                           round_energy_j=energy, max_device_energy_j=float(rx.energy.max()),
+                           cum_energy_j=cum_energy, cum_channel_uses=uses)
+            if self.on_round is not None:
+                self.on_round(r, theta)
+        return Outcome(state=theta, reason="max_iterations")
+
+    @staticmethod
+    def _zeros(K: int, cum_energy: float, uses: int) -> dict[str, Any]:
+        return {"k_active": 0, "silent": K, "scale": 0.0, "channel_var": 0.0,
+                "added_var": 0.0, "clipped": 0, "round_energy_j": 0.0,
+                "max_device_energy_j": 0.0, "cum_energy_j": cum_energy,
+                "cum_channel_uses": uses}
+
+
+def run_fald(learner: FALD, rounds: int, dim: int, *, seed: int,
+             uplink: AirCompUplink | None = None,
+             on_round: Callable[[int, np.ndarray], None] | None = None,
+             name: str = "fald") -> tuple[Any, np.ndarray]:
+    """One run on a star of ``learner.K`` devices and a server: ``(frame, final sample)``."""
+    import networkx as nx
+
+    sim = Simulation(seed, name=name)
+    graph = nx.Graph()
+    graph.add_nodes_from(range(learner.K))
+    sim.build_network(graph, server=True)
+    result = sim.run(AirCompServerProtocol(learner, rounds, dim, uplink=uplink,
+                                           on_round=on_round))
+    return result.frame, result.state
+
+

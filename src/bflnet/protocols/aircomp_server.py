@@ -48,11 +48,15 @@ class AirCompUplink:
 
 class AirCompServerProtocol:
     """``rounds`` rounds of ``learner`` (module docstring) on a ``dim``-dimensional sample;
-    ``on_round(round, theta)`` sees each new sample."""
+    ``on_round(round, theta)`` sees each new sample. ``chains > 0`` runs that many
+    independent chains at once (``theta`` of shape ``(chains, dim)``) under the same
+    fading draws, each with its own noise; ``0``: one chain, ``theta`` of shape
+    ``(dim,)``. Energies on the rows are then summed over the chains."""
 
     def __init__(self, learner: FALD, rounds: int, dim: int, *,
                  uplink: AirCompUplink | None = None, payload_bits: int = 32,
-                 on_round: Callable[[int, np.ndarray], None] | None = None) -> None:
+                 on_round: Callable[[int, np.ndarray], None] | None = None,
+                 chains: int = 0) -> None:
         if uplink is not None and len(uplink.mean_gains) != learner.K:
             raise ValueError(f"mean_gains: one per device ({learner.K}), got "
                              f"{len(uplink.mean_gains)}")
@@ -62,6 +66,7 @@ class AirCompServerProtocol:
         self.uplink = uplink
         self.payload_bits = int(payload_bits)
         self.on_round = on_round
+        self.shape = (int(dim),) if chains == 0 else (int(chains), int(dim))
 
     def process(self, sim: Simulation) -> Generator[simpy.Event, Any, Outcome]:
         env, rec, learner, K, d = sim.env, sim.recorder, self.learner, self.learner.K, self.dim
@@ -69,16 +74,18 @@ class AirCompServerProtocol:
         agent_rngs = [sim.streams.numpy(f"agent.{k}") for k in range(K)]
         fading_rng = sim.streams.numpy("aircomp.fading")
         noise_rng = sim.streams.numpy("aircomp.noise")
-        theta = learner.init(learner_rng, (d,))
+        theta = learner.init(learner_rng, self.shape)
+        copies = 1 if len(self.shape) == 1 else self.shape[0]
         cum_energy, uses = 0.0, 0
         rec.record("init", node=SERVER, **self._zeros(K, 0.0, 0))
         for r in range(1, self.rounds + 1):
             rec.iteration = r
-            deltas = np.stack([learner.local_update(k, theta, agent_rngs[k]) for k in range(K)])
+            deltas = np.stack([learner.local_update(k, theta, agent_rngs[k]) for k in range(K)],
+                              axis=-2)
             if self.uplink is None:
-                bits = K * d * self.payload_bits
+                bits = K * d * self.payload_bits * copies
                 rec.count_bits(bits, delivered=True, direction="up")
-                theta, added = learner.merge(theta, deltas.mean(axis=0), 0.0, learner_rng)
+                theta, added = learner.merge(theta, deltas.mean(axis=-2), 0.0, learner_rng)
                 rec.record("round", node=SERVER, k_active=K, silent=0, scale=1.0,
                            channel_var=0.0, added_var=added, clipped=0, round_energy_j=0.0,
                            max_device_energy_j=0.0, cum_energy_j=0.0, cum_channel_uses=0)
@@ -102,7 +109,8 @@ class AirCompServerProtocol:
                 rec.record("round", node=SERVER, k_active=plan.k_active,
                            silent=K - plan.k_active, scale=plan.scale,
                            channel_var=plan.noise_var, added_var=added, clipped=rx.clipped,
-                           round_energy_j=energy, max_device_energy_j=float(rx.energy.max()),
+                           round_energy_j=energy, max_device_energy_j=float(
+                               rx.energy.reshape(-1, K).sum(axis=0).max()),
                            cum_energy_j=cum_energy, cum_channel_uses=uses)
             if self.on_round is not None:
                 self.on_round(r, theta)
@@ -119,7 +127,7 @@ class AirCompServerProtocol:
 def run_fald(learner: FALD, rounds: int, dim: int, *, seed: int,
              uplink: AirCompUplink | None = None,
              on_round: Callable[[int, np.ndarray], None] | None = None,
-             name: str = "fald") -> tuple[Any, np.ndarray]:
+             chains: int = 0, name: str = "fald") -> tuple[Any, np.ndarray]:
     """One run on a star of ``learner.K`` devices and a server: ``(frame, final sample)``."""
     import networkx as nx
 
@@ -128,7 +136,7 @@ def run_fald(learner: FALD, rounds: int, dim: int, *, seed: int,
     graph.add_nodes_from(range(learner.K))
     sim.build_network(graph, server=True)
     result = sim.run(AirCompServerProtocol(learner, rounds, dim, uplink=uplink,
-                                           on_round=on_round))
+                                           on_round=on_round, chains=chains))
     return result.frame, result.state
 
 

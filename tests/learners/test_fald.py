@@ -113,3 +113,15 @@ def test_w2_of_equal_gaussians_is_zero_and_matches_a_closed_form():
     w2 = gaussian_w2_squared(np.array([1.0, 0.0]), np.diag([4.0, 1.0]), np.zeros(2),
                              np.diag([1.0, 9.0]))
     assert w2 == pytest.approx(1.0 + 1.0 + 4.0)
+
+
+@pytest.mark.parametrize("local_steps", [1, 4])
+def test_batched_local_updates_equal_the_per_device_ones_draw_for_draw(local_steps):
+    grads, _, _, eta = problem()
+    learner = FALD(grads, step_size=eta, local_steps=local_steps)
+    looped = FALD(list(grads), step_size=eta, local_steps=local_steps)
+    theta = np.random.default_rng(1).standard_normal((3, D))
+    rngs_a = [np.random.default_rng(10 + k) for k in range(K)]
+    rngs_b = [np.random.default_rng(10 + k) for k in range(K)]
+    np.testing.assert_allclose(learner.local_updates(theta, rngs_a),
+                               looped.local_updates(theta, rngs_b), rtol=1e-10, atol=1e-14)

@@ -56,6 +56,7 @@ class FALD:
         if len(grads) == 0:
             raise ValueError("K: at least one device")
         self.grads = list(grads)
+        self.grads_source = grads
         self.K = len(self.grads)
         self.step_size = check_real("step_size", step_size, gt=0, le=1e6)
         if not isinstance(local_steps, int) or not 1 <= local_steps <= 10**6:
@@ -85,13 +86,35 @@ class FALD:
                 local += math.sqrt(2.0 * eta_k) * rng.standard_normal(local.shape)
         return local - theta
 
+    def local_updates(self, theta: np.ndarray,
+                      rngs: Sequence[np.random.Generator]) -> np.ndarray:
+        """Every device's change, ``(..., K, d)``: :meth:`local_update` of each, at once
+        when the gradients have a ``batched`` form (the same draws from each device's
+        stream ``rngs[k]``)."""
+        batched = getattr(self.grads_source, "batched", None)
+        if batched is None:
+            return np.stack([self.local_update(k, theta, rngs[k]) for k in range(self.K)],
+                            axis=-2)
+        eta_k = self.step_size * self.K
+        start = np.repeat(np.expand_dims(theta, -2), self.K, axis=-2)
+        local = start.copy()
+        for step in range(self.local_steps):
+            local -= eta_k * batched(local)
+            if step < self.local_steps - 1:
+                noise = np.stack([rngs[k].standard_normal(theta.shape)
+                                  for k in range(self.K)], axis=-2)
+                local += math.sqrt(2.0 * eta_k) * noise
+        return local - start
+
     def merge(self, theta: np.ndarray, mean_update: np.ndarray, channel_var: float,
               rng: np.random.Generator) -> tuple[np.ndarray, float]:
         """The next sample from the delivered ``mean_update`` already carrying Gaussian
         noise of variance ``channel_var`` per coordinate, and the variance added here."""
         if not channel_var >= 0:
             raise ValueError(f"channel_var: must be a number >= 0, got {channel_var!r}")
-        added = max(0.0, self.noise_target - channel_var)
+        added = self.noise_target - channel_var
+        if added <= 1e-9 * self.noise_target:  # the channel supplied it (up to rounding)
+            added = 0.0
         new = theta + mean_update
         if added > 0:
             new = new + math.sqrt(added) * rng.standard_normal(new.shape)
@@ -100,20 +123,38 @@ class FALD:
         return new, added
 
 
-def gaussian_linear_grads(x: np.ndarray, y: np.ndarray, parts: Sequence[np.ndarray], *,
-                          prior_var: float = 1.0, noise_var: float = 1.0) -> list[Gradient]:
+class LinearGaussianGrads(Sequence[Gradient]):
     """∇f_k of Bayesian linear regression ``y = x θ + N(0, noise_var)``, prior
     ``N(0, prior_var I)``, device k holding the rows ``parts[k]``: ``x_kᵀ(x_k θ − y_k) /
-    noise_var + θ / (K prior_var)`` (broadcast over leading axes of θ)."""
-    K = len(parts)
+    noise_var + θ / (K prior_var)``, from the sufficient statistics ``x_kᵀx_k`` and
+    ``x_kᵀy_k``. ``self[k](θ)`` is one device's (broadcast over leading axes of θ);
+    :meth:`batched` every device's at once."""
 
-    def make(rows: np.ndarray) -> Gradient:
-        xk, yk = x[rows], y[rows]
+    def __init__(self, x: np.ndarray, y: np.ndarray, parts: Sequence[np.ndarray], *,
+                 prior_var: float = 1.0, noise_var: float = 1.0) -> None:
+        self.K = len(parts)
+        self.gram = np.stack([x[p].T @ x[p] for p in parts]) / noise_var  # (K, d, d)
+        self.xty = np.stack([x[p].T @ y[p] for p in parts]) / noise_var   # (K, d)
+        self.prior_prec = 1.0 / (self.K * prior_var)
 
-        def grad(theta: np.ndarray) -> np.ndarray:
-            return (theta @ xk.T - yk) @ xk / noise_var + theta / (K * prior_var)
-        return grad
-    return [make(p) for p in parts]
+    def __len__(self) -> int:
+        return self.K
+
+    def __getitem__(self, k: int) -> Gradient:  # type: ignore[override]
+        gram, xty, prec = self.gram[k], self.xty[k], self.prior_prec
+        return lambda theta: theta @ gram - xty + prec * theta
+
+    def batched(self, local: np.ndarray) -> np.ndarray:
+        """``(..., K, d)``: device k's gradient at ``local[..., k, :]``."""
+        return (np.einsum("kij,...kj->...ki", self.gram, local) - self.xty
+                + self.prior_prec * local)
+
+
+def gaussian_linear_grads(x: np.ndarray, y: np.ndarray, parts: Sequence[np.ndarray], *,
+                          prior_var: float = 1.0, noise_var: float = 1.0
+                          ) -> LinearGaussianGrads:
+    """:class:`LinearGaussianGrads` of the data."""
+    return LinearGaussianGrads(x, y, parts, prior_var=prior_var, noise_var=noise_var)
 
 
 def gaussian_linear_posterior(x: np.ndarray, y: np.ndarray, *, prior_var: float = 1.0,

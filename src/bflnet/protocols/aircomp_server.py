@@ -80,8 +80,7 @@ class AirCompServerProtocol:
         rec.record("init", node=SERVER, **self._zeros(K, 0.0, 0))
         for r in range(1, self.rounds + 1):
             rec.iteration = r
-            deltas = np.stack([learner.local_update(k, theta, agent_rngs[k]) for k in range(K)],
-                              axis=-2)
+            deltas = learner.local_updates(theta, agent_rngs)
             if self.uplink is None:
                 bits = K * d * self.payload_bits * copies
                 rec.count_bits(bits, delivered=True, direction="up")

@@ -29,7 +29,7 @@ SCENARIO_MODULES = (
     "cover_time", "dsvgd_sparsifiers", "dsvgd_vs_fedavg", "emtdamp", "emtdamp_compare",
     "forget_svgd",
     "gfvl_beta_bernoulli", "gfvl_beta_exponential", "gfvl_unlearning", "mobile_gossip",
-    "unlearning_latency",
+    "unlearning_latency", "wflmc_gaussian",
 )
 
 #: The scenario ``bflnet run`` uses when no name is given.

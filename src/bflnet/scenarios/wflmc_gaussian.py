@@ -1,0 +1,307 @@
+"""Scenario ``wflmc-gaussian`` (Liu and Simeone, "Wireless Federated Langevin Monte Carlo:
+Repurposing Channel Noise for Bayesian Sampling and Privacy", Gaussian experiment without
+the privacy constraint): how close over-the-air Langevin Monte Carlo comes to the exact
+posterior of Bayesian linear regression against the SNR, beside noiseless Langevin.
+
+Set-up as in the authors' code: ``K · points_per_agent`` points (paper: 30 x 40 = 1200)
+``x ~ N(0, I_dim)`` (paper: dim = 5), ``y = x θ* + N(0, 1)`` with ``θ* ~ N(0, I)``, prior
+``N(0, I)``, data drawn once per seed and split in order over the K devices. Step
+``η = step_scale · 2 / (μ + L)`` with μ, L the extreme eigenvalues of the posterior
+precision (paper: 0.2); one full-batch step per round (``local_steps`` > 1: WFALD's
+local steps, not in the paper); local gradients clipped to norm ``clip`` (paper: 30);
+``rounds`` rounds of which the first ``burn_in`` are burn-in (paper: 100 and 50); the
+initial sample ``θ_0 ~ N(0, I)``. Uplink: Rayleigh block fading, amplitude
+``|h_k| = |CN(0, mean_gain)|`` per round (paper: mean_gain_db = −20, h = 0.1 CN(0, 1)),
+noise N_0 = 1, per-round energy budget ``dim · 10^(snr_db/10) N_0``, the truncation
+threshold of the authors' code (or ``gain_threshold``).
+
+Methods (``methods``):
+
+* ``wflmc``: the paper's power allocation without the privacy constraint,
+  ``a = min(h_min² E / clip², η N_0 K² / (2 K_a²))`` (with no privacy constraint the
+  paper's optimised allocation reduces to this per-round maximum: its bound decreases in
+  each ``a_s`` up to that cap): the channel noise is the Langevin noise when the budget
+  allows it and more at low SNR;
+* ``wflmc-full``: every round at the full budget, the learner adding the remainder of the
+  Langevin noise (the same chain at low SNR, more energy at high SNR);
+* ``noiseless``: Langevin over ideal links (its rows repeat on every SNR).
+
+Each of the ``runs`` independent runs uses its own seed for everything (fading, channel
+noise, θ_0), the same for every SNR and method (common random numbers, as in the
+authors' code). After burn-in, at each round the samples of the ``runs`` runs are fitted
+by a Gaussian (mean, covariance over the runs) and compared with the exact posterior by
+the squared 2-Wasserstein distance; ``w2`` is the largest over the kept rounds (the
+statistic the authors' code plots), ``w2_mean`` the mean. With few runs the estimate is
+biased upward by the fit's sampling error (the same for every method).
+
+One row per (method, SNR): ``event`` = ``snr``, ``method``, ``snr_db``, ``w2``,
+``w2_mean``, ``k_active_mean`` (devices heard per round), ``silent_rounds`` (rounds no
+device transmitted, summed over runs), ``channel_noise_ratio`` (mean channel noise over
+the Langevin target 2η; 1: the channel supplies it exactly), ``added_noise_ratio``
+(mean noise the learner added over 2η), ``energy_j`` (mean energy per device per round,
+joules when N_0 is in watts), ``time_s`` (simulated seconds of one run), ``cum_bits``
+and ``cum_bits_delivered`` (bits of one run: 0 over the air, 32 per coordinate per
+device per round over ideal links), ``cum_channel_uses`` (analog channel uses of one run),
+``eta``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from bflnet.checks import check_real
+from bflnet.params import param, validate
+from bflnet.scenarios.lists import comma_list
+from bflnet.scenarios.registry import register
+from bflnet.scenarios.resources import FLOAT64, Footprint
+from bflnet.scenarios.schema import (
+    CUM_BITS,
+    CUM_BITS_DELIVERED,
+    EVENT,
+    METHOD,
+    TIME_S,
+    Schema,
+    col,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+NAME = "wflmc-gaussian"
+METHODS = ("wflmc", "wflmc-full", "noiseless")
+#: Bytes a recorded row of one simulation takes (a dict of ~20 fields).
+ROW_BYTES = 2000.0
+
+
+def snr_list(text: str) -> list[float]:
+    """The SNRs in dB of a comma list, each in [-50, 100]; one-line errors."""
+    out = []
+    for item in comma_list("snr_db", text):
+        try:
+            value = float(item)
+        except ValueError:
+            value = math.nan
+        out.append(check_real("snr_db", value, ge=-50, le=100))
+    if len(set(out)) != len(out):
+        raise ValueError(f"snr_db: values must not repeat, got {text!r}")
+    return out
+
+
+@dataclass(frozen=True)
+class WFLMCGaussianConfig:
+    """Parameters of ``wflmc-gaussian``."""
+
+    SCENARIO: ClassVar[str] = NAME
+
+    K: int = param(30, "devices (paper: 30)", ge=1, le=1000)
+    points_per_agent: int = param(40, "data points per device (paper: 40)", ge=1,
+                                  le=10**6)
+    dim: int = param(5, "dimension of θ (paper: 5)", ge=1, le=200)
+    snr_db: str = param("5,10,15,20,25,30,35,40", "comma list of SNRs in dB, transmit "
+                        "power over noise power (paper: 5 to 40)")
+    methods: str = param("wflmc,wflmc-full,noiseless", "comma list of: "
+                         + ", ".join(METHODS))
+    runs: int = param(20, "independent runs fitted by a Gaussian per round (paper: 100)",
+                      ge=2, le=10**6)
+    rounds: int = param(100, "rounds, burn-in included (paper: 100)", ge=2, le=10**7)
+    burn_in: int = param(50, "burn-in rounds (paper: 50)", ge=0, le=10**7)
+    local_steps: int = param(1, "local steps per round (1: WFLMC; more: WFALD)", ge=1,
+                             le=1000)
+    step_scale: float = param(0.2, "η = step_scale · 2 / (μ + L) (paper: 0.2)", gt=0, lt=1)
+    clip: float = param(30.0, "norm clip of the local gradients (paper: 30)", gt=0, le=1e12)
+    mean_gain_db: float = param(-20.0, "mean power gain of the channel in dB (paper: −20)",
+                                ge=-200, le=0)
+    gain_threshold: float | None = param(None, "fixed amplitude threshold of the "
+                                         "truncation (none: the authors' rule per round)",
+                                         ge=0, le=1e6)
+    bandwidth_hz: float = param(1e6, "channel uses per second", gt=0, le=1e12)
+    latency_s: float = param(0.0, "latency added to each round's air time", ge=0, le=1e6)
+
+    def __post_init__(self) -> None:
+        validate(self)
+        snr_list(self.snr_db)
+        comma_list("methods", self.methods, METHODS)
+        if self.burn_in >= self.rounds:
+            raise ValueError(f"burn_in: must be < rounds ({self.rounds}), got {self.burn_in}")
+
+    def footprint(self) -> Footprint:
+        """The data, the kept samples of every method, SNR and run, one simulation's rows,
+        and the local gradient steps (``flops``)."""
+        n = float(self.K) * self.points_per_agent
+        methods = len(comma_list("methods", self.methods, METHODS))
+        snrs = len(snr_list(self.snr_db))
+        kept = float(self.rounds - self.burn_in)
+        sims = float(self.runs) * snrs * methods
+        return (Footprint()
+                .add("data x, y", ("K", "points_per_agent", "dim"),
+                     bytes=2 * FLOAT64 * n * (self.dim + 1), work=n * (self.dim + 1))
+                .add("kept samples", ("runs", "rounds", "burn_in", "snr_db", "methods", "dim"),
+                     bytes=FLOAT64 * sims * kept * self.dim)
+                .add("one simulation's rows", ("rounds",), bytes=ROW_BYTES * self.rounds)
+                .add("exact posterior", ("dim",), bytes=4 * FLOAT64 * self.dim ** 2,
+                     flops=n * self.dim ** 2 + self.dim ** 3))
+
+
+def data(config: WFLMCGaussianConfig, rng: np.random.Generator
+         ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """``x``, ``y`` and each device's rows (module docstring)."""
+    import numpy as np
+
+    n = config.K * config.points_per_agent
+    theta_star = rng.standard_normal(config.dim)
+    x = rng.standard_normal((n, config.dim))
+    y = x @ theta_star + rng.standard_normal(n)
+    parts = [np.arange(k * config.points_per_agent, (k + 1) * config.points_per_agent)
+             for k in range(config.K)]
+    return x, y, parts
+
+
+def w2_per_round(samples: np.ndarray, mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
+    """Squared W2 between the Gaussian fit over runs (axis 0) and the posterior, per round
+    (axis 1); the covariance is the maximum-likelihood one (divided by the runs), as in
+    the authors' code."""
+    import numpy as np
+
+    from bflnet.learners.fald import gaussian_w2_squared
+
+    out = np.empty(samples.shape[1])
+    for s in range(samples.shape[1]):
+        at = samples[:, s, :]
+        m = at.mean(axis=0)
+        c = (at - m).T @ (at - m) / at.shape[0]
+        out[s] = gaussian_w2_squared(m, c, mean, cov)
+    return out
+
+
+def default_plot(frame: pd.DataFrame) -> Figure:
+    """Squared W2 to the exact posterior against SNR, one curve per method (log scale)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    styles = {"wflmc": "-o", "wflmc-full": "--s", "noiseless": ":*"}
+    for method, rows in frame.groupby("method", sort=False):
+        ax.semilogy(rows["snr_db"], rows["w2"], styles.get(method, "-"), label=method)
+    ax.set(xlabel="SNR (dB)", ylabel="squared 2-Wasserstein distance",
+           title="WFLMC, Bayesian linear regression")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend()
+    return fig
+
+
+SCHEMA = Schema.of(
+    TIME_S.means("simulated seconds of one run (rounds x air time; 0 over ideal links)"),
+    EVENT.means("snr: one row per method and SNR"),
+    CUM_BITS.means("bits of one run on the air (0 over the air: analog)"),
+    CUM_BITS_DELIVERED.means("bits of one run delivered"),
+    METHOD.means("wflmc, wflmc-full or noiseless"),
+    col("snr_db", "1", "transmit power over noise power, in dB"),
+    col("w2", "1", "largest over the kept rounds of the squared 2-Wasserstein distance "
+        "between the Gaussian fit of the runs' samples and the exact posterior"),
+    col("w2_mean", "1", "the same, averaged over the kept rounds"),
+    col("k_active_mean", "count", "devices heard per round, mean over rounds and runs"),
+    col("silent_rounds", "count", "rounds in which no device transmitted, over all runs"),
+    col("channel_noise_ratio", "1", "channel noise variance on the update over the "
+        "Langevin target 2η, mean over rounds (1: the channel supplies it exactly)"),
+    col("added_noise_ratio", "1", "noise variance the learner added over 2η, mean over "
+        "rounds"),
+    col("energy_j", "1", "energy per device per round, mean (joules when N_0 is in "
+        "watts; 0 over ideal links)"),
+    col("cum_channel_uses", "count", "analog channel uses of one run"),
+    col("eta", "1", "the Langevin step size η"),
+)
+
+
+@register(NAME, WFLMCGaussianConfig,
+          "WFLMC (Liu & Simeone) Gaussian experiment: squared 2-Wasserstein distance to "
+          "the exact posterior of Bayesian linear regression against SNR, over-the-air "
+          "Langevin vs noiseless Langevin.", plot=default_plot, columns=SCHEMA)
+def run(config: WFLMCGaussianConfig, *, seed: int = 0, progress: bool = False
+        ) -> pd.DataFrame:
+    import numpy as np
+    import pandas as pd
+
+    from bflnet.learners.fald import FALD, gaussian_linear_grads, gaussian_linear_posterior
+    from bflnet.protocols.aircomp_server import AirCompUplink, run_fald
+    from bflnet.protocols.progress import runs_bar, setup_bar
+    from bflnet.radio.aircomp import AirCompSpec, tx_power_from_snr_db
+    from bflnet.scenarios.cover_time import run_seeds
+    from bflnet.simulator.rng import RngStreams
+
+    setup = setup_bar(NAME, None, progress)
+    setup.set_postfix_str("data and exact posterior")
+    x, y, parts = data(config, RngStreams(seed).numpy("data"))
+    mean, cov = gaussian_linear_posterior(x, y)
+    eig = np.linalg.eigvalsh(np.linalg.inv(cov))
+    eta = config.step_scale * 2.0 / (eig.min() + eig.max())
+    grads = gaussian_linear_grads(x, y, parts)
+    learner = FALD(grads, step_size=eta, local_steps=config.local_steps)
+    K, d = config.K, config.dim
+    snrs = snr_list(config.snr_db)
+    methods = comma_list("methods", config.methods, METHODS)
+    kept = config.rounds - config.burn_in
+    mean_gains = np.full(K, 10.0 ** (config.mean_gain_db / 10.0))
+    # payloads are the devices' changes -ηK·(clipped gradient): the clip in their units
+    clip = eta * K * config.clip * config.local_steps
+    setup.close()
+    cases = [(m, s) for m in methods for s in (snrs if m != "noiseless" else [snrs[0]])]
+    samples = {case: np.empty((config.runs, kept, d)) for case in cases}
+    stats: dict[Any, dict[str, float]] = {case: {} for case in cases}
+    seeds = run_seeds(seed, config.runs)
+    bar = runs_bar(range(config.runs * len(cases) * config.rounds), progress, NAME)
+    for r in range(config.runs):
+        for method, snr in cases:
+            store = samples[(method, snr)][r]
+
+            def keep(s: int, theta: np.ndarray, store: np.ndarray = store) -> None:
+                bar.update(1)
+                if s > config.burn_in:
+                    store[s - config.burn_in - 1] = theta
+
+            uplink = None
+            if method != "noiseless":
+                spec = AirCompSpec(tx_power=tx_power_from_snr_db(snr), noise_power=1.0,
+                                   bandwidth_hz=config.bandwidth_hz,
+                                   latency_s=config.latency_s,
+                                   gain_threshold=config.gain_threshold,
+                                   power_rule="langevin" if method == "wflmc" else "full")
+                uplink = AirCompUplink(spec, mean_gains, clip)
+            frame, _ = run_fald(learner, config.rounds, d, seed=seeds[r], uplink=uplink,
+                                on_round=keep, name=f"{NAME} {method} run {r}")
+            rounds = frame[frame["event"].isin(("round", "silent_round"))]
+            acc = stats[(method, snr)]
+            for key, value in (
+                    ("k_active", rounds["k_active"].sum()),
+                    ("silent", (rounds["event"] == "silent_round").sum()),
+                    ("channel", (rounds["channel_var"] / learner.noise_target).sum()),
+                    ("added", (rounds["added_var"] / learner.noise_target).sum()),
+                    ("energy", rounds["round_energy_j"].sum() / K),
+                    ("rounds", float(len(rounds)))):
+                acc[key] = acc.get(key, 0.0) + float(value)
+            last = frame.iloc[-1]
+            acc.update(time_s=float(last["time_s"]), cum_bits=float(last["cum_bits"]),
+                       cum_bits_delivered=float(last["cum_bits_delivered"]),
+                       uses=float(last["cum_channel_uses"]))
+    bar.close()
+    out = []
+    for method in methods:
+        for snr in snrs:
+            case = (method, snr if method != "noiseless" else snrs[0])
+            w2 = w2_per_round(samples[case], mean, cov)
+            acc = stats[case]
+            n = acc["rounds"]
+            out.append({"time_s": acc["time_s"], "event": "snr", "cum_bits": acc["cum_bits"],
+                        "cum_bits_delivered": acc["cum_bits_delivered"], "method": method,
+                        "snr_db": snr, "w2": float(w2.max()), "w2_mean": float(w2.mean()),
+                        "k_active_mean": acc["k_active"] / n,
+                        "silent_rounds": int(acc["silent"]),
+                        "channel_noise_ratio": acc["channel"] / n,
+                        "added_noise_ratio": acc["added"] / n, "energy_j": acc["energy"] / n,
+                        "cum_channel_uses": int(acc["uses"]), "eta": eta})
+    return pd.DataFrame.from_records(out, columns=SCHEMA.names())

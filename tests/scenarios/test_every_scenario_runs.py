@@ -40,6 +40,7 @@ SHORT: dict[str, dict[str, object]] = {
     "gfvl-unlearning": {"runs": 1, "learn_iterations": 50, "iterations": 50},
     "mobile-gossip": {"duration_s": 5.0},
     "unlearning-latency": {"runs": 20},
+    "wflmc-gaussian": {"runs": 4, "rounds": 20, "burn_in": 10},
 }
 
 #: Settings under which columns that the defaults do not have appear (a schema's ``when``).

@@ -255,6 +255,7 @@ def run(config: WFLMCGaussianConfig, *, seed: int = 0, progress: bool = False
     stats: dict[Any, dict[str, float]] = {case: {} for case in cases}
     seeds = run_seeds(seed, config.runs)
     bar = runs_bar(range(config.runs * len(cases) * config.rounds), progress, NAME)
+    bar.unit = "round"
     for r in range(config.runs):
         for method, snr in cases:
             store = samples[(method, snr)][r]

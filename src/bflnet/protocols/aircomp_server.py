@@ -22,6 +22,7 @@ with ``k_active``, ``silent``, ``scale``, ``channel_var``, ``added_var``, ``clip
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +47,19 @@ class AirCompUplink:
     clip: float
 
 
+@dataclass(frozen=True)
+class DigitalUplink:
+    """The digital baseline (:mod:`bflnet.radio.digital_uplink`): each device quantises
+    its change with ``codec`` (e.g. a stochastic quantiser) and sends it alone in its
+    slot with the energy budget of ``spec`` (``spec.energy_budget(d)``), under the same
+    fading as the analog uplink (``mean_gains``). The server averages what arrived; the
+    quantisation noise is not Gaussian, so the learner adds all of its Langevin noise."""
+
+    spec: AirCompSpec
+    mean_gains: np.ndarray
+    codec: Any
+
+
 class AirCompServerProtocol:
     """``rounds`` rounds of ``learner`` (module docstring) on a ``dim``-dimensional sample;
     ``on_round(round, theta)`` sees each new sample. ``chains > 0`` runs that many
@@ -54,12 +68,15 @@ class AirCompServerProtocol:
     ``(dim,)``. Energies on the rows are then summed over the chains."""
 
     def __init__(self, learner: FALD, rounds: int, dim: int, *,
-                 uplink: AirCompUplink | None = None, payload_bits: int = 32,
+                 uplink: AirCompUplink | DigitalUplink | None = None,
+                 payload_bits: int = 32,
                  on_round: Callable[[int, np.ndarray], None] | None = None,
                  chains: int = 0) -> None:
         if uplink is not None and len(uplink.mean_gains) != learner.K:
             raise ValueError(f"mean_gains: one per device ({learner.K}), got "
                              f"{len(uplink.mean_gains)}")
+        if isinstance(uplink, DigitalUplink) and chains:
+            raise ValueError("chains: the digital uplink runs one chain")
         self.learner = learner
         self.rounds = int(rounds)
         self.dim = int(dim)
@@ -74,6 +91,8 @@ class AirCompServerProtocol:
         agent_rngs = [sim.streams.numpy(f"agent.{k}") for k in range(K)]
         fading_rng = sim.streams.numpy("aircomp.fading")
         noise_rng = sim.streams.numpy("aircomp.noise")
+        codec_rngs = ([sim.streams.numpy(f"codec.up.{k}") for k in range(K)]
+                      if isinstance(self.uplink, DigitalUplink) else [])
         theta = learner.init(learner_rng, self.shape)
         copies = 1 if len(self.shape) == 1 else self.shape[0]
         cum_energy, uses = 0.0, 0
@@ -88,6 +107,9 @@ class AirCompServerProtocol:
                 rec.record("round", node=SERVER, k_active=K, silent=0, scale=1.0,
                            channel_var=0.0, added_var=added, clipped=0, round_energy_j=0.0,
                            max_device_energy_j=0.0, cum_energy_j=0.0, cum_channel_uses=0)
+            elif isinstance(self.uplink, DigitalUplink):
+                theta, cum_energy = yield from self._digital(
+                    sim, theta, deltas, (fading_rng, learner_rng, codec_rngs), cum_energy)
             else:
                 up = self.uplink
                 amps = draw_amplitudes(fading_rng, up.mean_gains, up.spec.fading)
@@ -115,6 +137,40 @@ class AirCompServerProtocol:
                 self.on_round(r, theta)
         return Outcome(state=theta, reason="max_iterations")
 
+    def _digital(self, sim: Simulation, theta: np.ndarray, deltas: np.ndarray,
+                 rngs: tuple[np.random.Generator, np.random.Generator,
+                             list[np.random.Generator]],
+                 cum_energy: float) -> Generator[simpy.Event, Any, Any]:
+        """One digital round (:class:`DigitalUplink`): slots one after the other."""
+        fading_rng, learner_rng, codec_rngs = rngs
+        from bflnet.radio.digital_uplink import channel_uses_for
+
+        up, rec, learner, K, d = self.uplink, sim.recorder, self.learner, self.learner.K, self.dim
+        assert isinstance(up, DigitalUplink)
+        amps = draw_amplitudes(fading_rng, up.mean_gains, up.spec.fading)
+        energy = up.spec.energy_budget(d)
+        got, slot_uses, bits_sent = [], 0.0, 0
+        for k in range(K):
+            encoded = up.codec.encode(deltas[k], codec_rngs[k])
+            n = channel_uses_for(encoded.bits, energy, float(amps[k]), up.spec.noise_power)
+            if math.isfinite(n):
+                got.append(up.codec.decode(encoded))
+                slot_uses += n
+                bits_sent += encoded.bits
+        yield sim.env.timeout(slot_uses / up.spec.bandwidth_hz + up.spec.latency_s)
+        rec.count_bits(bits_sent, delivered=True, direction="up")
+        round_energy = energy / up.spec.bandwidth_hz * len(got)
+        cum_energy += round_energy
+        if not got:
+            rec.record("silent_round", node=SERVER, **self._zeros(K, cum_energy, 0))
+            return theta, cum_energy
+        theta, added = learner.merge(theta, np.mean(got, axis=0), 0.0, learner_rng)
+        rec.record("round", node=SERVER, k_active=len(got), silent=K - len(got), scale=1.0,
+                   channel_var=0.0, added_var=added, clipped=0, round_energy_j=round_energy,
+                   max_device_energy_j=energy / up.spec.bandwidth_hz,
+                   cum_energy_j=cum_energy, cum_channel_uses=0)
+        return theta, cum_energy
+
     @staticmethod
     def _zeros(K: int, cum_energy: float, uses: int) -> dict[str, Any]:
         return {"k_active": 0, "silent": K, "scale": 0.0, "channel_var": 0.0,
@@ -124,7 +180,7 @@ class AirCompServerProtocol:
 
 
 def run_fald(learner: FALD, rounds: int, dim: int, *, seed: int,
-             uplink: AirCompUplink | None = None,
+             uplink: AirCompUplink | DigitalUplink | None = None,
              on_round: Callable[[int, np.ndarray], None] | None = None,
              chains: int = 0, name: str = "fald") -> tuple[Any, np.ndarray]:
     """One run on a star of ``learner.K`` devices and a server: ``(frame, final sample)``."""

@@ -27,7 +27,7 @@ PlotFunction = Callable[["pd.DataFrame"], "Figure"]
 SCENARIO_MODULES = (
     "async_fedavg", "cdbfl_local_steps", "cdbfl_shift", "churn_gfvl", "consensus_averaging",
     "cover_time", "dsvgd_sparsifiers", "dsvgd_vs_fedavg", "emtdamp", "emtdamp_compare",
-    "forget_svgd",
+    "forget_svgd", "ota_langevin",
     "gfvl_beta_bernoulli", "gfvl_beta_exponential", "gfvl_unlearning", "mobile_gossip",
     "unlearning_latency", "wflmc_gaussian",
 )

@@ -1,0 +1,270 @@
+"""Scenario ``ota-langevin``: Bayesian federated learning by Langevin dynamics whose noise is
+the channel's (WFALD: Zhang, Liu, Simeone and Zhu, "Bayesian Over-the-Air FedAvg via
+Channel Driven Stochastic Gradient Langevin Dynamics"), against noiseless FALD over
+ideal links and a digital implementation under the same energy budget, over a sweep of
+SNR: accuracy, ECE and NLL of the posterior predictive against rounds, seconds and
+energy.
+
+A Bayesian 784-``hidden``-10 MLP (prior N(0, I)) on ``K`` i.i.d. shards of
+``points_per_agent`` Fashion-MNIST training images; every round each device runs
+``local_steps`` Langevin steps on minibatches of ``batch_size`` from the server's sample
+(:class:`~bflnet.learners.fald_torch.TorchFALD`, step ``step_size`` η), and the server
+builds the next sample from the devices' changes:
+
+* ``wfald``: over the air (:mod:`bflnet.radio.aircomp`), Rayleigh block fading of mean
+  gain ``mean_gain_db``, noise N_0 = 1, energy budget ``d · 10^(snr_db/10)`` per device
+  and round, the WFLMC authors' truncation rule, payloads clipped to
+  ``η K (local_steps · grad_clip) + 1.5 sqrt(2 η K (local_steps − 1) d)`` (the
+  gradient part plus 1.5 times the norm of the local Langevin noise), the Langevin power
+  rule: the channel's noise replaces the last step's Langevin noise, the learner adds
+  the rest; one round lasts d / ``bandwidth_hz`` whatever K;
+* ``digital``: each device quantises its change (unbiased stochastic quantiser,
+  ``digital_bits`` bits per coordinate plus a 32-bit scale) and sends it alone in its
+  slot with the same energy budget and fading, at the Shannon rate that energy allows
+  (:mod:`bflnet.radio.digital_uplink`); a device whose bits exceed what its energy can
+  carry this round stays silent; the server averages what arrived and the learner adds
+  all of the Langevin noise (the quantisation noise is extra);
+* ``fald``: ideal links (no time, no energy counted; its rows repeat on every SNR).
+
+The posterior predictive averages the samples' softmax outputs over the rounds after
+``burn_in`` (before: the current sample), evaluated on ``eval_size`` test images every
+``eval_every`` rounds and at the last. One row per (method, SNR, evaluation): ``event``
+= ``eval``, ``method``, ``snr_db``, ``iteration`` (round), ``time_s``, ``cum_bits``,
+``cum_bits_delivered`` (uplink bits: 0 over the air), ``accuracy``, ``ece``, ``nll``,
+``energy_j`` (energy per device so far, joules when N_0 is in watts), ``k_active_mean``
+(devices heard per round so far), ``channel_noise_ratio`` (mean channel noise over the
+Langevin target 2η so far; 0 for digital and ideal links).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from bflnet.devices import DEVICES
+from bflnet.params import param, validate
+from bflnet.scenarios.lists import comma_list
+from bflnet.scenarios.registry import register
+from bflnet.scenarios.resources import FLOAT64, Footprint
+from bflnet.scenarios.schema import (
+    ACCURACY,
+    CUM_BITS,
+    CUM_BITS_DELIVERED,
+    ECE,
+    EVENT,
+    ITERATION,
+    METHOD,
+    NLL,
+    TIME_S,
+    Schema,
+    col,
+)
+from bflnet.scenarios.wflmc_gaussian import snr_list
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+NAME = "ota-langevin"
+METHODS = ("wfald", "digital", "fald")
+FLOAT32 = 4
+
+
+@dataclass(frozen=True)
+class OTALangevinConfig:
+    """Parameters of ``ota-langevin``."""
+
+    SCENARIO: ClassVar[str] = NAME
+
+    K: int = param(10, "devices", ge=1, le=1000)
+    points_per_agent: int = param(300, "training images per device", ge=1, le=60_000)
+    hidden: int = param(100, "hidden units of the MLP", ge=1, le=4096)
+    batch_size: int = param(50, "minibatch of a local step", ge=1, le=60_000)
+    rounds: int = param(60, "communication rounds", ge=1, le=10**6)
+    burn_in: int = param(30, "rounds before the samples enter the predictive", ge=0,
+                         le=10**6)
+    local_steps: int = param(2, "local Langevin steps per round", ge=1, le=1000)
+    step_size: float = param(1e-4, "Langevin step η", gt=0, le=1.0)
+    grad_clip: float = param(1000.0, "gradient norm that sets the payload clip", gt=0,
+                             le=1e12)
+    snr_db: str = param("10,20,30,40", "comma list of SNRs in dB (transmit power over "
+                        "noise power)")
+    methods: str = param("wfald,digital,fald", "comma list of: " + ", ".join(METHODS))
+    digital_bits: int = param(4, "bits per coordinate of the digital baseline's "
+                              "quantiser", ge=2, le=32)
+    mean_gain_db: float = param(-20.0, "mean power gain of the channel in dB", ge=-200,
+                                le=0)
+    bandwidth_hz: float = param(1e6, "channel uses per second", gt=0, le=1e12)
+    latency_s: float = param(0.0, "latency added to each round's air time", ge=0, le=1e6)
+    eval_every: int = param(10, "rounds between evaluations", ge=1, le=10**6)
+    eval_size: int = param(1000, "test images evaluated", ge=1, le=10_000)
+    device: str = param("cpu", "where torch computes: cpu, cuda or auto", choices=DEVICES)
+
+    def __post_init__(self) -> None:
+        validate(self)
+        snr_list(self.snr_db)
+        comma_list("methods", self.methods, METHODS)
+        if self.burn_in >= self.rounds:
+            raise ValueError(f"burn_in: must be < rounds ({self.rounds}), got {self.burn_in}")
+        if self.K * self.points_per_agent > 60_000:
+            raise ValueError(f"points_per_agent: K·points_per_agent = "
+                             f"{self.K * self.points_per_agent} exceeds the 60000 training "
+                             f"images")
+
+    @property
+    def dim(self) -> int:
+        """Parameters of the MLP."""
+        return 784 * self.hidden + self.hidden + self.hidden * 10 + 10
+
+    def footprint(self) -> Footprint:
+        """Fashion-MNIST, the devices' changes of a round, and the local steps' FLOPs."""
+        d = float(self.dim)
+        methods = len(comma_list("methods", self.methods, METHODS))
+        runs = methods * len(snr_list(self.snr_db))
+        steps = runs * float(self.rounds) * self.K * self.local_steps
+        return (Footprint()
+                .add("Fashion-MNIST", (), bytes=70_000 * 785 * FLOAT32)
+                .add("the devices' changes of a round", ("K", "hidden"),
+                     bytes=3 * FLOAT64 * self.K * d)
+                .add("predictive sums", ("eval_size",), bytes=FLOAT64 * self.eval_size * 10)
+                .add("local steps", ("rounds", "K", "local_steps", "batch_size", "hidden",
+                                     "snr_db", "methods"),
+                     flops=6.0 * d * steps * min(self.batch_size, self.points_per_agent)))
+
+
+def default_plot(frame: pd.DataFrame) -> Figure:
+    """Accuracy and ECE at the last round against SNR, and accuracy against energy."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11, 3.6), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 3)
+    last = frame[frame["iteration"] == frame["iteration"].max()]
+    for method, rows in last.groupby("method", sort=False):
+        axes[0].plot(rows["snr_db"], rows["accuracy"], "-o", label=method)
+        axes[1].plot(rows["snr_db"], rows["ece"], "-o", label=method)
+    for (method, snr), rows in frame.groupby(["method", "snr_db"], sort=False):
+        if method != "fald":
+            axes[2].plot(rows["energy_j"], rows["accuracy"], "-", label=f"{method} {snr:g} dB")
+    axes[0].set(xlabel="SNR (dB)", ylabel="accuracy", title="last round")
+    axes[1].set(xlabel="SNR (dB)", ylabel="ECE", title="last round")
+    axes[2].set(xlabel="energy per device (J)", ylabel="accuracy", xscale="log",
+                title="accuracy vs energy")
+    axes[0].legend(fontsize=7)
+    axes[2].legend(fontsize=6)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    return fig
+
+
+SCHEMA = Schema.of(
+    TIME_S.means("simulated seconds of the run so far (air time; 0 over ideal links)"),
+    ITERATION.means("round of the evaluation"),
+    EVENT.means("eval: one row per method, SNR and evaluation"),
+    CUM_BITS.means("uplink bits so far (0 over the air: analog)"),
+    CUM_BITS_DELIVERED.means("uplink bits delivered so far"),
+    METHOD.means("wfald, digital or fald"),
+    col("snr_db", "1", "transmit power over noise power, in dB"),
+    ACCURACY.means("test accuracy of the posterior predictive"),
+    ECE.means("test ECE of the posterior predictive (10 bins)"),
+    NLL.means("test NLL of the posterior predictive"),
+    col("energy_j", "1", "energy per device so far (joules when N_0 is in watts)"),
+    col("k_active_mean", "count", "devices heard per round so far"),
+    col("channel_noise_ratio", "1", "channel noise on the update over 2η, mean so far"),
+)
+
+
+@register(NAME, OTALangevinConfig,
+          "WFALD (over-the-air federated Langevin dynamics, channel noise as Langevin "
+          "noise) vs noiseless FALD vs a quantised digital uplink at the same energy, "
+          "over SNR: accuracy, ECE, NLL vs rounds, seconds and energy.",
+          plot=default_plot, datasets=("fashion-mnist",), columns=SCHEMA)
+def run(config: OTALangevinConfig, *, seed: int = 0, progress: bool = False
+        ) -> pd.DataFrame:
+    from bflnet.protocols.progress import runs_bar, setup_bar
+
+    setup = setup_bar(NAME, None, progress)
+    setup.set_postfix_str("loading torch and data")
+    import numpy as np
+    import pandas as pd
+    import torch
+
+    from bflnet.analysis.calibration import scores
+    from bflnet.data import iid, load_fashion_mnist
+    from bflnet.devices import resolve_device
+    from bflnet.learners.fald_torch import TorchFALD
+    from bflnet.learners.models import BayesianMLP
+    from bflnet.protocols.aircomp_server import AirCompUplink, DigitalUplink, run_fald
+    from bflnet.protocols.codecs import StochasticQuantizer
+    from bflnet.radio.aircomp import AirCompSpec, tx_power_from_snr_db
+    from bflnet.simulator.rng import RngStreams
+
+    rng = RngStreams(seed).numpy("data")
+    x, y = load_fashion_mnist(split="train")
+    xt, yt = load_fashion_mnist(split="test")
+    parts = iid(len(y), config.K, rng, per_agent=config.points_per_agent)
+    data = {k: (x[p].reshape(len(p), -1), y[p]) for k, p in enumerate(parts)}
+    pick = rng.permutation(len(yt))[:config.eval_size]
+    x_eval, y_eval = xt[pick].reshape(len(pick), -1), torch.as_tensor(yt[pick])
+    model = BayesianMLP(784, config.hidden, 10, prior_var=1.0,
+                        device=resolve_device(config.device))
+    learner = TorchFALD(model, data, step_size=config.step_size,
+                        local_steps=config.local_steps, batch_size=config.batch_size)
+    K, d, eta = config.K, model.d, config.step_size
+    clip = (eta * K * config.local_steps * config.grad_clip
+            + 1.5 * math.sqrt(2.0 * eta * K * (config.local_steps - 1) * d))
+    mean_gains = np.full(K, 10.0 ** (config.mean_gain_db / 10.0))
+    snrs = snr_list(config.snr_db)
+    methods = comma_list("methods", config.methods, METHODS)
+    cases = [(m, s) for m in methods for s in (snrs if m != "fald" else [snrs[0]])]
+    setup.close()
+    bar = runs_bar(range(len(cases) * config.rounds), progress, NAME)
+    bar.unit = "round"
+    out: list[dict[str, Any]] = []
+    for method, snr in cases:
+        spec = AirCompSpec(tx_power=tx_power_from_snr_db(snr), noise_power=1.0,
+                           bandwidth_hz=config.bandwidth_hz, latency_s=config.latency_s)
+        uplink: Any = None
+        if method == "wfald":
+            uplink = AirCompUplink(spec, mean_gains, clip)
+        elif method == "digital":
+            uplink = DigitalUplink(spec, mean_gains, StochasticQuantizer(config.digital_bits))
+        evals: list[tuple[int, dict[str, float]]] = []
+        acc: dict[str, Any] = {"sum": None, "n": 0}
+
+        def on_round(r: int, theta: np.ndarray, acc: dict[str, Any] = acc,
+                     evals: list[tuple[int, dict[str, float]]] = evals) -> None:
+            bar.update(1)
+            if r > config.burn_in:
+                probs = learner.predictive(theta, x_eval)
+                acc["sum"] = probs if acc["sum"] is None else acc["sum"] + probs
+                acc["n"] += 1
+            if r % config.eval_every == 0 or r == config.rounds:
+                probs = (acc["sum"] / acc["n"] if acc["n"]
+                         else learner.predictive(theta, x_eval))
+                evals.append((r, scores(probs, y_eval, n_bins=10)))
+
+        frame, _ = run_fald(learner, config.rounds, d, seed=seed, uplink=uplink,
+                            on_round=on_round, name=f"{NAME} {method} {snr:g} dB")
+        rounds = frame[frame["event"].isin(("round", "silent_round"))].set_index("iteration")
+        k_cum = rounds["k_active"].cumsum()
+        ratio = (rounds["channel_var"] / learner.noise_target).cumsum()
+        for r, metrics in evals:
+            row = rounds.loc[r]
+            for snr_out in (snrs if method == "fald" else [snr]):
+                out.append({"time_s": float(row["time_s"]), "iteration": r, "event": "eval",
+                            "cum_bits": float(row["cum_bits"]),
+                            "cum_bits_delivered": float(row["cum_bits_delivered"]),
+                            "method": method, "snr_db": snr_out,
+                            "accuracy": metrics["accuracy"], "ece": metrics["ece"],
+                            "nll": metrics["nll"],
+                            "energy_j": float(row["cum_energy_j"]) / K,
+                            "k_active_mean": float(k_cum.loc[r]) / r,
+                            "channel_noise_ratio": float(ratio.loc[r]) / r})
+    bar.close()
+    frame = pd.DataFrame.from_records(out, columns=SCHEMA.names())
+    return frame.sort_values(["method", "snr_db", "iteration"], kind="stable",
+                             key=lambda c: c.map(METHODS.index) if c.name == "method"
+                             else c).reset_index(drop=True)

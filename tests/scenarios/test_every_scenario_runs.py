@@ -39,6 +39,8 @@ SHORT: dict[str, dict[str, object]] = {
     "gfvl-beta-exponential": {"runs": 1, "iterations": 100},
     "gfvl-unlearning": {"runs": 1, "learn_iterations": 50, "iterations": 50},
     "mobile-gossip": {"duration_s": 5.0},
+    "ota-langevin": {"rounds": 4, "burn_in": 2, "eval_every": 2, "eval_size": 200,
+                     "points_per_agent": 50, "snr_db": "20,40"},
     "unlearning-latency": {"runs": 20},
     "wflmc-gaussian": {"runs": 4, "rounds": 20, "burn_in": 10},
 }

@@ -1,0 +1,75 @@
+"""Scenario ota-langevin on a tiny MLP: the table's shape, the power rules on the records,
+the digital uplink's silent rounds, determinism, bad input in one line."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from bflnet.radio.digital_uplink import channel_uses_for
+from bflnet.scenarios.cli import main
+from bflnet.scenarios.registry import get_scenario
+
+SMALL = {"K": 3, "points_per_agent": 40, "hidden": 4, "batch_size": 20, "rounds": 4,
+         "burn_in": 2, "eval_every": 2, "eval_size": 50, "snr_db": "-10,60"}
+
+
+pytestmark = pytest.mark.usefixtures("use_tiny_fashion")
+
+
+@pytest.fixture(scope="module")
+def frame(use_tiny_fashion):
+    scenario = get_scenario("ota-langevin")
+    return scenario.run(scenario.config(SMALL), seed=2)
+
+
+def test_rows_and_records(frame):
+    assert set(frame["method"]) == {"wfald", "digital", "fald"}
+    assert len(frame) == 3 * 2 * 2 and (frame["event"] == "eval").all()
+    assert not frame.select_dtypes("number").isna().any().any()
+    rows = frame.set_index(["method", "snr_db", "iteration"])
+    d = 784 * 4 + 4 + 4 * 10 + 10
+    # over the air: d / bandwidth seconds a round, no bits; at 60 dB the channel supplies
+    # exactly the Langevin noise
+    assert rows.loc[("wfald", 60.0, 4), "time_s"] == pytest.approx(4 * d / 1e6)
+    assert rows.loc[("wfald", 60.0, 4), "cum_bits"] == 0
+    assert rows.loc[("wfald", 60.0, 4), "channel_noise_ratio"] == pytest.approx(1.0, rel=1e-2)
+    # ideal links: 32 bits per coordinate per device per round, no time
+    assert rows.loc[("fald", 60.0, 4), "cum_bits"] == 4 * 3 * d * 32
+    assert rows.loc[("fald", 60.0, 4), "time_s"] == 0
+
+
+def test_the_digital_uplink_is_silent_when_its_energy_cannot_carry_the_bits(frame):
+    rows = frame.set_index(["method", "snr_db", "iteration"])
+    low = rows.loc[("digital", -10.0, 4)]
+    assert low["k_active_mean"] == 0 and low["cum_bits"] == 0 and low["energy_j"] == 0
+    high = rows.loc[("digital", 60.0, 4)]
+    assert high["k_active_mean"] > 0 and high["cum_bits"] > 0 and high["time_s"] > 0
+
+
+def test_channel_uses_for_solves_the_shannon_equation():
+    for bits, energy, h in [(10.0, 10.0, 1.0), (1e4, 3e5, 0.3), (7.0, 1e6, 2.0)]:
+        n = channel_uses_for(bits, energy, h, 1.0)
+        assert n * math.log2(1 + energy * h * h / n) == pytest.approx(bits, rel=1e-9)
+    assert channel_uses_for(15.0, 10.0, 1.0, 1.0) == math.inf  # 10 / ln 2 = 14.4 < 15
+    assert channel_uses_for(0.0, 10.0, 1.0, 1.0) == 0.0
+
+
+def test_same_seed_same_table():
+    scenario = get_scenario("ota-langevin")
+    config = scenario.config({**SMALL, "rounds": 2, "burn_in": 1, "methods": "wfald,digital"})
+    a, b = scenario.run(config, seed=5), scenario.run(config, seed=5)
+    assert a.equals(b)
+    assert np.isfinite(a["accuracy"]).all()
+
+
+@pytest.mark.parametrize(("setting", "field"), [
+    ("snr_db=nan", "snr_db"), ("burn_in=60", "burn_in"), ("methods=analog", "methods"),
+    ("step_size=-1", "step_size"), ("points_per_agent=60000", "points_per_agent"),
+    ("digital_bits=1", "digital_bits")])
+def test_bad_input_is_one_line_naming_the_field(setting, field, capsys):
+    assert main(["run", "ota-langevin", "--set", setting]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and field in err[0] and "Traceback" not in err[0]

@@ -124,7 +124,8 @@ class OTALangevinConfig:
         runs = methods * len(snr_list(self.snr_db))
         steps = runs * float(self.rounds) * self.K * self.local_steps
         return (Footprint()
-                .add("Fashion-MNIST", (), bytes=70_000 * 785 * FLOAT32)
+                .add("Fashion-MNIST", (), bytes=70_000 * 785 * FLOAT32,
+                     work=float(self.K) * self.points_per_agent * 784 + 10_000 * 784)
                 .add("the devices' changes of a round", ("K", "hidden"),
                      bytes=3 * FLOAT64 * self.K * d)
                 .add("predictive sums", ("eval_size",), bytes=FLOAT64 * self.eval_size * 10)

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from bflnet.devices import DEVICES
 from bflnet.params import param, validate
 from bflnet.scenarios.lists import comma_list
+from bflnet.scenarios.network_settings import NetworkSettings
 from bflnet.scenarios.registry import register
 from bflnet.scenarios.resources import FLOAT64, Footprint
 from bflnet.scenarios.schema import (
@@ -60,7 +61,7 @@ from bflnet.scenarios.schema import (
     Schema,
     col,
 )
-from bflnet.scenarios.wflmc_gaussian import snr_list
+from bflnet.scenarios.wflmc_gaussian import AirUplinkSettings, snr_list
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -72,12 +73,12 @@ FLOAT32 = 4
 
 
 @dataclass(frozen=True)
-class OTALangevinConfig:
+class OTALangevinConfig(AirUplinkSettings, NetworkSettings):
     """Parameters of ``ota-langevin``."""
 
     SCENARIO: ClassVar[str] = NAME
 
-    K: int = param(10, "devices", ge=1, le=1000)
+    K: int = param(10, "devices", ge=2, le=1000)
     points_per_agent: int = param(300, "training images per device", ge=1, le=60_000)
     hidden: int = param(100, "hidden units of the MLP", ge=1, le=4096)
     batch_size: int = param(50, "minibatch of a local step", ge=1, le=60_000)
@@ -103,6 +104,7 @@ class OTALangevinConfig:
 
     def __post_init__(self) -> None:
         validate(self)
+        self.check_network_fields()
         snr_list(self.snr_db)
         comma_list("methods", self.methods, METHODS)
         if self.burn_in >= self.rounds:

@@ -47,13 +47,21 @@ device per round over ideal links), ``cum_channel_uses`` (analog channel uses of
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.checks import check_real
 from bflnet.params import param, validate
 from bflnet.scenarios.lists import comma_list
+from bflnet.scenarios.network_settings import (
+    GRAPH_FIELDS,
+    SERVER_ONLY,
+    NetworkSettings,
+    ServerOnly,
+)
 from bflnet.scenarios.registry import register
 from bflnet.scenarios.resources import FLOAT64, Footprint
 from bflnet.scenarios.schema import (
@@ -91,13 +99,36 @@ def snr_list(text: str) -> list[float]:
     return out
 
 
+#: The network fields an over-the-air scenario reads: the devices, the channel uses per
+#: second and the latency of a round.
+AIR_FIELDS = frozenset({"K", "bandwidth_hz", "latency_s"})
+#: What decides instead of the other network fields.
+AIR_ELSEWHERE = {
+    **SERVER_ONLY,
+    **{f.name: "the uplink is over-the-air aggregation (snr_db, mean_gain_db and the "
+               "power control decide; the server's downlink is ideal)"
+       for f in dataclasses.fields(NetworkSettings)
+       if f.name not in AIR_FIELDS and f.name not in GRAPH_FIELDS}}
+
+
+class AirUplinkSettings(ServerOnly):
+    """Mixin (first base) of an over-the-air scenario's config: of the network fields it
+    reads only ``K``, ``bandwidth_hz`` and ``latency_s``; setting another is a one-line
+    error naming what decides instead."""
+
+    DECIDED_ELSEWHERE: ClassVar[Mapping[str, str]] = AIR_ELSEWHERE
+
+    def used_fields(self) -> frozenset[str]:
+        return AIR_FIELDS
+
+
 @dataclass(frozen=True)
-class WFLMCGaussianConfig:
+class WFLMCGaussianConfig(AirUplinkSettings, NetworkSettings):
     """Parameters of ``wflmc-gaussian``."""
 
     SCENARIO: ClassVar[str] = NAME
 
-    K: int = param(30, "devices (paper: 30)", ge=1, le=1000)
+    K: int = param(30, "devices (paper: 30)", ge=2, le=1000)
     points_per_agent: int = param(40, "data points per device (paper: 40)", ge=1,
                                   le=10**6)
     dim: int = param(5, "dimension of θ (paper: 5)", ge=1, le=200)
@@ -123,6 +154,7 @@ class WFLMCGaussianConfig:
 
     def __post_init__(self) -> None:
         validate(self)
+        self.check_network_fields()
         snr_list(self.snr_db)
         comma_list("methods", self.methods, METHODS)
         if self.burn_in >= self.rounds:

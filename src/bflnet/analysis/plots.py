@@ -1,7 +1,10 @@
-"""Plots of result tables: median curves over seeds with a quantile band; reliability diagrams.
+"""Plots of result tables: median curves over seeds with a quantile band, with fault ticks
+in a strip under them; reliability diagrams. Per-run tables: :mod:`bflnet.analysis.run_plots`.
 
 Figures are built on the Agg canvas without pyplot (no global figure state), so they work
 headless and in worker processes; save them with :func:`save_figure` or ``fig.savefig``.
+Axis labels carry units (:mod:`bflnet.analysis.labels`): pass ``units`` (a scenario
+schema's ``{column: unit}``) for the columns whose name does not say it.
 
 >>> fig = plot_metric(table, x="cum_bits", y="max_deviation", hue="graph",
 ...                   logy=True)  # doctest: +SKIP
@@ -10,36 +13,43 @@ headless and in worker processes; save them with :func:`save_figure` or ``fig.sa
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from bflnet.analysis.calibration import BINNINGS, reliability_data
+from bflnet.analysis.facets import (
+    MAX_HUES,
+    Panel,
+    facet_panels,
+    facet_values,
+    finish_panels,
+    new_figure,
+)
+from bflnet.analysis.labels import axis_label
+from bflnet.analysis.table_filter import check_column
 
 FIGURE_FORMATS = (".png", ".pdf", ".svg")
+#: Columns that name one run (a curve), in order of preference; ``run`` (the run number
+#: inside a multi-run scenario's table) is added to the first of them.
 RUN_KEYS = ("run_id", "seed")
+INNER_RUN = "run"
+#: Points of the common grid when runs have different x values.
+GRID_POINTS = 200
 
 
 def _new_axes(figsize: tuple[float, float] = (6.4, 4.2)) -> tuple[Figure, Any]:
-    fig = Figure(figsize=figsize, layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = new_figure(figsize)
     return fig, fig.add_subplot()
 
 
 def _check_column(frame: pd.DataFrame, role: str, column: str | None,
                   numeric: bool = True) -> None:
-    if column is None:
-        return
-    if column not in frame.columns:
-        raise ValueError(f"{role}: unknown column {column!r}; available: "
-                         f"{', '.join(map(str, frame.columns))}")
-    if numeric and not pd.api.types.is_numeric_dtype(frame[column]):
-        raise ValueError(f"{role}: column {column!r} is not numeric")
+    check_column(frame, role, column, numeric)
 
 
 def _run_curve(run: pd.DataFrame, x: str, y: str) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -51,105 +61,227 @@ def _run_curve(run: pd.DataFrame, x: str, y: str) -> tuple[np.ndarray, np.ndarra
 
 
 def common_grid(curves: Sequence[tuple[np.ndarray, np.ndarray]], logx: bool = False,
-                points: int = 200) -> tuple[np.ndarray, np.ndarray]:
+                points: int = GRID_POINTS) -> tuple[np.ndarray, np.ndarray]:
     """``(grid, values (runs, len(grid)))``: the runs' own x values when they all share
-    them, else ``points`` values (log-spaced if ``logx``) over the x range that every run
-    covers, each run linearly interpolated (in log x if ``logx``)."""
+    them, else ``points`` values (log-spaced if ``logx``) from the smallest x of any run to
+    the largest, each run linearly interpolated (in log x if ``logx``) over its own x range
+    and NaN outside it."""
     first = curves[0][0]
     if all(np.array_equal(cx, first) for cx, _ in curves):
         return first, np.vstack([cy for _, cy in curves])
-    lo = max(cx[0] for cx, _ in curves)
-    hi = min(cx[-1] for cx, _ in curves)
-    if lo > hi:
-        raise ValueError("x: the runs' x ranges do not overlap; split them with hue")
+    lo = min(cx[0] for cx, _ in curves)
+    hi = max(cx[-1] for cx, _ in curves)
     grid = np.geomspace(lo, hi, points) if logx else np.linspace(lo, hi, points)
+    grid = np.unique(np.concatenate([grid, [cx[-1] for cx, _ in curves]]))
     warp = np.log if logx else (lambda v: v)
-    return grid, np.vstack([np.interp(warp(grid), warp(cx), cy) for cx, cy in curves])
+    values = np.full((len(curves), len(grid)), np.nan)
+    for i, (cx, cy) in enumerate(curves):
+        inside = (grid >= cx[0]) & (grid <= cx[-1])
+        values[i, inside] = np.interp(warp(grid[inside]), warp(cx), cy)
+    return grid, values
 
 
-def _curve_key(frame: pd.DataFrame, curve_by: Sequence[str] | None) -> list[str]:
+def curve_key(frame: pd.DataFrame, curve_by: Sequence[str] | None) -> list[str]:
+    """The columns whose values tell one curve (one run) from another: ``curve_by`` if
+    given, else ``run_id`` (else ``seed``), with ``run`` where the table has it."""
     if curve_by is not None:
         for column in curve_by:
-            _check_column(frame, "curve_by", column, numeric=False)
+            check_column(frame, "--curve-by", column)
         return list(curve_by)
-    return [k for k in RUN_KEYS if k in frame.columns][:1]
+    key = [k for k in RUN_KEYS if k in frame.columns][:1]
+    return key + ([INNER_RUN] if INNER_RUN in frame.columns else [])
+
+
+def runs_word(key: Sequence[str]) -> str:
+    """``seeds`` when a curve is one seed of a config, else ``runs``."""
+    return "seeds" if list(key) in (["run_id"], ["seed"]) else "runs"
+
+
+def _median(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per column: the median over the rows present, and how many are present."""
+    present = np.sum(~np.isnan(values), axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
+        return np.nanmedian(values, axis=0), present
 
 
 def _draw_group(ax: Any, group: pd.DataFrame, x: str, y: str, key: list[str], band: float,
-                logx: bool, label: str, notes: set[str]) -> None:
+                logx: bool, logy: bool, label: str, notes: set[str], color: Any = None
+                ) -> tuple[int, float, float]:
+    """One line (median over the group's runs) and its band; ``(runs, x lo, x hi)`` with
+    the x range where they can be seen (on a log y axis: where they are > 0)."""
     if "config_hash" in group.columns and group["config_hash"].nunique() > 1:
         notes.add(f"pooling {group['config_hash'].nunique()} configurations in one curve; "
-                  "pass hue= or filter the table first")
+                  "pass --hue (or --col/--row) or filter with --where")
     runs = [run for _, run in group.groupby(key, sort=False)] if key else [group]
     curves = [_run_curve(run, x, y) for run in runs]
     if any(repeated for _, _, repeated in curves):
         notes.add(f"some runs have several rows at one {x} value (the last is used); if a "
-                  "run holds several curves, name the columns that tell them apart in "
-                  "curve_by")
+                  "run holds several curves, name the columns that tell them apart with "
+                  "--curve-by")
     grid, values = common_grid([(cx, cy) for cx, cy, _ in curves], logx)
-    (line,) = ax.plot(grid, np.median(values, axis=0), label=label)
-    if band > 0 and len(values) > 1:
-        lower, upper = np.quantile(values, [(1 - band) / 2, (1 + band) / 2], axis=0)
-        ax.fill_between(grid, lower, upper, color=line.get_color(), alpha=0.25, linewidth=0)
+    median, present = _median(values)
+    full = present == len(curves)
+    if not full.all():
+        notes.add(f"runs cover different {x} ranges: where some have ended (or not begun) "
+                  "the thin line is the median of the runs present")
+        (thin,) = ax.plot(grid, median, color=color, linewidth=0.8, alpha=0.6, label="_")
+        color = thin.get_color()
+    (line,) = ax.plot(grid, np.where(full, median, np.nan), label=label, color=color)
+    shared = present >= 2
+    if band > 0 and shared.any():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            lower, upper = np.nanquantile(values, [(1 - band) / 2, (1 + band) / 2], axis=0)
+        ax.fill_between(grid, lower, upper, where=shared, color=line.get_color(), alpha=0.25,
+                        linewidth=0)
+    visible = np.isfinite(median) & ((median > 0) if logy else True)
+    if band > 0 and shared.any():
+        visible |= shared & np.isfinite(upper) & ((upper > 0) if logy else True)
+    seen = grid[visible] if visible.any() else grid
+    return len(curves), float(seen[0]), float(seen[-1])
+
+
+def _title(counts: list[int], key: list[str], band: float) -> str:
+    """"median over N seeds, 75% band" when some line is a median of several runs."""
+    if not counts or max(counts) <= 1:
+        return ""
+    lo, hi = min(counts), max(counts)
+    n = f"{hi}" if lo == hi else f"{lo}-{hi}"
+    text = f"median over {n} {runs_word(key)}"
+    return f"{text}, {band:.0%} band" if band else text
+
+
+def fault_rows(frame: pd.DataFrame, x: str) -> pd.DataFrame:
+    """The ``fault`` rows of ``frame`` (``event == "fault"``) that have ``x``."""
+    if "event" not in frame.columns or x not in frame.columns:
+        return frame.iloc[:0]
+    return frame[frame["event"] == "fault"].dropna(subset=[x])
+
+
+def fault_kinds(faults: pd.DataFrame) -> list[str]:
+    """The fault kinds of ``faults`` (``kind`` column; ``fault`` without one), sorted."""
+    if faults.empty:
+        return []
+    if "kind" not in faults.columns:
+        return ["fault"]
+    return sorted(faults["kind"].fillna("fault").astype(str).unique())
+
+
+def mark_faults(strip: Any, frame: pd.DataFrame, x: str = "time_s",
+                kinds: Sequence[str] | None = None, hue: str | None = None,
+                colors: Mapping[Any, Any] | None = None) -> int:
+    """Tick the ``fault`` rows of ``frame`` at their ``x`` in ``strip`` (an axes under the
+    curves, sharing their x axis): one row of ticks per ``kind`` (the y tick labels), each
+    tick in its ``hue`` value's colour. Returns the number of ticks (0: none)."""
+    faults = fault_rows(frame, x)
+    kinds = list(kinds) if kinds is not None else fault_kinds(faults)
+    strip.set_yticks(range(len(kinds)), kinds, fontsize="x-small")
+    strip.set_ylim(-0.6, len(kinds) - 0.4)
+    strip.invert_yaxis()
+    strip.tick_params(axis="y", length=0)
+    strip.grid(False)
+    if faults.empty:
+        return 0
+    kind_of = (faults["kind"].fillna("fault").astype(str) if "kind" in faults.columns
+               else pd.Series("fault", index=faults.index))
+    groups = [(None, faults)] if hue is None else list(faults.groupby(hue, sort=True))
+    for value, group in groups:
+        color = (colors or {}).get(value, "0.2")
+        rows = kind_of.loc[group.index].map({k: i for i, k in enumerate(kinds)})
+        strip.plot(group[x], rows, linestyle="none", marker="|", markersize=6,
+                   color=color, alpha=0.7)
+    return len(faults)
 
 
 def plot_metric(frame: pd.DataFrame, x: str, y: str, hue: str | None = None,
                 band: float = 0.75, logx: bool = False, logy: bool = False,
-                curve_by: Sequence[str] | None = None) -> Figure:
+                curve_by: Sequence[str] | None = None, *, col: str | None = None,
+                row: str | None = None, faults: bool = True,
+                xlim: tuple[float, float] | None = None,
+                ylim: tuple[float, float] | None = None,
+                units: Mapping[str, str] | None = None,
+                figsize: tuple[float, float] | None = None) -> Figure:
     """Median of ``y`` over runs against ``x``, one line per ``hue`` value, with the central
-    ``band`` quantile range shaded (``band=0``: none).
+    ``band`` quantile range shaded (``band=0``: none); one panel per ``col`` / ``row``
+    value; the table's ``fault`` rows (``faults``) ticked in a strip under each panel.
 
-    A run (one curve) is the rows sharing ``curve_by`` (default: ``run_id``, else ``seed``,
-    else the whole table). Rows without ``y`` (or ``x``) are dropped, and rows with
-    ``x <= 0`` when ``logx``. Runs with different x values are interpolated onto a common
-    grid (see :func:`common_grid`). Pooling several configs in one line, or several rows
-    of one run at the same x, gives a warning.
+    A run (one curve) is the rows sharing :func:`curve_key`. Rows without ``y`` (or ``x``)
+    are dropped, and rows with ``x <= 0`` when ``logx``. Runs with different x values are
+    interpolated onto a common grid (:func:`common_grid`); where only some runs have
+    values, a thin line gives the median of those. The x axis ends where the curves end
+    (``xlim`` to choose). Pooling several configs in one line, or several rows of one run
+    at the same x, gives a warning.
     """
-    _check_column(frame, "x", x)
-    _check_column(frame, "y", y)
-    _check_column(frame, "hue", hue, numeric=False)
+    check_column(frame, "--x", x, numeric=True)
+    check_column(frame, "--y", y, numeric=True)
+    check_column(frame, "--hue", hue)
     if isinstance(band, bool) or not isinstance(band, int | float) or not 0 <= band < 1:
-        raise ValueError(f"band: must be a number in [0, 1), got {band!r}")
-    key = _curve_key(frame, curve_by)
+        raise ValueError(f"--band: must be a number in [0, 1), got {band!r}")
+    key = curve_key(frame, curve_by)
     rows = frame.dropna(subset=[x, y] + ([hue] if hue else []))
     if logx:
         rows = rows[rows[x] > 0]
     if rows.empty:
-        raise ValueError(f"y: no rows with both {x!r} and {y!r}")
-    fig, ax = _new_axes()
+        raise ValueError(f"--y: no rows with both {x!r} and {y!r}")
+    hues = facet_values(rows, "--hue", hue, MAX_HUES)
+    marks = fault_rows(frame, x) if faults else frame.iloc[:0]
+    if not marks.empty and logx:
+        marks = marks[marks[x] > 0]
+    kinds = fault_kinds(marks)
+    fig, panels = facet_panels(rows, row, col, strip_rows=len(kinds), figsize=figsize)
     notes: set[str] = set()
-    groups = [(y, rows)] if hue is None else list(rows.groupby(hue, sort=True))
-    for value, group in groups:
-        _draw_group(ax, group, x, y, key, band, logx, str(value), notes)
+    counts: list[int] = []
+    span = [np.inf, -np.inf]
+    colors: dict[Any, Any] = {}
+    for panel in panels:
+        for value in hues:
+            group = panel.rows if hue is None else panel.rows[panel.rows[hue] == value]
+            if group.empty:
+                continue
+            label = y if hue is None else _hue_label(value)
+            n, lo, hi = _draw_group(panel.ax, group, x, y, key, band, logx, logy, label, notes,
+                                    colors.get(value))
+            colors.setdefault(value, panel.ax.lines[-1].get_color())
+            counts.append(n)
+            span = [min(span[0], lo), max(span[1], hi)]
+        if panel.strip is not None:
+            mark_faults(panel.strip, _panel_rows(marks, panel, row, col), x, kinds, hue,
+                        colors if hue is not None else None)
+            if panel.left:
+                panel.strip.set_ylabel("faults", fontsize="x-small")
     for note in sorted(notes):
         warnings.warn(note, stacklevel=2)
-    ax.set(xlabel=x, ylabel=y, xscale="log" if logx else "linear",
-           yscale="log" if logy else "linear")
-    ax.set_title(f"median over seeds, {band:.0%} band" if band else "median over seeds")
-    if hue is not None:
-        ax.legend(title=hue)
-    ax.grid(alpha=0.3)
+    ax = panels[0].ax
+    ax.set(xscale="log" if logx else "linear", yscale="log" if logy else "linear")
+    if xlim is not None:
+        ax.set_xlim(*xlim)
+    elif span[0] < span[1]:
+        ax.set_xlim(*span)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    finish_panels(fig, panels, axis_label(x, units), axis_label(y, units),
+                  legend_title=None if hue is None else axis_label(hue, units),
+                  title=_title(counts, key, band))
     return fig
 
 
-def mark_faults(ax: Any, frame: pd.DataFrame, x: str = "time_s") -> int:
-    """Mark the ``fault`` rows of ``frame`` (``event == "fault"``) at their ``x`` under the
-    curves of ``ax``: one row of ticks per ``kind``, in the legend. Returns the number of
-    marks (0: nothing drawn)."""
-    from matplotlib.transforms import blended_transform_factory
+def _hue_label(value: Any) -> str:
+    from bflnet.analysis.table_filter import format_value
 
-    if "event" not in frame.columns or x not in frame.columns:
-        return 0
-    faults = frame[(frame["event"] == "fault")].dropna(subset=[x])
-    if faults.empty:
-        return 0
-    kinds = faults["kind"].astype(str) if "kind" in faults else pd.Series("fault", faults.index)
-    where = blended_transform_factory(ax.transData, ax.transAxes)
-    for row, (kind, group) in enumerate(faults.groupby(kinds, sort=True)):
-        ax.plot(group[x], [0.02 + 0.035 * row] * len(group), linestyle="none", marker="|",
-                markersize=7, transform=where, label=f"fault: {kind}", alpha=0.8)
-    ax.legend(fontsize="small")
-    return len(faults)
+    return format_value(value)
+
+
+def _panel_rows(marks: pd.DataFrame, panel: Panel, row: str | None,
+                col: str | None) -> pd.DataFrame:
+    """The rows of ``marks`` that belong to ``panel`` (same ``row`` and ``col`` values)."""
+    if marks.empty or panel.rows.empty:
+        return marks.iloc[:0]
+    keep = pd.Series(True, index=marks.index)
+    for name in (row, col):
+        if name is not None and name in marks.columns:
+            keep &= marks[name] == panel.rows[name].iloc[0]
+    return marks[keep]
 
 
 def reliability_diagram(probs: Any, labels: Any, n_bins: int = 10,

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import re
 import sys
-import warnings
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from bflnet.errors import SimulationError, SweepError, WriteError
+from bflnet.scenarios.cli_plots import plot, plot_network
 from bflnet.scenarios.config import ValidationBug, describe_fields
 from bflnet.scenarios.config_file import run_request, sweep_request
 from bflnet.scenarios.interrupt import Interrupted, catch_signals
@@ -215,43 +215,9 @@ def rerun(
         raise typer.Exit(1)
 
 
-@app.command()
-def plot(
-    file: Annotated[str, typer.Argument(help="a result table (.parquet, .csv) or a sweep "
-                                        "directory")],
-    y: Annotated[str, typer.Option(help="metric column to plot")],
-    out: Annotated[str, typer.Option(help="figure file: .png, .pdf or .svg")],
-    x: Annotated[str, typer.Option(help="x column: time_s, cum_bits, iteration, ...")]
-        = "iteration",
-    hue: Annotated[str | None, typer.Option(help="one line per value of this column")] = None,
-    band: Annotated[float, typer.Option(help="central quantile band over seeds (0: none)")]
-        = 0.75,
-    logx: Annotated[bool, typer.Option(help="log x axis")] = False,
-    logy: Annotated[bool, typer.Option(help="log y axis")] = False,
-    curve_by: Annotated[list[str] | None, typer.Option(
-        help="columns that identify one curve (repeatable; default: run_id, else seed)")]
-        = None,
-    faults: Annotated[bool, typer.Option(
-        help="mark the table's fault rows (event = fault) on the x axis, one tick row per "
-             "kind (when they have the x column, e.g. time_s)")] = True,
-) -> None:
-    """Plot the median of a metric over seeds with a quantile band."""
-    from bflnet.analysis.plots import FIGURE_FORMATS, mark_faults, plot_metric, save_figure
-    from bflnet.scenarios.output import read_frame
-    from bflnet.scenarios.sweep import load_sweep
-
-    if Path(out).suffix.lower() not in FIGURE_FORMATS:
-        raise ValueError(f"--out: must end in {', '.join(FIGURE_FORMATS)}, got {out!r}")
-    frame = load_sweep(file) if Path(file).is_dir() else read_frame(file)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        figure = plot_metric(frame, x, y, hue=hue, band=band, logx=logx, logy=logy,
-                             curve_by=curve_by)
-        if faults:
-            mark_faults(figure.axes[0], frame, x)
-    for message in dict.fromkeys(str(w.message) for w in caught):
-        typer.echo(f"bflnet: warning: {message}", err=True)
-    typer.echo(f"wrote {save_figure(figure, out)}", err=True)
+app.command()(plot)
+app.command("plot-network")(plot_network)
+app.command("draw", help="Same as plot-network.")(plot_network)
 
 
 #: Longest error line printed (a longer one is cut, saying so).

@@ -1,0 +1,138 @@
+"""Figures of one or more panels: one per value of a ``row`` and a ``col`` column, each
+with an optional strip under it (fault ticks), and one legend for the figure.
+
+Figures are built on the Agg canvas without pyplot (no global figure state), so they work
+headless and in worker processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from bflnet.analysis.table_filter import check_column, format_value, sorted_values, value_list
+
+#: Most panels of one figure (rows x columns).
+MAX_PANELS = 36
+#: Most lines (hue values) of one panel.
+MAX_HUES = 24
+#: Size in inches of a figure of one panel, and of each panel of a grid.
+SINGLE_SIZE = (6.4, 4.2)
+PANEL_SIZE = (3.3, 2.6)
+
+
+@dataclass
+class Panel:
+    """One panel: its rows of the table, its axes, the strip under it (or ``None``)."""
+
+    rows: pd.DataFrame
+    ax: Any
+    strip: Any
+    title: str
+    bottom: bool
+    left: bool
+
+
+def facet_values(frame: pd.DataFrame, role: str, column: str | None,
+                 limit: int) -> list[Any]:
+    """The values of a facet or hue column (``[None]`` without one); a one-line error if
+    it has more than ``limit``."""
+    if column is None:
+        return [None]
+    check_column(frame, role, column)
+    values = sorted_values(frame[column])
+    if len(values) > limit:
+        raise ValueError(f"{role}: column {column!r} has {len(values)} values "
+                         f"({value_list(values, 6)}); at most {limit} here: filter with "
+                         f"--where or pick another column")
+    if not values:
+        raise ValueError(f"{role}: column {column!r} has no values")
+    return values
+
+
+def new_figure(figsize: tuple[float, float]) -> Figure:
+    """An empty figure on the Agg canvas, laid out by matplotlib's constrained layout."""
+    fig = Figure(figsize=figsize, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def facet_panels(frame: pd.DataFrame, row: str | None = None, col: str | None = None,
+                 strip_rows: int = 0, figsize: tuple[float, float] | None = None,
+                 sharey: bool = True) -> tuple[Figure, list[Panel]]:
+    """A figure with one panel per (``row`` value, ``col`` value) that has rows in
+    ``frame``; ``strip_rows`` > 0 adds a strip of that many tick rows under each panel,
+    sharing its x axis. All panels share x (and y if ``sharey``)."""
+    row_values = facet_values(frame, "--row", row, MAX_PANELS)
+    col_values = facet_values(frame, "--col", col, MAX_PANELS)
+    if len(row_values) * len(col_values) > MAX_PANELS:
+        raise ValueError(f"--row/--col: {len(row_values)} x {len(col_values)} panels; at "
+                         f"most {MAX_PANELS}: filter with --where")
+    n_rows, n_cols = len(row_values), len(col_values)
+    if figsize is None:
+        figsize = SINGLE_SIZE if n_rows * n_cols == 1 else (
+            PANEL_SIZE[0] * n_cols + 1.8, PANEL_SIZE[1] * n_rows + 0.4)
+    fig = new_figure(figsize)
+    strip_ratio = 0.1 + 0.05 * min(strip_rows, 6)
+    ratios = [1.0, strip_ratio] * n_rows if strip_rows else [1.0] * n_rows
+    grid = fig.add_gridspec(len(ratios), n_cols, height_ratios=ratios)
+    step = 2 if strip_rows else 1
+    first: Any = None
+    panels = []
+    for i, rv in enumerate(row_values):
+        for j, cv in enumerate(col_values):
+            mask = np.ones(len(frame), dtype=bool)
+            if row is not None:
+                mask &= (frame[row] == rv).to_numpy()
+            if col is not None:
+                mask &= (frame[col] == cv).to_numpy()
+            ax = fig.add_subplot(grid[i * step, j], sharex=first,
+                                 sharey=first if sharey else None)
+            first = first or ax
+            strip = fig.add_subplot(grid[i * step + 1, j], sharex=ax) if strip_rows else None
+            title = ", ".join(f"{name} = {format_value(v)}" for name, v in
+                              ((row, rv), (col, cv)) if name is not None)
+            panels.append(Panel(frame[mask], ax, strip, title, i == n_rows - 1, j == 0))
+    return fig, panels
+
+
+def finish_panels(fig: Figure, panels: Sequence[Panel], xlabel: str, ylabel: str,
+                  legend_title: str | None = None, title: str = "") -> None:
+    """Labels on the outer panels, panel titles, one legend (inside a lone panel, else
+    beside the grid) and the figure's title."""
+    for p in panels:
+        p.ax.grid(alpha=0.3)
+        if p.title:
+            p.ax.set_title(p.title, fontsize="medium")
+        lowest = p.strip if p.strip is not None else p.ax
+        if p.strip is not None:
+            p.ax.tick_params(labelbottom=False)
+        if p.bottom:
+            lowest.set_xlabel(xlabel)
+        else:
+            lowest.tick_params(labelbottom=False)
+        if p.left:
+            p.ax.set_ylabel(ylabel)
+    handles: dict[str, Any] = {}
+    for p in panels:
+        for handle, label in zip(*p.ax.get_legend_handles_labels(), strict=True):
+            if not label.startswith("_"):
+                handles.setdefault(label, handle)
+    if handles and (legend_title is not None or len(handles) > 1):
+        if len(panels) == 1:
+            panels[0].ax.legend(handles.values(), handles.keys(), title=legend_title,
+                                fontsize="small")
+        else:
+            fig.legend(handles.values(), handles.keys(), title=legend_title,
+                       loc="outside right upper", fontsize="small")
+    if title:
+        if len(panels) == 1 and not panels[0].title:
+            panels[0].ax.set_title(title, fontsize="medium")
+        else:
+            fig.suptitle(title, fontsize="medium")

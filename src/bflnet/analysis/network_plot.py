@@ -1,0 +1,283 @@
+"""Pictures of a network: the graph at its node positions (a spring layout when it has
+none), link quality as the links' colour, and, from a run's table, the random walk's
+path or the gossip exchanges, with outages marked; a timeline under the graph shows
+the same events against simulated time.
+
+:class:`NetworkPicture` holds what is drawn; :mod:`bflnet.scenarios.network_view` fills
+it from a scenario's config, a result table or a graph file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.collections import LineCollection
+from matplotlib.figure import Figure
+
+from bflnet.analysis.facets import new_figure
+
+#: Largest graph drawn (nodes).
+MAX_NODES = 5000
+#: Node numbers are written on graphs up to this size.
+MAX_LABELLED = 40
+#: Node kinds of fault rows that take a node down and bring it back.
+DOWN, UP = "node_down", "node_up"
+LINK_DOWN = "link_down"
+
+
+@dataclass
+class NetworkPicture:
+    """What one panel shows. ``graph``: a networkx graph on the nodes ``0..K-1``;
+    ``positions``: ``{node: (x, y)}`` in metres (``None``: a spring layout); ``quality``:
+    ``{(u, v): value}`` per link with ``quality_label``; ``server``: a parameter server
+    linked to every node (drawn at the centre); ``events``: the run's rows (``time_s``,
+    ``event``, ``node``, ``peer``, ``kind``, ``outcome``) for the walk, the exchanges and
+    the outages; ``title`` above the panel."""
+
+    graph: Any
+    positions: Mapping[int, tuple[float, float]] | None = None
+    quality: Mapping[tuple[int, int], float] | None = None
+    quality_label: str = ""
+    server: bool = False
+    events: pd.DataFrame | None = None
+    title: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def layout(picture: NetworkPicture) -> tuple[dict[int, np.ndarray], bool]:
+    """``({node: xy}, in metres?)``: the picture's positions, else a spring layout
+    (seeded: the same picture every time)."""
+    import networkx as nx
+
+    if picture.positions is not None:
+        return {n: np.asarray(p, dtype=float) for n, p in picture.positions.items()}, True
+    if picture.graph.number_of_nodes() <= 2:
+        return {n: np.array([float(i), 0.0]) for i, n in enumerate(picture.graph.nodes)}, False
+    pos = nx.spring_layout(picture.graph, seed=0)
+    return {n: np.asarray(p, dtype=float) for n, p in pos.items()}, False
+
+
+def walk_moves(events: pd.DataFrame | None) -> pd.DataFrame:
+    """The random walk's token holders in time order (``iteration``/``init`` rows that
+    name a ``node``), one row per slot: ``time_s``, ``node``."""
+    if events is None or "node" not in events.columns or "event" not in events.columns:
+        return pd.DataFrame(columns=["time_s", "node"])
+    rows = events[events["event"].isin(("init", "iteration"))].dropna(subset=["node"])
+    return rows[["time_s", "node"]].astype({"node": int})
+
+
+def exchanges(events: pd.DataFrame | None) -> pd.DataFrame:
+    """Gossip exchanges (``exchange`` rows, or ``message`` rows of a run that recorded its
+    messages): ``time_s``, ``node``, ``peer``, ``ok``."""
+    if events is None or not {"node", "peer", "event"} <= set(events.columns):
+        return pd.DataFrame(columns=["time_s", "node", "peer", "ok"])
+    rows = events[events["event"].isin(("exchange", "message"))].dropna(subset=["node", "peer"])
+    ok = (rows["outcome"].fillna("ok") == "ok") if "outcome" in rows.columns \
+        else pd.Series(True, index=rows.index)
+    out = rows[["time_s", "node", "peer"]].astype({"node": int, "peer": int})
+    return out.assign(ok=ok.to_numpy())
+
+
+def outages(events: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(node intervals, link downs)``: per node ``node``, ``start``, ``end`` (``end``:
+    the node's ``node_up``, else the last time of the events), and the ``link_down``
+    rows (``time_s``, ``node``, ``peer``)."""
+    empty = (pd.DataFrame(columns=["node", "start", "end"]),
+             pd.DataFrame(columns=["time_s", "node", "peer"]))
+    if events is None or not {"event", "kind", "node"} <= set(events.columns):
+        return empty
+    faults = events[events["event"] == "fault"].dropna(subset=["node"])
+    end_of_run = float(events["time_s"].max()) if len(events) else 0.0
+    intervals = []
+    for node, rows in faults[faults["kind"].isin((DOWN, UP))].groupby("node", sort=True):
+        start = None
+        for kind, t in zip(rows["kind"], rows["time_s"], strict=True):
+            if kind == DOWN and start is None:
+                start = float(t)
+            elif kind == UP and start is not None:
+                intervals.append((int(node), start, float(t)))
+                start = None
+        if start is not None:
+            intervals.append((int(node), start, end_of_run))
+    links = faults[faults["kind"] == LINK_DOWN]
+    links = links.dropna(subset=["peer"]) if "peer" in links.columns else links.iloc[:0]
+    return (pd.DataFrame(intervals, columns=["node", "start", "end"]),
+            links[["time_s", "node", "peer"]].astype({"node": int, "peer": int})
+            if len(links) else empty[1])
+
+
+def window(picture: NetworkPicture, steps: int) -> float | None:
+    """The time of the ``steps``-th walk move or exchange (``None``: no limit)."""
+    moves, talks = walk_moves(picture.events), exchanges(picture.events)
+    times = moves["time_s"] if len(moves) else talks["time_s"]
+    if len(times) > steps:
+        return float(times.iloc[steps])
+    return None
+
+
+def _edge_segments(graph: Any, xy: Mapping[int, np.ndarray],
+                   edges: Sequence[tuple[int, int]]) -> np.ndarray:
+    return np.array([[xy[u], xy[v]] for u, v in edges]).reshape(-1, 2, 2)
+
+
+def draw_panel(fig: Figure, ax: Any, timeline: Any, picture: NetworkPicture,
+               steps: int) -> None:
+    """Draw ``picture`` on ``ax`` (the graph) and ``timeline`` (events against time, or
+    ``None``), with the first ``steps`` walk moves or exchanges."""
+    graph = picture.graph
+    xy, metres = layout(picture)
+    until = window(picture, steps)
+    events = picture.events
+    if events is not None and until is not None:
+        events = events[events["time_s"] <= until]
+    moves, talks = walk_moves(events), exchanges(events)
+    down, links_down = outages(events)
+    edges = [(u, v) for u, v in graph.edges() if u != v]
+    if picture.server:
+        centre = np.mean(np.array(list(xy.values())), axis=0)
+        for node in graph.nodes:
+            ax.plot(*zip(centre, xy[node], strict=True), color="0.75", linewidth=0.8,
+                    zorder=1)
+        ax.plot(*centre, marker="s", markersize=13, color="black", zorder=4,
+                linestyle="none", label="parameter server")
+    segments = _edge_segments(graph, xy, edges)
+    widths = np.full(len(edges), 1.2)
+    if len(talks):
+        counts = talks.assign(a=talks[["node", "peer"]].min(axis=1),
+                              b=talks[["node", "peer"]].max(axis=1)).groupby(["a", "b"]).size()
+        per_edge = np.array([counts.get((min(u, v), max(u, v)), 0) for u, v in edges])
+        widths = 0.8 + 4.0 * per_edge / max(per_edge.max(), 1)
+    if picture.quality:
+        values = np.array([picture.quality.get((u, v), picture.quality.get((v, u), np.nan))
+                           for u, v in edges], dtype=float)
+        lines = LineCollection(segments, array=values, cmap="viridis", linewidths=widths,
+                               zorder=1)
+        ax.add_collection(lines)
+        fig.colorbar(lines, ax=ax, label=picture.quality_label, shrink=0.8)
+    elif len(edges):
+        ax.add_collection(LineCollection(segments, colors="0.6", linewidths=widths, zorder=1))
+    if len(links_down):
+        pairs = sorted({(min(a, b), max(a, b)) for a, b in zip(links_down["node"],
+                                                                 links_down["peer"],
+                                                                 strict=True)
+                        if a in xy and b in xy})
+        ax.add_collection(LineCollection(_edge_segments(graph, xy, pairs), colors="tab:red",
+                                         linewidths=1.2, linestyles="--", zorder=2))
+        ax.plot([], [], color="tab:red", linestyle="--", label="link went down")
+    nodes = list(graph.nodes)
+    pts = np.array([xy[n] for n in nodes])
+    size = 160 if len(nodes) <= MAX_LABELLED else max(6, 4000 / len(nodes))
+    if len(moves):
+        visits = moves["node"].value_counts()
+        colour = np.array([visits.get(n, 0) for n in nodes], dtype=float)
+        art = ax.scatter(pts[:, 0], pts[:, 1], s=size, c=colour, cmap="Oranges",
+                         edgecolors="black", linewidths=0.6, zorder=3)
+        fig.colorbar(art, ax=ax, label="token visits", shrink=0.8)
+        path = moves["node"].to_numpy()
+        if len(path) > 1:
+            walk = np.array([[xy[a], xy[b]] for a, b in pairwise(path)
+                             if a != b and a in xy and b in xy]).reshape(-1, 2, 2)
+            if len(walk):
+                art = LineCollection(walk, array=np.arange(len(walk), dtype=float),
+                                     cmap="plasma", linewidths=2.2, alpha=0.85, zorder=2)
+                ax.add_collection(art)
+                ax.plot([], [], color="purple", linewidth=2.2,
+                        label=f"walk: first {len(walk)} moves (dark: early)")
+    else:
+        ax.scatter(pts[:, 0], pts[:, 1], s=size, color="tab:blue", edgecolors="black",
+                   linewidths=0.6, zorder=3)
+    if len(down):
+        gone = sorted(set(down["node"]) & set(xy))
+        ring = np.array([xy[n] for n in gone]).reshape(-1, 2)
+        ax.scatter(ring[:, 0], ring[:, 1], s=size * 2.2, facecolors="none",
+                   edgecolors="tab:red", linewidths=2, zorder=4, label="node went down")
+    if len(nodes) <= MAX_LABELLED:
+        for n in nodes:
+            ax.annotate(str(n), xy[n], ha="center", va="center", fontsize=7, zorder=5)
+    if len(talks):
+        ax.plot([], [], color="0.4", linewidth=3, label="link width: exchanges")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.autoscale_view()
+    if metres:
+        ax.set(xlabel="x (m)", ylabel="y (m)")
+    else:
+        ax.set_xticks([])
+        ax.set_yticks([])
+    if ax.get_legend_handles_labels()[1]:
+        ax.legend(fontsize="x-small", framealpha=0.85)
+    title = picture.title
+    if until is not None:
+        title += f" (up to t = {until:.3g} s)"
+    ax.set_title(title, fontsize="medium")
+    if timeline is not None:
+        draw_timeline(timeline, moves, talks, down, links_down)
+
+
+def draw_timeline(ax: Any, moves: pd.DataFrame, talks: pd.DataFrame, down: pd.DataFrame,
+                  links_down: pd.DataFrame) -> None:
+    """Events against simulated time, one row per node: the token holder (a step line),
+    exchanges (a segment from node to peer, red when it failed), node outages (red bars),
+    link downs (red ticks at both ends)."""
+    if len(moves):
+        ax.step(moves["time_s"], moves["node"], where="post", color="tab:purple",
+                linewidth=1, label="token holder")
+    if len(talks):
+        for ok, colour in ((True, "tab:blue"), (False, "tab:red")):
+            rows = talks[talks["ok"] == ok]
+            if len(rows):
+                seg = np.stack([np.column_stack([rows["time_s"], rows["node"]]),
+                                np.column_stack([rows["time_s"], rows["peer"]])], axis=1)
+                ax.add_collection(LineCollection(seg, colors=colour, linewidths=0.8,
+                                                 alpha=0.7))
+                ax.plot([], [], color=colour, label="exchange" if ok else "failed exchange")
+    if len(down):
+        for node, rows in down.groupby("node"):
+            ax.broken_barh(list(zip(rows["start"], rows["end"] - rows["start"], strict=True)),
+                           (node - 0.35, 0.7), color="tab:red", alpha=0.5)
+        ax.plot([], [], color="tab:red", alpha=0.5, linewidth=6, label="node down")
+    if len(links_down):
+        t = np.concatenate([links_down["time_s"], links_down["time_s"]])
+        n = np.concatenate([links_down["node"], links_down["peer"]])
+        ax.plot(t, n, linestyle="none", marker="|", color="tab:red", markersize=5,
+                label="link down")
+    ax.set(xlabel="time (s)", ylabel="node")
+    ax.autoscale_view()
+    ax.margins(x=0)
+    if ax.get_legend_handles_labels()[1]:
+        ax.legend(fontsize="x-small", loc="upper right")
+    ax.grid(alpha=0.3)
+
+
+def has_events(picture: NetworkPicture) -> bool:
+    """Whether the picture has a walk, exchanges or outages to show on a timeline."""
+    down, links = outages(picture.events)
+    return bool(len(walk_moves(picture.events)) or len(exchanges(picture.events))
+                or len(down) or len(links))
+
+
+def draw_network(pictures: Sequence[NetworkPicture], steps: int = 40,
+                 figsize: tuple[float, float] | None = None) -> Figure:
+    """One panel per picture side by side, each with its timeline under it when it has
+    events; ``steps``: the walk moves or exchanges drawn (the timeline spans them)."""
+    if not pictures:
+        raise ValueError("nothing to draw")
+    for p in pictures:
+        if p.graph.number_of_nodes() > MAX_NODES:
+            raise ValueError(f"graph: {p.graph.number_of_nodes()} nodes; at most {MAX_NODES} "
+                             f"are drawn")
+    timed = any(has_events(p) for p in pictures)
+    n = len(pictures)
+    if figsize is None:
+        figsize = (5.6 * n if n > 1 else 6.4, 7.2 if timed else 5.2)
+    fig = new_figure(figsize)
+    grid = fig.add_gridspec(2 if timed else 1, n, height_ratios=[3, 1.3] if timed else [1])
+    for i, picture in enumerate(pictures):
+        ax = fig.add_subplot(grid[0, i])
+        timeline = fig.add_subplot(grid[1, i]) if timed and has_events(picture) else None
+        draw_panel(fig, ax, timeline, picture, steps)
+    return fig

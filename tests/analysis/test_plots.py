@@ -1,10 +1,18 @@
 """Median-and-band plots of result tables, and reliability diagrams."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from bflnet.analysis.plots import common_grid, plot_metric, reliability_diagram, save_figure
+from bflnet.analysis.plots import (
+    common_grid,
+    mark_faults,
+    plot_metric,
+    reliability_diagram,
+    save_figure,
+)
 from bflnet.scenarios.cli import main
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -37,19 +45,32 @@ def test_median_line_and_band_per_hue_value(tmp_path):
     assert path.read_bytes()[:8] == PNG_MAGIC
 
 
-def test_runs_with_different_x_are_interpolated_on_their_common_range():
+def test_runs_with_different_x_are_interpolated_over_their_own_ranges():
     curves = [(np.array([0.0, 2.0, 4.0]), np.array([0.0, 2.0, 4.0])),
               (np.array([1.0, 3.0]), np.array([10.0, 30.0]))]
     grid, values = common_grid(curves, points=3)
-    np.testing.assert_allclose(grid, [1, 2, 3])
-    np.testing.assert_allclose(values, [[1, 2, 3], [10, 20, 30]])
-    # in log x: grid 1, 10, 100; the second run is linear in log x, so it is interpolated
-    # exactly: y = 10 * log10(x) + 5 -> 5, 15, 25
+    # 3 points over the union 0..4, and every run's last x
+    np.testing.assert_allclose(grid, [0, 2, 3, 4])
+    np.testing.assert_allclose(values, [[0, 2, 3, 4], [np.nan, 20, 30, np.nan]])
+    # in log x: the second run is linear in log x, so it is interpolated exactly:
+    # y = 10 * log10(x) + 5 -> -5, 15, 25, 35 at 0.1, 10, 100, 1000
     curves = [(np.array([1.0, 100.0]), np.array([0.0, 1.0])),
               (np.array([0.1, 1000.0]), np.array([-5.0, 35.0]))]
     grid, values = common_grid(curves, logx=True, points=3)
-    np.testing.assert_allclose(grid, [1, 10, 100])
-    np.testing.assert_allclose(values, [[0, 0.5, 1], [5, 15, 25]])
+    np.testing.assert_allclose(grid, [0.1, 10, 100, 1000])
+    np.testing.assert_allclose(values, [[np.nan, 0.5, 1, np.nan], [-5, 15, 25, 35]])
+
+
+def test_runs_that_do_not_overlap_give_a_thin_median_of_the_runs_present():
+    frame = pd.DataFrame({"seed": [0, 0, 1, 1], "time_s": [0.0, 1.0, 2.0, 3.0],
+                          "y": [1.0, 2.0, 3.0, 4.0]})
+    with pytest.warns(UserWarning, match="runs cover different time_s ranges"):
+        fig = plot_metric(frame, "time_s", "y")
+    ax = fig.axes[0]
+    thin, full = ax.lines  # no point where both runs have values: the full line is empty
+    assert np.isnan(full.get_ydata()).all()
+    assert np.nanmax(thin.get_ydata()) == 4.0 and np.nanmin(thin.get_ydata()) == 1.0
+    assert ax.get_xlim() == (0.0, 3.0)  # ends where the curves end
 
 
 def test_no_band_and_log_axes():
@@ -61,10 +82,13 @@ def test_no_band_and_log_axes():
 
 
 def test_one_line_errors():
-    for kwargs, text in [({"x": "nope", "y": "y"}, "x: unknown column 'nope'; available: "),
-                         ({"x": "iteration", "y": "graph"}, "y: column 'graph' is not numeric"),
-                         ({"x": "iteration", "y": "y", "hue": "K"}, "hue: unknown column 'K'"),
-                         ({"x": "iteration", "y": "y", "band": 1.5}, "band: must be a number")]:
+    for kwargs, text in [({"x": "nope", "y": "y"}, "--x: unknown column 'nope'; available: "),
+                         ({"x": "iteration", "y": "graph"}, "--y: column 'graph' is not "
+                          "numeric"),
+                         ({"x": "iteration", "y": "y", "hue": "K"}, "--hue: unknown column "
+                          "'K'"),
+                         ({"x": "iteration", "y": "y", "band": 1.5}, "--band: must be a "
+                          "number")]:
         with pytest.raises(ValueError, match=text):
             plot_metric(table(), **kwargs)
 
@@ -89,25 +113,53 @@ def test_plot_command_writes_a_png(tmp_path, capsys):
 
 
 def test_runs_holding_several_curves_warn_until_curve_by_names_them():
-    # each seed holds two inner runs (column `run`) at the same iterations
-    frame = pd.concat([table().assign(run=0), table().assign(run=1, y=lambda f: f.y * 100)])
+    # each seed holds two inner curves (column `part`) at the same iterations
+    frame = pd.concat([table().assign(part=0), table().assign(part=1, y=lambda f: f.y * 100)])
     with pytest.warns(UserWarning, match="several rows at one iteration"):
         plot_metric(frame, x="iteration", y="y", hue="graph")
-    fig = plot_metric(frame, x="iteration", y="y", hue="graph", curve_by=["seed", "run"])
+    fig = plot_metric(frame, x="iteration", y="y", hue="graph", curve_by=["seed", "part"])
     # six curves for ring: 1x..3x and 100x..300x; the median at x = 4 is (12 + 400) / 2
+    assert fig.axes[0].lines[1].get_ydata()[-1] == pytest.approx(206)
+    # a multi-run scenario's `run` column is part of a curve's identity by default
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = plot_metric(frame.rename(columns={"part": "run"}), x="iteration", y="y",
+                          hue="graph")
     assert fig.axes[0].lines[1].get_ydata()[-1] == pytest.approx(206)
 
 
-def test_mark_faults_draws_one_tick_row_per_kind():
-    import pandas as pd
-
-    from bflnet.analysis.plots import mark_faults, plot_metric
+def test_fault_ticks_go_in_a_strip_under_the_axes():
     frame = pd.DataFrame({
-        "event": ["iteration", "fault", "iteration", "fault", "fault"],
-        "time_s": [0.0, 0.5, 1.0, 1.2, 1.5], "kl": [1.0, None, 0.5, None, None],
-        "kind": [None, "node_down", None, "node_up", "node_down"]})
+        "event": ["iteration", "fault", "iteration", "fault", "fault", "fault"],
+        "time_s": [0.0, 0.5, 1.0, 1.2, 1.5, 7.0], "kl": [1.0, None, 0.5, None, None, None],
+        "kind": [None, "node_down", None, "node_up", "node_down", "node_up"]})
     fig = plot_metric(frame, "time_s", "kl")
-    assert mark_faults(fig.axes[0], frame, "time_s") == 3
-    labels = fig.axes[0].get_legend_handles_labels()[1]
-    assert labels.count("fault: node_down") == 1 and "fault: node_up" in labels
-    assert mark_faults(fig.axes[0], frame[frame.event != "fault"], "time_s") == 0
+    ax, strip = fig.axes
+    assert [t.get_text() for t in strip.get_yticklabels()] == ["node_down", "node_up"]
+    ticks = np.concatenate([line.get_xdata() for line in strip.lines])
+    assert sorted(ticks) == [0.5, 1.2, 1.5, 7.0]
+    assert ax.get_ylim()[0] > 0.4  # the main axes' y range holds the curve only
+    assert ax.get_xlim() == (0.0, 1.0)  # the curve ends at 1 s; a later fault does not
+    assert strip.get_xlabel() == "time (s)" and ax.get_ylabel().startswith("KL to the")
+    fig = plot_metric(frame, "time_s", "kl", xlim=(0.0, 8.0))
+    assert fig.axes[0].get_xlim() == (0.0, 8.0)
+    assert len(plot_metric(frame, "time_s", "kl", faults=False).axes) == 1
+    assert mark_faults(strip, frame[frame.event != "fault"], "time_s", ["node_down"]) == 0
+
+
+def test_labels_legend_title_and_seed_count_in_the_title():
+    fig = plot_metric(table(), x="iteration", y="y", hue="graph", units={"y": "nats"})
+    ax = fig.axes[0]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("iteration", "y (nats)")
+    assert ax.get_legend().get_title().get_text() == "graph"
+    assert ax.get_title() == "median over 3 seeds, 75% band"
+    one = plot_metric(table().query("seed == 0 and graph == 'ring'"), x="iteration", y="y")
+    assert one.axes[0].get_title() == ""  # one run: no "median over 1 seed"
+
+
+def test_facets_one_panel_per_value_with_shared_axes():
+    fig = plot_metric(table(), x="iteration", y="y", col="graph")
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == ["graph = complete", "graph = ring"]
+    assert all(len(ax.lines) == 1 for ax in fig.axes)
+    assert fig.axes[1].get_ylabel() == ""  # the y label on the left column only

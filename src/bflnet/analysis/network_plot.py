@@ -183,11 +183,12 @@ def draw_panel(fig: Figure, ax: Any, timeline: Any, picture: NetworkPicture,
             walk = np.array([[xy[a], xy[b]] for a, b in pairwise(path)
                              if a != b and a in xy and b in xy]).reshape(-1, 2, 2)
             if len(walk):
-                art = LineCollection(walk, array=np.arange(len(walk), dtype=float),
-                                     cmap="plasma", linewidths=2.2, alpha=0.85, zorder=2)
-                ax.add_collection(art)
-                ax.plot([], [], color="purple", linewidth=2.2,
-                        label=f"walk: first {len(walk)} moves (dark: early)")
+                shade = np.zeros((len(walk), 4))
+                shade[:, 3] = np.linspace(0.25, 0.95, len(walk))
+                ax.add_collection(LineCollection(walk, colors=shade, linewidths=2.6,
+                                                 zorder=2))
+                ax.plot([], [], color="black", linewidth=2.6,
+                        label=f"walk: first {len(walk)} moves (faint: early)")
     else:
         ax.scatter(pts[:, 0], pts[:, 1], s=size, color="tab:blue", edgecolors="black",
                    linewidths=0.6, zorder=3)
@@ -209,7 +210,7 @@ def draw_panel(fig: Figure, ax: Any, timeline: Any, picture: NetworkPicture,
         ax.set_xticks([])
         ax.set_yticks([])
     if ax.get_legend_handles_labels()[1]:
-        ax.legend(fontsize="x-small", framealpha=0.85)
+        ax.legend(fontsize="x-small", framealpha=0.85, markerscale=0.5)
     title = picture.title
     if until is not None:
         title += f" (up to t = {until:.3g} s)"

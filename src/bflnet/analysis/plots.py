@@ -189,8 +189,8 @@ def mark_faults(strip: Any, frame: pd.DataFrame, x: str = "time_s",
     for value, group in groups:
         color = (colors or {}).get(value, "0.2")
         rows = kind_of.loc[group.index].map({k: i for i, k in enumerate(kinds)})
-        strip.plot(group[x], rows, linestyle="none", marker="|", markersize=6,
-                   color=color, alpha=0.7)
+        strip.plot(group[x], rows, linestyle="none", marker="|", markersize=5,
+                   color=color, alpha=0.5)
     return len(faults)
 
 

@@ -114,7 +114,8 @@ def plot_distribution(frame: pd.DataFrame, y: str, hue: str | None = None,
                 ax.hist(values, bins=bins, histtype="step" if hue else "stepfilled",
                         alpha=1.0 if hue else 0.6, color=color, linewidth=1.5,
                         label=f"{name} ({len(values)} runs)" if hue else "runs")
-                ax.axvline(values.mean(), color=color, linewidth=1.4, linestyle=":",
+                ax.axvline(values.mean(), color="tab:red" if hue is None else color,
+                           linewidth=2.2, linestyle=":",
                            label=f"mean over the runs: {values.mean():.4g}" if hue is None
                            else "_")
                 for j, column in enumerate(theory):

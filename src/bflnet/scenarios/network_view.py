@@ -232,7 +232,7 @@ def table_pictures(path: str, filters: Sequence[str], run_index: int) -> tuple[
         raise ValueError(f"--run: must be in 0..{len(runs) - 1} (the table has {len(runs)} "
                          f"runs{' left by --where' if filters else ''}), got {run_index}")
     run = runs[run_index]
-    settings = run_settings(run, rows) if len(runs) > 1 else {}
+    settings = run_settings(run, frame) if len(split_runs(frame)) > 1 else {}
     if record.get("kind") == "sweep":
         grid = record.get("grid") or {}
         overrides = {**(record.get("fixed") or {}),

@@ -177,7 +177,7 @@ def draw_panel(fig: Figure, ax: Any, timeline: Any, picture: NetworkPicture,
         colour = np.array([visits.get(n, 0) for n in nodes], dtype=float)
         art = ax.scatter(pts[:, 0], pts[:, 1], s=size, c=colour, cmap="Oranges",
                          edgecolors="black", linewidths=0.6, zorder=3)
-        fig.colorbar(art, ax=ax, label="token visits", shrink=0.8)
+        fig.colorbar(art, ax=ax, label="token visits (in the window drawn)", shrink=0.8)
         path = moves["node"].to_numpy()
         if len(path) > 1:
             walk = np.array([[xy[a], xy[b]] for a, b in pairwise(path)

@@ -38,6 +38,8 @@ FIGURE_FORMATS = (".png", ".pdf", ".svg")
 #: inside a multi-run scenario's table) is added to the first of them.
 RUN_KEYS = ("run_id", "seed")
 INNER_RUN = "run"
+#: Legend entry of the thin lines (where only some runs have values).
+THIN_LABEL = "thin: median of the runs present"
 #: Points of the common grid when runs have different x values.
 GRID_POINTS = 200
 
@@ -186,11 +188,11 @@ def mark_faults(strip: Any, frame: pd.DataFrame, x: str = "time_s",
     kind_of = (faults["kind"].fillna("fault").astype(str) if "kind" in faults.columns
                else pd.Series("fault", index=faults.index))
     groups = [(None, faults)] if hue is None else list(faults.groupby(hue, sort=True))
-    for value, group in groups:
+    for value, group in reversed(groups):  # the first hue values on top
         color = (colors or {}).get(value, "0.2")
         rows = kind_of.loc[group.index].map({k: i for i, k in enumerate(kinds)})
         strip.plot(group[x], rows, linestyle="none", marker="|", markersize=5,
-                   color=color, alpha=0.5)
+                   markeredgewidth=0.6, color=color, alpha=0.6)
     return len(faults)
 
 
@@ -253,6 +255,8 @@ def plot_metric(frame: pd.DataFrame, x: str, y: str, hue: str | None = None,
     for note in sorted(notes):
         warnings.warn(note, stacklevel=2)
     ax = panels[0].ax
+    if any(note.startswith("runs cover different") for note in notes):
+        ax.plot([], [], color="0.3", linewidth=0.8, alpha=0.6, label=THIN_LABEL)
     ax.set(xscale="log" if logx else "linear", yscale="log" if logy else "linear")
     if xlim is not None:
         ax.set_xlim(*xlim)

@@ -13,11 +13,10 @@ from typing import Annotated, Any
 import typer
 
 SIZE_HELP = "figure size in inches: W,H (default: from the number of panels)"
+DPI_HELP = "dots per inch of a .png (50..600)"
 
 
 def _figure_size(text: str | None) -> tuple[float, float] | None:
-    from bflnet.analysis.table_filter import parse_limits
-
     if text is None:
         return None
     parts = text.split(",")
@@ -26,17 +25,18 @@ def _figure_size(text: str | None) -> tuple[float, float] | None:
     except ValueError:
         raise ValueError(f"--size: expected two numbers W,H in inches, got {text[:200]!r}") \
             from None
-    if not (0.5 <= w <= 100 and 0.5 <= h <= 100):
+    if not (0.5 <= w <= 100 and 0.5 <= h <= 100):  # nan fails too
         raise ValueError(f"--size: each of W,H must be in [0.5, 100] inches, got {text[:200]!r}")
-    parse_limits("--size", f"0,{w}")
     return w, h
 
 
-def _check_out(out: str) -> None:
+def _check_out(out: str, dpi: int) -> None:
     from bflnet.analysis.plots import FIGURE_FORMATS
 
     if Path(out).suffix.lower() not in FIGURE_FORMATS:
         raise ValueError(f"--out: must end in {', '.join(FIGURE_FORMATS)}, got {out!r}")
+    if not 50 <= dpi <= 600:
+        raise ValueError(f"--dpi: must be an integer in 50..600, got {dpi}")
 
 
 def _warned(make: Callable[[], Any]) -> Any:
@@ -100,6 +100,7 @@ def plot(
         help="curves: tick the table's fault rows (event = fault) in a strip under the "
              "axes, one row per kind")] = True,
     size: Annotated[str | None, typer.Option(help=SIZE_HELP)] = None,
+    dpi: Annotated[int, typer.Option(help=DPI_HELP)] = 150,
 ) -> None:
     """Plot a result table: median curves over seeds with a quantile band, or per-run
     values (their distribution, or against a parameter), with units on the axes."""
@@ -109,7 +110,7 @@ def plot(
     from bflnet.analysis.table_plot import plot_table
     from bflnet.scenarios.network_view import read_table
 
-    _check_out(out)
+    _check_out(out, dpi)
     limits = parse_limits("--xlim", xlim, logx), parse_limits("--ylim", ylim, logy)
     figsize = _figure_size(size)
     frame, record = read_table(file)
@@ -120,7 +121,7 @@ def plot(
         frame, y, x, hue=hue, col=col, row=row, kind=kind, band=band, logx=logx, logy=logy,
         curve_by=curve_by, faults=faults, xlim=limits[0], ylim=limits[1], units=units,
         figsize=figsize))
-    typer.echo(f"wrote {save_figure(figure, out)}", err=True)
+    typer.echo(f"wrote {save_figure(figure, out, dpi=dpi)}", err=True)
 
 
 def plot_network(
@@ -141,6 +142,7 @@ def plot_network(
     steps: Annotated[int, typer.Option(
         help="a table: the walk's moves or gossip exchanges drawn (the first N)")] = 40,
     size: Annotated[str | None, typer.Option(help=SIZE_HELP)] = None,
+    dpi: Annotated[int, typer.Option(help=DPI_HELP)] = 150,
 ) -> None:
     """Draw a network: the graph at its node positions (spring layout without), link
     quality as colour where it differs, and from a run's table the random walk's path or
@@ -155,7 +157,7 @@ def plot_network(
         table_pictures,
     )
 
-    _check_out(out)
+    _check_out(out, dpi)
     figsize = _figure_size(size)
     if not 1 <= steps <= 100_000:
         raise ValueError(f"--steps: must be an integer in 1..100000, got {steps}")
@@ -180,4 +182,4 @@ def plot_network(
     figure = _warned(lambda: draw_network(pictures, steps=steps, figsize=figsize))
     if note:
         typer.echo(f"bflnet: {note}", err=True)
-    typer.echo(f"wrote {save_figure(figure, out)}", err=True)
+    typer.echo(f"wrote {save_figure(figure, out, dpi=dpi)}", err=True)

@@ -67,9 +67,10 @@ def test_runs_that_do_not_overlap_give_a_thin_median_of_the_runs_present():
     with pytest.warns(UserWarning, match="runs cover different time_s ranges"):
         fig = plot_metric(frame, "time_s", "y")
     ax = fig.axes[0]
-    thin, full = ax.lines  # no point where both runs have values: the full line is empty
+    thin, full, key = ax.lines  # no point where both runs have values: full is empty
     assert np.isnan(full.get_ydata()).all()
     assert np.nanmax(thin.get_ydata()) == 4.0 and np.nanmin(thin.get_ydata()) == 1.0
+    assert key.get_label() == "thin: median of the runs present"
     assert ax.get_xlim() == (0.0, 3.0)  # ends where the curves end
 
 
@@ -133,7 +134,7 @@ def test_fault_ticks_go_in_a_strip_under_the_axes():
         "event": ["iteration", "fault", "iteration", "fault", "fault", "fault"],
         "time_s": [0.0, 0.5, 1.0, 1.2, 1.5, 7.0], "kl": [1.0, None, 0.5, None, None, None],
         "kind": [None, "node_down", None, "node_up", "node_down", "node_up"]})
-    fig = plot_metric(frame, "time_s", "kl")
+    fig = plot_metric(frame, "time_s", "kl", faults=True)
     ax, strip = fig.axes
     assert [t.get_text() for t in strip.get_yticklabels()] == ["node_down", "node_up"]
     ticks = np.concatenate([line.get_xdata() for line in strip.lines])
@@ -141,9 +142,9 @@ def test_fault_ticks_go_in_a_strip_under_the_axes():
     assert ax.get_ylim()[0] > 0.4  # the main axes' y range holds the curve only
     assert ax.get_xlim() == (0.0, 1.0)  # the curve ends at 1 s; a later fault does not
     assert strip.get_xlabel() == "time (s)" and ax.get_ylabel().startswith("KL to the")
-    fig = plot_metric(frame, "time_s", "kl", xlim=(0.0, 8.0))
+    fig = plot_metric(frame, "time_s", "kl", faults=True, xlim=(0.0, 8.0))
     assert fig.axes[0].get_xlim() == (0.0, 8.0)
-    assert len(plot_metric(frame, "time_s", "kl", faults=False).axes) == 1
+    assert len(plot_metric(frame, "time_s", "kl").axes) == 1  # faults=False
     assert mark_faults(strip, frame[frame.event != "fault"], "time_s", ["node_down"]) == 0
 
 

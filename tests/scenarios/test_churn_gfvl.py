@@ -51,8 +51,10 @@ def test_same_seed_same_frame(frame):
 
 def test_default_plot_marks_the_faults(frame):
     fig = get_scenario("churn-gfvl").plot(frame)
-    labels = fig.axes[0].get_legend_handles_labels()[1]
-    assert "fault: node_down" in labels and "0.3" in labels
+    ax, strip = fig.axes  # the fault ticks in a strip under the axes
+    assert "0.3" in ax.get_legend_handles_labels()[1]
+    assert "node_down" in [t.get_text() for t in strip.get_yticklabels()]
+    assert sum(len(line.get_xdata()) for line in strip.lines) > 0
 
 
 @pytest.mark.parametrize("downtimes, message", [

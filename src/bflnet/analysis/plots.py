@@ -199,14 +199,15 @@ def mark_faults(strip: Any, frame: pd.DataFrame, x: str = "time_s",
 def plot_metric(frame: pd.DataFrame, x: str, y: str, hue: str | None = None,
                 band: float = 0.75, logx: bool = False, logy: bool = False,
                 curve_by: Sequence[str] | None = None, *, col: str | None = None,
-                row: str | None = None, faults: bool = True,
+                row: str | None = None, faults: bool = False,
                 xlim: tuple[float, float] | None = None,
                 ylim: tuple[float, float] | None = None,
                 units: Mapping[str, str] | None = None,
                 figsize: tuple[float, float] | None = None) -> Figure:
     """Median of ``y`` over runs against ``x``, one line per ``hue`` value, with the central
     ``band`` quantile range shaded (``band=0``: none); one panel per ``col`` / ``row``
-    value; the table's ``fault`` rows (``faults``) ticked in a strip under each panel.
+    value; with ``faults``, the table's ``fault`` rows ticked in a strip under each panel
+    (``bflnet plot`` does this by default).
 
     A run (one curve) is the rows sharing :func:`curve_key`. Rows without ``y`` (or ``x``)
     are dropped, and rows with ``x <= 0`` when ``logx``. Runs with different x values are

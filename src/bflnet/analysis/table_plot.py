@@ -64,7 +64,7 @@ def plot_table(frame: pd.DataFrame, y: str, x: str | None = None, *,
                hue: str | None = None, col: str | None = None, row: str | None = None,
                kind: str | None = None, band: float = 0.75, logx: bool = False,
                logy: bool = False, curve_by: Sequence[str] | None = None,
-               faults: bool = True, xlim: tuple[float, float] | None = None,
+               faults: bool = False, xlim: tuple[float, float] | None = None,
                ylim: tuple[float, float] | None = None,
                units: Mapping[str, str] | None = None,
                figsize: tuple[float, float] | None = None) -> Figure:

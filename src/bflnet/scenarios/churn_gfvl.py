@@ -111,15 +111,18 @@ class ChurnGFVLConfig(GFVLSettings):
 def default_plot(frame: pd.DataFrame) -> Figure:
     """Median KL over runs against simulated time, one line per downtime fraction, with
     the fault rows marked under the axis."""
-    from bflnet.analysis.plots import mark_faults, plot_metric
+    import pandas as pd
+
+    from bflnet.analysis.plots import plot_metric
     from bflnet.scenarios.gfvl_common import with_run_id
 
     rows = frame[frame["event"].isin(("init", "iteration"))]
     rows = with_run_id(rows, ["downtime"]).assign(kl=rows["kl"].clip(lower=KL_FLOOR))
-    fig = plot_metric(rows, "time_s", "kl", hue="downtime", band=0.5, logy=True)
+    first = frame[(frame["run"] == frame["run"].min()) & (frame["event"] == "fault")]
+    faults = first[first["downtime"] == first["downtime"].max()]  # in a strip under the axes
+    fig = plot_metric(pd.concat([rows, faults]), "time_s", "kl", hue="downtime", band=0.5,
+                      logy=True, faults=True)
     ax = fig.axes[0]
-    first = frame[frame["run"] == frame["run"].min()]
-    mark_faults(ax, first[first["downtime"] == first["downtime"].max()], "time_s")
     ax.set(ylabel=f"KL(q ‖ posterior), floored at {KL_FLOOR:g}",
            title="G-FVL under node churn: median over runs, 50 % band")
     return fig

@@ -23,6 +23,8 @@ from bflnet.analysis.facets import new_figure
 
 #: Largest graph drawn (nodes).
 MAX_NODES = 5000
+#: Graphs without positions up to this size get a spring layout (a circle beyond).
+MAX_SPRING = 300
 #: Node numbers are written on graphs up to this size.
 MAX_LABELLED = 40
 #: Node kinds of fault rows that take a node down and bring it back.
@@ -51,14 +53,19 @@ class NetworkPicture:
 
 def layout(picture: NetworkPicture) -> tuple[dict[int, np.ndarray], bool]:
     """``({node: xy}, in metres?)``: the picture's positions, else a spring layout
-    (seeded: the same picture every time)."""
+    (seeded: the same picture every time; a circle beyond :data:`MAX_SPRING` nodes)."""
     import networkx as nx
 
     if picture.positions is not None:
         return {n: np.asarray(p, dtype=float) for n, p in picture.positions.items()}, True
     if picture.graph.number_of_nodes() <= 2:
         return {n: np.array([float(i), 0.0]) for i, n in enumerate(picture.graph.nodes)}, False
-    pos = nx.spring_layout(picture.graph, seed=0)
+    if picture.graph.number_of_nodes() > MAX_SPRING:
+        picture.notes.append(f"more than {MAX_SPRING} nodes without positions: a circular "
+                             f"layout (a spring layout would take minutes)")
+        pos = nx.circular_layout(picture.graph)
+    else:
+        pos = nx.spring_layout(picture.graph, seed=0)
     return {n: np.asarray(p, dtype=float) for n, p in pos.items()}, False
 
 

@@ -31,9 +31,11 @@ from bflnet.analysis.facets import (
     new_figure,
 )
 from bflnet.analysis.labels import axis_label
-from bflnet.analysis.table_filter import check_column
+from bflnet.analysis.table_filter import FIGURE_FORMATS, check_column
 
-FIGURE_FORMATS = (".png", ".pdf", ".svg")
+__all__ = ["FIGURE_FORMATS", "common_grid", "mark_faults", "plot_metric", "reliability_diagram",
+           "save_figure"]
+
 #: Columns that name one run (a curve), in order of preference; ``run`` (the run number
 #: inside a multi-run scenario's table) is added to the first of them.
 RUN_KEYS = ("run_id", "seed")

@@ -1,5 +1,5 @@
-"""``--where column=value`` filters of result tables, and the checks of the columns a
-plot names.
+"""``--where column=value`` filters of result tables, and the checks of the columns and
+ranges a plot names (no matplotlib here: these errors come before it is loaded).
 
 Filters on different columns must all hold; several filters on one column keep the rows
 that match any of them (``--where graph=ring --where graph=torus``).
@@ -20,6 +20,8 @@ import pandas as pd
 
 #: Values listed in an error (the rest are counted).
 SHOWN_VALUES = 12
+#: Figure files that can be written.
+FIGURE_FORMATS = (".png", ".pdf", ".svg")
 
 
 def check_column(frame: pd.DataFrame, role: str, column: str | None,

@@ -31,7 +31,7 @@ def _figure_size(text: str | None) -> tuple[float, float] | None:
 
 
 def _check_out(out: str, dpi: int) -> None:
-    from bflnet.analysis.plots import FIGURE_FORMATS
+    from bflnet.analysis.table_filter import FIGURE_FORMATS
 
     if Path(out).suffix.lower() not in FIGURE_FORMATS:
         raise ValueError(f"--out: must end in {', '.join(FIGURE_FORMATS)}, got {out!r}")
@@ -104,11 +104,9 @@ def plot(
 ) -> None:
     """Plot a result table: median curves over seeds with a quantile band, or per-run
     values (their distribution, or against a parameter), with units on the axes."""
-    from bflnet.analysis.plots import save_figure
-    from bflnet.analysis.table_filter import parse_limits
+    from bflnet.analysis.table_filter import check_column, parse_limits
     from bflnet.analysis.table_filter import where as keep_rows
-    from bflnet.analysis.table_plot import plot_table
-    from bflnet.scenarios.network_view import read_table
+    from bflnet.scenarios.result_tables import read_table
 
     _check_out(out, dpi)
     limits = parse_limits("--xlim", xlim, logx), parse_limits("--ylim", ylim, logy)
@@ -116,7 +114,13 @@ def plot(
     frame, record = read_table(file)
     if where:
         frame = keep_rows(frame, where)
+    for role, column in (("--y", y), ("--x", x), ("--hue", hue), ("--col", col),
+                         ("--row", row), *(("--curve-by", c) for c in curve_by or ())):
+        check_column(frame, role, column)  # before matplotlib is loaded
     units = schema_units_of(record)
+    from bflnet.analysis.plots import save_figure
+    from bflnet.analysis.table_plot import plot_table
+
     figure = _warned(lambda: plot_table(
         frame, y, x, hue=hue, col=col, row=row, kind=kind, band=band, logx=logx, logy=logy,
         curve_by=curve_by, faults=faults, xlim=limits[0], ylim=limits[1], units=units,
@@ -180,6 +184,8 @@ def plot_network(
     else:
         pictures, note = table_pictures(source, where or [], run)
     figure = _warned(lambda: draw_network(pictures, steps=steps, figsize=figsize))
+    for text in dict.fromkeys(t for p in pictures for t in p.notes):
+        typer.echo(f"bflnet: {text}", err=True)
     if note:
         typer.echo(f"bflnet: {note}", err=True)
     typer.echo(f"wrote {save_figure(figure, out, dpi=dpi)}", err=True)

@@ -19,7 +19,6 @@ attempts per message of each link instead.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bflnet.analysis.network_plot import NetworkPicture
+from bflnet.analysis.network_plot import MAX_NODES, NetworkPicture
 from bflnet.analysis.table_filter import format_value, where
 from bflnet.protocols.topologies import EDGE_LIST_SUFFIXES, GRAPHML_SUFFIXES
 
@@ -130,6 +129,8 @@ def scenario_pictures(name: str, overrides: Mapping[str, Any], seed: int,
         import networkx as nx
 
         k = int(getattr(config, "K", 2))
+        if k > MAX_NODES:
+            raise ValueError(f"K: {k} agents; plot-network draws at most {MAX_NODES}")
         return [NetworkPicture(nx.empty_graph(k), server=True, events=events,
                                title=title or f"{name}: {k} agents and the parameter server")]
     if graph_name is not None:
@@ -138,6 +139,10 @@ def scenario_pictures(name: str, overrides: Mapping[str, Any], seed: int,
     for topology in graphs:
         settings = config.network(graph=topology) if len(config.graphs_in_use()) > 1 \
             else config
+        nodes = settings.graph_size(topology).nodes
+        if nodes > MAX_NODES:
+            raise ValueError(f"K: a graph of {nodes:.0f} nodes; plot-network draws at most "
+                             f"{MAX_NODES}")
         graph = settings.build_graph(RngStreams(seed).numpy("graph"))
         positions = _positions(graph, settings, seed)
         snr = link_snr(graph, settings, positions)
@@ -192,36 +197,12 @@ def run_settings(run: pd.DataFrame, frame: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
-def _record(path: str) -> dict[str, Any] | None:
-    """The bflnet record of a result file or sweep (``None``: none)."""
-    from bflnet.scenarios.output import read_metadata
-    from bflnet.scenarios.sweep import sweep_paths
-
-    p = Path(path)
-    try:
-        if p.is_dir():
-            paths = sweep_paths(p)
-            if paths.table.exists():
-                return read_metadata(paths.table)
-            return json.loads(paths.spec.read_text()) if paths.spec.exists() else None
-        return read_metadata(p)
-    except ValueError:
-        return None
-
-
-def read_table(path: str) -> tuple[pd.DataFrame, dict[str, Any] | None]:
-    """A result table (file or sweep directory) and its record (``None``: none)."""
-    from bflnet.scenarios.output import read_frame
-    from bflnet.scenarios.sweep import load_sweep
-
-    frame = load_sweep(path) if Path(path).is_dir() else read_frame(path)
-    return frame, _record(path)
-
-
 def table_pictures(path: str, filters: Sequence[str], run_index: int) -> tuple[
         list[NetworkPicture], str]:
     """The picture of run ``run_index`` (0: the first) among the runs of the table at
     ``path`` left by ``filters``, and a note naming the run drawn."""
+    from bflnet.scenarios.result_tables import read_table
+
     frame, record = read_table(path)
     if record is None or "scenario" not in record:
         raise ValueError(f"file: {path!r} has no bflnet record (scenario, config, seed) to "

@@ -102,8 +102,7 @@ def plot(
     size: Annotated[str | None, typer.Option(help=SIZE_HELP)] = None,
     dpi: Annotated[int, typer.Option(help=DPI_HELP)] = 150,
 ) -> None:
-    """Plot a result table: median curves over seeds with a quantile band, or per-run
-    values (their distribution, or against a parameter), with units on the axes."""
+    """Plot a result table: median curves, or per-run values (distribution, vs a parameter)."""
     from bflnet.analysis.table_filter import check_column, parse_limits
     from bflnet.analysis.table_filter import where as keep_rows
     from bflnet.scenarios.result_tables import read_table
@@ -148,9 +147,7 @@ def plot_network(
     size: Annotated[str | None, typer.Option(help=SIZE_HELP)] = None,
     dpi: Annotated[int, typer.Option(help=DPI_HELP)] = 150,
 ) -> None:
-    """Draw a network: the graph at its node positions (spring layout without), link
-    quality as colour where it differs, and from a run's table the random walk's path or
-    the gossip exchanges over time, with outages marked."""
+    """Draw a network: graph, link quality, the walk or gossip exchanges, outages."""
     from bflnet.analysis.network_plot import draw_network
     from bflnet.analysis.plots import save_figure
     from bflnet.scenarios.config_file import run_request

@@ -7,6 +7,7 @@ headless and in worker processes.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -76,8 +77,9 @@ def facet_panels(frame: pd.DataFrame, row: str | None = None, col: str | None = 
                          f"most {MAX_PANELS}: filter with --where")
     n_rows, n_cols = len(row_values), len(col_values)
     if figsize is None:
+        strip_height = 0.9 if strip_rows else 0.0
         figsize = SINGLE_SIZE if n_rows * n_cols == 1 else (
-            PANEL_SIZE[0] * n_cols + 1.8, PANEL_SIZE[1] * n_rows + 0.4)
+            PANEL_SIZE[0] * n_cols + 1.8, (PANEL_SIZE[1] + strip_height) * n_rows + 0.4)
     fig = new_figure(figsize)
     strip_ratio = 0.1 + 0.05 * min(strip_rows, 6)
     ratios = [1.0, strip_ratio] * n_rows if strip_rows else [1.0] * n_rows
@@ -113,12 +115,14 @@ def finish_panels(fig: Figure, panels: Sequence[Panel], xlabel: str, ylabel: str
         lowest = p.strip if p.strip is not None else p.ax
         if p.strip is not None:
             p.ax.tick_params(labelbottom=False)
+            if not p.left:  # every strip has the same rows: named on the left only
+                p.strip.tick_params(labelleft=False)
         if p.bottom:
             lowest.set_xlabel(xlabel)
         else:
             lowest.tick_params(labelbottom=False)
         if p.left:
-            p.ax.set_ylabel(ylabel)
+            p.ax.set_ylabel(ylabel if len(panels) == 1 else textwrap.fill(ylabel, 26))
     handles: dict[str, Any] = {}
     for p in panels:
         for handle, label in zip(*p.ax.get_legend_handles_labels(), strict=True):
@@ -131,6 +135,9 @@ def finish_panels(fig: Figure, panels: Sequence[Panel], xlabel: str, ylabel: str
         else:
             fig.legend(handles.values(), handles.keys(), title=legend_title,
                        loc="outside right upper", fontsize="small")
+    strips = [p for p in panels if p.strip is not None and p.left]
+    if strips:  # the y labels clear of the strips' tick labels
+        fig.align_ylabels([a for p in strips for a in (p.ax, p.strip)])
     if title:
         if len(panels) == 1 and not panels[0].title:
             panels[0].ax.set_title(title, fontsize="medium")

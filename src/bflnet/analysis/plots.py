@@ -244,7 +244,7 @@ def plot_metric(frame: pd.DataFrame, x: str, y: str, hue: str | None = None,
             group = panel.rows if hue is None else panel.rows[panel.rows[hue] == value]
             if group.empty:
                 continue
-            label = y if hue is None else _hue_label(value)
+            label = "median" if hue is None else _hue_label(value)
             n, lo, hi = _draw_group(panel.ax, group, x, y, key, band, logx, logy, label, notes,
                                     colors.get(value))
             colors.setdefault(value, panel.ax.lines[-1].get_color())
@@ -253,7 +253,7 @@ def plot_metric(frame: pd.DataFrame, x: str, y: str, hue: str | None = None,
         if panel.strip is not None:
             mark_faults(panel.strip, _panel_rows(marks, panel, row, col), x, kinds, hue,
                         colors if hue is not None else None)
-            if panel.left:
+            if len(panels) == 1:
                 panel.strip.set_ylabel("faults", fontsize="x-small")
     for note in sorted(notes):
         warnings.warn(note, stacklevel=2)

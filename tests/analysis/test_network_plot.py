@@ -117,3 +117,13 @@ def test_plot_errors_are_one_line(tmp_path, capsys):
             assert code == 0, err
             continue
         assert code == 2 and "\n" not in err and message in err, (extra, err)
+
+
+def test_measured_attempts_per_link_from_message_rows():
+    from bflnet.scenarios.network_view import measured_attempts
+
+    run = pd.DataFrame({"event": ["message", "message", "message", "round"],
+                        "node": [0, 1, 2, None], "peer": [1, 0, 1, None],
+                        "attempts": [1, 3, 2, None]})
+    assert measured_attempts(run) == {(0, 1): 2.0, (1, 2): 2.0}
+    assert measured_attempts(run.drop(columns="attempts")) == {}

@@ -143,6 +143,8 @@ def draw_panel(fig: Figure, ax: Any, timeline: Any, picture: NetworkPicture,
     if events is not None and until is not None:
         events = events[events["time_s"] <= until]
     moves, talks = walk_moves(events), exchanges(events)
+    if len(moves):  # a walk's message rows are its token moves: drawn as the walk
+        talks = talks.iloc[:0]
     down, links_down = outages(events)
     edges = [(u, v) for u, v in graph.edges() if u != v]
     if picture.server:
@@ -158,7 +160,7 @@ def draw_panel(fig: Figure, ax: Any, timeline: Any, picture: NetworkPicture,
         counts = talks.assign(a=talks[["node", "peer"]].min(axis=1),
                               b=talks[["node", "peer"]].max(axis=1)).groupby(["a", "b"]).size()
         per_edge = np.array([counts.get((min(u, v), max(u, v)), 0) for u, v in edges])
-        widths = 0.8 + 4.0 * per_edge / max(per_edge.max(), 1)
+        widths = 0.8 + 2.5 * per_edge / max(per_edge.max(), 1)
     if picture.quality:
         values = np.array([picture.quality.get((u, v), picture.quality.get((v, u), np.nan))
                            for u, v in edges], dtype=float)
@@ -208,7 +210,7 @@ def draw_panel(fig: Figure, ax: Any, timeline: Any, picture: NetworkPicture,
         for n in nodes:
             ax.annotate(str(n), xy[n], ha="center", va="center", fontsize=7, zorder=5)
     if len(talks):
-        ax.plot([], [], color="0.4", linewidth=3, label="link width: exchanges")
+        ax.plot([], [], color="0.4", linewidth=3, label="link width: exchanges or messages")
     ax.set_aspect("equal", adjustable="datalim")
     ax.autoscale_view()
     if metres:
@@ -240,7 +242,7 @@ def draw_timeline(ax: Any, moves: pd.DataFrame, talks: pd.DataFrame, down: pd.Da
             if len(rows):
                 seg = np.stack([np.column_stack([rows["time_s"], rows["node"]]),
                                 np.column_stack([rows["time_s"], rows["peer"]])], axis=1)
-                ax.add_collection(LineCollection(seg, colors=colour, linewidths=0.8,
+                ax.add_collection(LineCollection(seg, colors=colour, linewidths=1.2,
                                                  alpha=0.7))
                 ax.plot([], [], color=colour, label="exchange" if ok else "failed exchange")
     if len(down):
@@ -254,8 +256,8 @@ def draw_timeline(ax: Any, moves: pd.DataFrame, talks: pd.DataFrame, down: pd.Da
         ax.plot(t, n, linestyle="none", marker="|", color="tab:red", markersize=5,
                 label="link down")
     ax.set(xlabel="time (s)", ylabel="node")
+    ax.margins(x=0.02)
     ax.autoscale_view()
-    ax.margins(x=0)
     if ax.get_legend_handles_labels()[1]:
         ax.legend(fontsize="x-small", loc="upper right")
     ax.grid(alpha=0.3)

@@ -230,9 +230,30 @@ def table_pictures(path: str, filters: Sequence[str], run_index: int) -> tuple[
         (f"\n{label}" if label else "")
     pictures = scenario_pictures(record["scenario"], overrides, seed, events=run,
                                  graph_name=graph_name, title=title)
+    attempts = measured_attempts(run)
+    if attempts:
+        for picture in pictures:
+            picture.quality, picture.quality_label = attempts, ATTEMPTS_LABEL
     note = (f"drew run {run_index} of {len(runs)} ({label or 'the first'}); --run N or "
             f"--where col=value picks another" if len(runs) > 1 else "")
     return pictures[:1], note
+
+
+ATTEMPTS_LABEL = "transmission attempts per message (measured)"
+
+
+def measured_attempts(run: pd.DataFrame) -> dict[tuple[int, int], float]:
+    """Mean transmission attempts per message of each link (either direction) from the
+    ``message`` rows of a run that recorded its messages (empty: none)."""
+    if not {"event", "node", "peer", "attempts"} <= set(run.columns):
+        return {}
+    rows = run[run["event"] == "message"].dropna(subset=["node", "peer", "attempts"])
+    if rows.empty:
+        return {}
+    a = rows[["node", "peer"]].min(axis=1).astype(int)
+    b = rows[["node", "peer"]].max(axis=1).astype(int)
+    means = rows["attempts"].astype(float).groupby([a, b]).mean()
+    return {(int(u), int(v)): float(m) for (u, v), m in means.items()}
 
 
 def _plain(value: Any) -> Any:

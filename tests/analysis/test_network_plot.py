@@ -67,8 +67,18 @@ def test_the_walk_exchanges_and_outages_of_a_run():
     labels = ax.get_legend_handles_labels()[1]
     assert {"walk: first 3 moves (faint: early)", "node went down",
             "link went down"} <= set(labels)
-    assert {"token holder", "node down", "exchange", "link down"} <= set(
+    assert {"token holder", "node down", "link down"} <= set(
         timeline.get_legend_handles_labels()[1])
+    # without a walk, the exchanges: link width and a timeline of segments node - peer
+    gossip = events[events.event != "iteration"].assign(event=lambda f: f.event.replace(
+        "init", "round"))
+    fig = draw_network([NetworkPicture(graph, events=gossip)], steps=10)
+    ax, timeline = fig.axes[:2]
+    assert "link width: exchanges or messages" in ax.get_legend_handles_labels()[1]
+    assert "exchange" in timeline.get_legend_handles_labels()[1]
+    (segments,) = [c.get_segments() for c in timeline.collections
+                   if isinstance(c, LineCollection)]
+    assert np.allclose(segments[0], [[3.2, 0.0], [3.2, 1.0]])
 
 
 def test_runs_of_a_table_start_at_their_init_rows():

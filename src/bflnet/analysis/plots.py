@@ -31,7 +31,7 @@ from bflnet.analysis.facets import (
     new_figure,
 )
 from bflnet.analysis.labels import axis_label
-from bflnet.analysis.table_filter import FIGURE_FORMATS, check_column
+from bflnet.analysis.table_filter import FIGURE_FORMATS, check_column, format_value
 
 __all__ = ["FIGURE_FORMATS", "common_grid", "mark_faults", "plot_metric", "reliability_diagram",
            "save_figure"]
@@ -49,11 +49,6 @@ GRID_POINTS = 200
 def _new_axes(figsize: tuple[float, float] = (6.4, 4.2)) -> tuple[Figure, Any]:
     fig = new_figure(figsize)
     return fig, fig.add_subplot()
-
-
-def _check_column(frame: pd.DataFrame, role: str, column: str | None,
-                  numeric: bool = True) -> None:
-    check_column(frame, role, column, numeric)
 
 
 def _run_curve(run: pd.DataFrame, x: str, y: str) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -244,7 +239,7 @@ def plot_metric(frame: pd.DataFrame, x: str, y: str, hue: str | None = None,
             group = panel.rows if hue is None else panel.rows[panel.rows[hue] == value]
             if group.empty:
                 continue
-            label = "median" if hue is None else _hue_label(value)
+            label = "median" if hue is None else format_value(value)
             n, lo, hi = _draw_group(panel.ax, group, x, y, key, band, logx, logy, label, notes,
                                     colors.get(value))
             colors.setdefault(value, panel.ax.lines[-1].get_color())
@@ -271,12 +266,6 @@ def plot_metric(frame: pd.DataFrame, x: str, y: str, hue: str | None = None,
                   legend_title=None if hue is None else axis_label(hue, units),
                   title=_title(counts, key, band))
     return fig
-
-
-def _hue_label(value: Any) -> str:
-    from bflnet.analysis.table_filter import format_value
-
-    return format_value(value)
 
 
 def _panel_rows(marks: pd.DataFrame, panel: Panel, row: str | None,

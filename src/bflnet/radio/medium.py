@@ -32,8 +32,9 @@ Two transmissions that overlap by less than :data:`EPS_S` do not interfere (back
 slots whose boundaries differ by rounding).
 
 Carrier sense (for CSMA): :meth:`SharedMedium.busy` says whether a transmitter other than
-the node is on the air within ``sense_range_m`` of it; :meth:`SharedMedium.on_busy` and
-:meth:`SharedMedium.on_idle` give events for the next change.
+the node is on the air within ``sense_range_m`` of it; a ``carrier`` listener (the CSMA
+back-offs, :mod:`bflnet.radio.backoff`) is told which nodes' carrier became busy when a
+transmission starts and idle when one ends.
 """
 
 from __future__ import annotations
@@ -126,8 +127,11 @@ class SharedMedium:
         self._peak = np.zeros(k)
         self._ends: list[tuple[float, int, Transmission]] = []
         self._seq = 0
-        self._busy_waiters: dict[int, simpy.Event] = {}
-        self._idle_waiters: dict[int, simpy.Event] = {}
+        #: Told of carrier changes (``carrier_busy(nodes)``, ``carrier_idle(nodes)``)
+        #: while its ``waiting`` is not empty: the CSMA back-offs, or ``None``.
+        self.carrier: Any = None
+        #: Writes the slotted-ALOHA ``defer`` rows at their slots (``mac.SlotRows``).
+        self.slot_rows: Any = None
         self._xy_array: np.ndarray | None = None
         #: ``{node index: (tank, watts)}``: receivers charged for their receptions.
         self.rx_energy: dict[int, tuple[Any, float]] = {}
@@ -310,12 +314,9 @@ class SharedMedium:
             self._fresh.append(tx)
             sensed = self.sensed_by(sender)
             self.busy_count[sensed] += 1
-            waiters = self._busy_waiters
-            if waiters:
-                for n in sensed.tolist():
-                    event = waiters.pop(n, None)
-                    if event is not None and not event.triggered:
-                        event.succeed()
+            carrier = self.carrier
+            if carrier is not None and carrier.waiting:
+                carrier.carrier_busy(sensed.tolist())
         return tx
 
     def finish(self, tx: Transmission) -> dict[int, bool]:
@@ -368,24 +369,25 @@ class SharedMedium:
             sensed = self.sensed_by(sender)
             busy = self.busy_count
             busy[sensed] -= 1
-            waiters = self._idle_waiters
-            if waiters:
-                for n in sensed[busy[sensed] == 0].tolist():
-                    event = waiters.pop(n, None)
-                    if event is not None:
-                        event.succeed()
+            carrier = self.carrier
+            if carrier is not None and carrier.waiting:
+                carrier.carrier_idle(sensed[busy[sensed] == 0].tolist())
         self._record(tx)
 
     def _record(self, tx: Transmission) -> None:
-        rec, ids, meta = self.recorder, self.ids, tx.meta or {}
+        rec, ids, meta = self.recorder, self.ids, tx.meta
         for r, cause in tx.causes.items():
             if cause != "outage":
-                rec.record("mac", node=ids[tx.sender], peer=ids[r], kind="collision",
-                           cause=cause, **meta)
+                row = {"node": ids[tx.sender], "peer": ids[r], "kind": "collision",
+                       "cause": cause}
+                if meta:
+                    row.update(meta)
+                rec.record_fields("mac", row)
         if rec.record_messages:
             rec.record("tx", node=ids[tx.sender], start_s=tx.start, end_s=tx.end,
                        bits=tx.bits, receivers=len(tx.receivers),
-                       received=sum(tx.outcome.values()) if tx.outcome else 0, **meta)
+                       received=sum(tx.outcome.values()) if tx.outcome else 0,
+                       **(meta or {}))
 
     # ------------------------------------------------------------------ carrier sense
     def busy(self, node: int, *, hear_now: bool = True) -> bool:
@@ -401,30 +403,3 @@ class SharedMedium:
             count -= sum(1 for tx in self._fresh
                          if tx.outcome is None and self.distance(tx.sender, node) <= r)
         return count > 0
-
-    def on_busy(self, node: int, event: simpy.Event | None = None) -> simpy.Event:
-        """An event (``event``, or a new one) that fires when a transmitter within sense
-        range starts (unless something else triggered it first)."""
-        if event is None:
-            event = self._busy_waiters.get(node)
-            if event is not None and not event.triggered:
-                return event
-            event = self.env.event()
-        self._busy_waiters[node] = event
-        return event
-
-    def on_idle(self, node: int) -> simpy.Event:
-        """An event that fires when the last transmitter within sense range ends (at once
-        if none is on the air)."""
-        event = self._idle_waiters.get(node)
-        if event is None:
-            event = self._idle_waiters[node] = self.env.event()
-        if not self.busy(node) and not event.triggered:
-            del self._idle_waiters[node]
-            event.succeed()
-        return event
-
-    def cancel_waits(self, node: int) -> None:
-        """Forget ``node``'s pending busy/idle events."""
-        self._busy_waiters.pop(node, None)
-        self._idle_waiters.pop(node, None)

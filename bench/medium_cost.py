@@ -10,8 +10,9 @@ as make about ``--messages`` messages, ten times as many for the cheap links; th
 network's set-up is not timed) divided by the packets put on the air in them
 (retransmissions included). Targets: shared at most 3 ×
 links, and flat in K within ± 50 % (interference is summed over the transmitters near a
-receiver, found with a k-d tree, not over all K). Timings on a shared machine are noisy:
-the ratios are measured in the same process.
+receiver, found with a k-d tree, not over all K). Times are the process's CPU time (on a
+shared machine wall-clock time counts the other processes' turns too), the least of
+``--repeat`` measurements; the ratios are measured in the same process.
 
     python bench/medium_cost.py [--sizes 16 256 1024] [--messages 20000]
                                 [--mac none tdma csma aloha] [--repeat 2]
@@ -61,7 +62,8 @@ def geometric_graph(K: int) -> nx.Graph:
 
 
 def run(graph: nx.Graph, rounds: int, medium: SharedMediumSpec | None) -> tuple[float, int]:
-    """(seconds, packets on the air) of ``rounds`` rounds (the run alone, not the set-up)."""
+    """(CPU seconds, packets on the air) of ``rounds`` rounds (the run alone, not the
+    set-up)."""
     sim = Simulation(0)
     mean_snr_at_1m = RADIO.mean_snr_db(1.0)
     template = RayleighChannel(1e6, mean_snr_at_1m, coding_rate=1.0)
@@ -72,10 +74,10 @@ def run(graph: nx.Graph, rounds: int, medium: SharedMediumSpec | None) -> tuple[
 
     net = sim.build_network(graph, channel=channel, medium=medium, mtu_bits=12_000)
     learner = ConsensusAveraging({k: float(k) for k in graph})
-    start = time.perf_counter()
+    start = time.process_time()
     sim.run(ConsensusProtocol(learner, "metropolis-hastings", StopRule(max_iterations=rounds),
                               eval_every=10**9))
-    seconds = time.perf_counter() - start
+    seconds = time.process_time() - start
     if net.air is not None:
         packets = net.air.medium.transmissions
     else:

@@ -5,8 +5,8 @@ Every transmission is a :class:`Transmission` from one node to one or more recei
 (a unicast or a broadcast). While it is on the air, its power is counted at every node
 within the interference range of its sender
 (:meth:`RadioSpec.effective_interference_range_m`), each under its own path loss,
-shadowing and block-fading draw (one per transmission and node, drawn at once, from the
-sender's stream ``radio.<node>``): every node keeps the *total* power of the
+shadowing and block-fading draw (one per transmission and node, from the medium's
+stream ``radio.fading``, drawn in blocks): every node keeps the *total* power of the
 transmissions on the air near it, added when one starts and taken off when it ends, in
 one vectorised step over the nodes in range. Those nodes are found with a k-d tree of
 the positions, built once (again when nodes have moved), so a packet costs the number of
@@ -51,6 +51,8 @@ from bflnet.radio.spec import RadioSpec
 
 #: Overlaps shorter than this (seconds) are not overlaps.
 EPS_S = 1e-9
+#: Fading gains drawn at a time.
+FADE_BLOCK = 1 << 14
 
 
 class Reception:
@@ -103,7 +105,9 @@ class SharedMedium:
         k = len(self.ids)
         self._source = positions
         self._moving = callable(positions)
-        self._stream, self._rngs = stream, [None] * k
+        self._stream = stream
+        self._fade_rng: np.random.Generator | None = None
+        self._buf, self._pos = np.empty(0), 0
         self.key = int(key)
         self.range_m = spec.effective_interference_range_m()
         self.sense_range_m = sense_range_m
@@ -228,35 +232,33 @@ class SharedMedium:
         near, power, _ = self.around(a)
         return dict(zip(near.tolist(), power.tolist(), strict=True))
 
-    def _rng(self, i: int) -> np.random.Generator:
-        rng = self._rngs[i]
-        if rng is None:
-            rng = self._rngs[i] = self._stream(f"radio.{self.ids[i]}")
-        return rng
+    def _gains(self, n: int) -> np.ndarray:
+        """``n`` block-fading power gains (mean 1), from the stream ``radio.fading``, drawn
+        in blocks of :data:`FADE_BLOCK` (a view: read it, do not keep it)."""
+        buf, pos = self._buf, self._pos
+        if pos + n > buf.size:
+            rng = self._fade_rng
+            if rng is None:
+                rng = self._fade_rng = self._stream("radio.fading")
+            size = max(FADE_BLOCK, n)
+            if self._fading == "rayleigh":
+                buf = rng.standard_exponential(size)
+            else:  # rician
+                s = self._scatter
+                re = self._los + s * rng.standard_normal(size)
+                im = s * rng.standard_normal(size)
+                buf = re * re + im * im
+            self._buf, pos = buf, 0
+        self._pos = pos + n
+        return buf[pos:pos + n]
 
-    def _fade(self, i: int) -> float:
-        """One block-fading power gain (mean 1) from node ``i``'s stream."""
-        kind = self._fading
-        if kind == "rayleigh":
-            return float(self._rng(i).standard_exponential())
-        if kind == "rician":
-            rng, s = self._rng(i), self._scatter
-            re = self._los + s * rng.standard_normal()
-            im = s * rng.standard_normal()
-            return re * re + im * im
-        return 1.0
+    def _fade(self) -> float:
+        """One block-fading power gain (mean 1)."""
+        return 1.0 if self._fading == "none" else float(self._gains(1)[0])
 
-    def _faded(self, i: int, mean: np.ndarray) -> np.ndarray:
-        """``mean`` times one block-fading power gain each, from node ``i``'s stream."""
-        kind = self._fading
-        if kind == "rayleigh":
-            return mean * self._rng(i).standard_exponential(mean.size)
-        if kind == "rician":
-            rng, s = self._rng(i), self._scatter
-            re = self._los + s * rng.standard_normal(mean.size)
-            im = s * rng.standard_normal(mean.size)
-            return mean * (re * re + im * im)
-        return mean
+    def _faded(self, mean: np.ndarray) -> np.ndarray:
+        """``mean`` times one block-fading power gain each."""
+        return mean if self._fading == "none" else mean * self._gains(mean.size)
 
     # ------------------------------------------------------------------ transmissions
     def start(self, sender: int, receivers: Sequence[int], airtime_s: float, bits: int,
@@ -277,7 +279,7 @@ class SharedMedium:
         for rec in rx_at[sender]:  # half-duplex: it can no longer receive
             rec.lost = "half_duplex"
         near, mean, place = self._around[sender] or self.around(sender)
-        power = self._faded(sender, mean)  # its power at every node in range, drawn at once
+        power = self._faded(mean)  # its power at every node in range, drawn at once
         tx.near, tx.power = near, power
         total, peak = self._total, self._peak
         if near.size:
@@ -289,7 +291,7 @@ class SharedMedium:
             j = place.get(r)
             if j is None:  # beyond the interference range (a far unicast receiver)
                 rec = Reception(tx, r, self._tx_mw * self.mean_gain(sender, r)
-                                * self._fade(sender), False)
+                                * self._fade(), False)
             else:
                 rec = Reception(tx, r, float(power[j]), True)
             if tx_count[r]:

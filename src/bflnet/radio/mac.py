@@ -2,7 +2,8 @@
 
 * :class:`NoMac` — at once (overlapping transmissions collide: the medium decides).
 * :class:`Aloha` — slotted ALOHA: at each slot boundary the node transmits with
-  probability ``p`` (else it defers to the next slot: a ``defer`` row).
+  probability ``p`` (else it defers to the next slot: a ``defer`` row); the slots until
+  it transmits are drawn at once (geometric), the rows written at their slots.
 * :class:`Tdma` — a conflict-free schedule: a distance-2 greedy colouring of the
   interference graph (nodes within interference range, and the graph's links) gives every
   node a colour; a frame is ``frame_slots`` (default: the number of colours) slots of
@@ -24,7 +25,7 @@ The rows are ``event="mac"`` with ``kind`` (``backoff``, ``defer``, ``collision`
 from __future__ import annotations
 
 import math
-from collections.abc import Generator, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -167,37 +168,32 @@ def distance2_colouring(nodes: Iterable[int], edges: Iterable[tuple[int, int]],
 
 
 # ---------------------------------------------------------------------- access procedures
-def access(mac: Mac, radio: Transceiver, attempt: int) -> Generator[simpy.Event, Any, None]:
-    """Wait until ``radio`` may start its ``attempt``-th attempt under ``mac``."""
+def access(mac: Mac, radio: Transceiver, attempt: int) -> simpy.Event | None:
+    """The one event to wait for before ``radio`` may start its ``attempt``-th attempt
+    under ``mac`` (``None``: at once)."""
     if isinstance(mac, NoMac):
-        return
+        return None
+    if isinstance(mac, Tdma):
+        return _tdma(radio)
     if isinstance(mac, Aloha):
-        yield from _aloha(mac, radio, attempt)
-    elif isinstance(mac, Tdma):
-        yield from _tdma(radio)
-    else:
-        yield from _csma(mac, radio, attempt)
+        return _aloha(mac, radio, attempt)
+    return _csma(mac, radio, attempt)
 
 
 def _wait_until(env: simpy.Environment, t: float) -> simpy.Event | None:
     return env.timeout(t - env.now) if t > env.now else None
 
 
-def _aloha(mac: Aloha, radio: Transceiver, attempt: int
-           ) -> Generator[simpy.Event, Any, None]:
-    """The node's draws for each slot from now on, made at once (the same draws as slot
-    by slot): it waits once, for the slot it transmits in; its ``defer`` rows are
-    written at their slots by the medium's :class:`SlotRows`."""
-    env, slot, rng, p = radio.env, radio.slot_s, radio.mac_rng, mac.p
-    k = math.ceil(env.now / slot - _SLOT_TOL)
-    first = k
-    while rng.random() >= p:
-        k += 1
+def _aloha(mac: Aloha, radio: Transceiver, attempt: int) -> simpy.Event | None:
+    """The slots until the node transmits drawn at once (geometric with ``p``: the
+    distribution of one draw per slot): it waits once, for the slot it transmits in; its
+    ``defer`` rows are written at their slots by the medium's :class:`SlotRows`."""
+    env, slot = radio.env, radio.slot_s
+    first = math.ceil(env.now / slot - _SLOT_TOL)
+    k = first + int(radio.mac_rng.geometric(mac.p)) - 1
     if k > first:
         radio.medium.slot_rows.defer(radio.node, attempt, first, k)
-    wait = _wait_until(env, k * slot)
-    if wait is not None:
-        yield wait
+    return _wait_until(env, k * slot)
 
 
 class SlotRows:
@@ -230,17 +226,15 @@ class SlotRows:
             record("mac", row)
 
 
-def _tdma(radio: Transceiver) -> Generator[simpy.Event, Any, None]:
+def _tdma(radio: Transceiver) -> simpy.Event | None:
     env, slot = radio.env, radio.slot_s
     frame, offset = radio.frame_slots * slot, radio.colour * slot
     f = math.ceil((env.now - offset) / frame - _SLOT_TOL)
-    wait = _wait_until(env, f * frame + offset)
-    if wait is not None:
-        yield wait
+    return _wait_until(env, f * frame + offset)
 
 
-def _csma(mac: Csma, radio: Transceiver, attempt: int) -> Generator[simpy.Event, Any, None]:
+def _csma(mac: Csma, radio: Transceiver, attempt: int) -> simpy.Event:
     window = mac.window(attempt)
     counter = int(radio.mac_rng.integers(window))
     radio.record_mac("backoff", attempt=attempt, cw=window, counter=counter)
-    yield radio.medium.carrier.backoff(radio.index, counter, attempt)
+    return radio.medium.carrier.backoff(radio.index, counter, attempt)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from bflnet.radio.mac import Csma, Mac, NoMac, access
+from bflnet.radio.mac import Csma, Mac, access
 from bflnet.radio.medium import SharedMedium
 
 #: Losses in a row after which unlimited ARQ gives a packet up (a receiver out of range
@@ -103,8 +103,9 @@ class Transceiver:
                 tries = 0
                 while True:
                     tries += 1
-                    if self.mac.__class__ is not NoMac:
-                        yield from access(self.mac, self, tries)
+                    wait = access(self.mac, self, tries)
+                    if wait is not None:
+                        yield wait
                     tx = medium.start(self.index, targets, airtime, size,
                                       {"attempt": tries})
                     if start is None:

@@ -119,6 +119,7 @@ class BackoffScheduler:
         """A transmission began within sense range of ``nodes``: counting ones freeze
         (or transmit, if their counter ran out in this slot)."""
         waiting, now, slot = self.waiting, self.env.now, self.slot
+        record, ids = self.recorder.record_fields, self.ids
         for n in nodes:
             state = waiting.get(n)
             if state is None or not state.counting:
@@ -130,7 +131,8 @@ class BackoffScheduler:
             state.counter -= elapsed
             state.counting = False
             state.gen += 1
-            self._defer(n, state)
+            record("mac", {"node": ids[n], "kind": "defer", "attempt": state.attempt,
+                           "counter": state.counter})
 
     def carrier_idle(self, nodes: list[int]) -> None:
         """The last transmission within sense range of ``nodes`` ended: frozen ones
@@ -146,8 +148,19 @@ class BackoffScheduler:
 
     def _resume_all(self, _: Any) -> None:
         nodes, self._resume = self._resume, []
-        waiting = self.waiting
+        waiting, medium = self.waiting, self.medium
+        now = self.env.now
+        medium.settle(now)
+        busy, slot, gen_at = medium.busy_count, self.slot, self._at
         for n in dict.fromkeys(nodes):
             state = waiting.get(n)
-            if state is not None and not state.counting:
+            if state is None or state.counting:
+                continue
+            if state.counter == 0:
                 self._begin(n, state)
+            elif busy[n]:
+                self._defer(n, state)
+            else:  # _begin, the carrier known idle
+                state.counting, state.t0 = True, now
+                state.gen += 1
+                gen_at(now + state.counter * slot, n, state.gen)

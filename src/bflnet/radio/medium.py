@@ -129,6 +129,7 @@ class SharedMedium:
         #: its largest value in the node's current segment (module docstring).
         self._total = np.zeros(k)
         self._peak = np.zeros(k)
+        self._receiving = 0  # receptions on the air
         self._ends: list[tuple[float, int, Transmission]] = []
         self._seq = 0
         #: Told of carrier changes (``carrier_busy(nodes)``, ``carrier_idle(nodes)``)
@@ -285,7 +286,8 @@ class SharedMedium:
         if near.size:
             now_total = total[near] + power
             total[near] = now_total
-            peak[near] = np.maximum(peak[near], now_total)
+            if self._receiving:  # receptions on the air: their segments' peaks
+                peak[near] = np.maximum(peak[near], now_total)
         receptions = tx.receptions
         for r in tx.receivers:
             j = place.get(r)
@@ -305,6 +307,7 @@ class SharedMedium:
             peak[r] = total[r]
             receptions.append(rec)
             others.append(rec)
+        self._receiving += len(receptions)
         tx_count[sender] = 1
         self.active[sender] = tx
         self._seq += 1
@@ -327,6 +330,12 @@ class SharedMedium:
             self._expire(max(self.env.now, tx.end))
         assert tx.outcome is not None
         return tx.outcome
+
+    def settle(self, now: float) -> None:
+        """Decide every transmission that has ended by ``now``."""
+        ends = self._ends
+        if ends and ends[0][0] <= now + EPS_S:
+            self._expire(now)
 
     def _expire(self, now: float) -> None:
         ends = self._ends
@@ -362,6 +371,7 @@ class SharedMedium:
                 tank, watts = self.rx_energy[r]
                 tank.spend(watts * (tx.end - tx.start), self.env.now, "receive")
         tx.outcome = outcome
+        self._receiving -= len(tx.receptions)
         if not active:  # nothing on the air: clear the totals' rounding
             self._total.fill(0.0)
         elif tx.near is not None and tx.near.size:

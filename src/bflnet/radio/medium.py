@@ -20,9 +20,13 @@ reception knows the largest total over exactly its own time on the air.
 
 When the packet ends, each reception is decided on the *largest* interference it saw, so
 the packet is received iff its SINR stayed at or above the threshold over the whole
-packet. A lost reception is ``"half_duplex"`` (its receiver transmitted while it was on
-the air, or was transmitting when it began), ``"collision"`` (the SNR alone would have
-passed: interference made it fail) or ``"outage"`` (fading and path loss alone). Each
+packet (with ``reception="per"``: it is lost with the packet error rate of that lowest
+SINR, :func:`~bflnet.radio.spec.packet_error_rate`, by one uniform draw ``u`` of the
+stream ``radio.reception``; a loss is a ``collision`` when the same ``u`` would have
+passed at the SNR alone). A lost reception is ``"half_duplex"`` (its receiver transmitted
+while it was on the air, or was transmitting when it began), ``"collision"`` (the SNR
+alone would have passed: interference made it fail) or ``"outage"`` (fading and path
+loss alone). Each
 ``half_duplex`` or ``collision`` loss is a row (``event="mac"``, ``kind="collision"``,
 ``node`` = sender, ``peer`` = receiver, ``cause``); with ``record_messages`` every
 transmission is also a ``tx`` row (``node``, ``start_s``, ``end_s``, ``bits``,
@@ -47,7 +51,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from bflnet.radio.spec import RadioSpec
+from bflnet.radio.spec import RadioSpec, packet_error_rate
 
 #: Overlaps shorter than this (seconds) are not overlaps.
 EPS_S = 1e-9
@@ -113,6 +117,8 @@ class SharedMedium:
         self.sense_range_m = sense_range_m
         self.noise = spec.noise_mw
         self.threshold = spec.threshold
+        self._per = packet_error_rate if spec.reception == "per" else None
+        self._per_rng: np.random.Generator | None = None
         self._tx_mw = spec.tx_mw
         self._loss = spec.pathloss
         self._fading = spec.fading
@@ -253,6 +259,13 @@ class SharedMedium:
         self._pos = pos + n
         return buf[pos:pos + n]
 
+    def _per_draw(self) -> float:
+        """One uniform draw of the stream ``radio.reception`` (``reception="per"``)."""
+        rng = self._per_rng
+        if rng is None:
+            rng = self._per_rng = self._stream("radio.reception")
+        return float(rng.random())
+
     def _fade(self) -> float:
         """One block-fading power gain (mean 1)."""
         return 1.0 if self._fading == "none" else float(self._gains(1)[0])
@@ -349,7 +362,7 @@ class SharedMedium:
         active = self.active
         del active[sender]
         self.tx_count[sender] = 0
-        noise, threshold = self.noise, self.threshold
+        noise, threshold, per = self.noise, self.threshold, self._per
         outcome: dict[int, bool] = {}
         peak, rx_at = self._peak, self.rx_at
         for rec in tx.receptions:
@@ -362,7 +375,12 @@ class SharedMedium:
                 interference = top - rec.signal if rec.own else top
                 if interference < 0.0:  # rounding: nothing else on the air
                     interference = 0.0
-                if rec.signal < threshold * (noise + interference):
+                if per is not None:  # one draw: lost below the PER of the lowest SINR
+                    u = self._per_draw()
+                    if u < per(rec.signal / (noise + interference), tx.bits):
+                        rec.lost = ("collision" if u >= per(rec.signal / noise, tx.bits)
+                                    else "outage")
+                elif rec.signal < threshold * (noise + interference):
                     rec.lost = "collision" if rec.signal >= threshold * noise else "outage"
             outcome[r] = rec.lost is None
             if rec.lost is not None:

@@ -61,9 +61,10 @@ def geometric_graph(K: int) -> nx.Graph:
             return graph
 
 
-def run(graph: nx.Graph, rounds: int, medium: SharedMediumSpec | None) -> tuple[float, int]:
-    """(CPU seconds, packets on the air) of ``rounds`` rounds (the run alone, not the
-    set-up)."""
+def run(graph: nx.Graph, rounds: int, medium: SharedMediumSpec | None
+        ) -> tuple[float, int, int]:
+    """(CPU seconds, packets on the air, rows) of ``rounds`` rounds (the run alone, not
+    the set-up)."""
     sim = Simulation(0)
     mean_snr_at_1m = RADIO.mean_snr_db(1.0)
     template = RayleighChannel(1e6, mean_snr_at_1m, coding_rate=1.0)
@@ -82,21 +83,23 @@ def run(graph: nx.Graph, rounds: int, medium: SharedMediumSpec | None) -> tuple[
         packets = net.air.medium.transmissions
     else:
         packets = 2 * graph.number_of_edges() * rounds  # one attempt a message here
-    return seconds, packets
+    return seconds, packets, len(sim.recorder.rows)
 
 
 def cost(graph: nx.Graph, medium: SharedMediumSpec | None, messages: int,
-         repeat: int) -> float:
-    """Seconds per packet on the air of the rounds after the first (about ``messages``
-    messages), the least of ``repeat`` measurements (the least disturbed by the load)."""
+         repeat: int) -> tuple[float, float]:
+    """CPU seconds and rows (the MAC's ``backoff``, ``defer`` and ``collision`` rows) per
+    packet on the air of the rounds after the first (about ``messages`` messages); the
+    least time of ``repeat`` measurements (the least disturbed by the load)."""
     r1 = 1
     r2 = r1 + max(1, math.ceil(messages / (2 * graph.number_of_edges())))
-    best = math.inf
+    best, rows = math.inf, 0.0
     for _ in range(repeat):
-        t1, n1 = run(graph, r1, medium)
-        t2, n2 = run(graph, r2, medium)
+        t1, n1, w1 = run(graph, r1, medium)
+        t2, n2, w2 = run(graph, r2, medium)
         best = min(best, (t2 - t1) / max(n2 - n1, 1))
-    return best
+        rows = (w2 - w1) / max(n2 - n1, 1)
+    return best, rows
 
 
 def main() -> None:
@@ -112,21 +115,23 @@ def main() -> None:
     print(f"load average {load0:.2f} at the start; target: shared <= {TARGET:g} x links, "
           f"flat within +-{FLAT:.0%} of the mean over K")
     print(f"{'K':>5s} {'edges':>6s} {'mac':>5s} {'links us/tx':>11s} {'shared us/tx':>12s} "
-          f"{'ratio':>6s}  target")
+          f"{'ratio':>6s} {'rows/tx':>7s}  target")
     shared: dict[str, list[float]] = {mac: [] for mac in args.mac}
     misses = 0
     for K in args.sizes:
         graph = geometric_graph(K)
         # links are cheap: ten times the messages for a measurable time
-        links = cost(graph, None, 10 * args.messages, args.repeat)
+        links, _ = cost(graph, None, 10 * args.messages, args.repeat)
         for mac in args.mac:
-            c = cost(graph, SharedMediumSpec(RADIO, make_mac(mac)), args.messages, args.repeat)
+            c, rows = cost(graph, SharedMediumSpec(RADIO, make_mac(mac)), args.messages,
+                           args.repeat)
             shared[mac].append(c)
             ratio = c / links
             met = ratio <= TARGET
             misses += not met
             print(f"{K:5d} {graph.number_of_edges():6d} {mac:>5s} {links * 1e6:11.1f} "
-                  f"{c * 1e6:12.1f} {ratio:6.2f}  <= {TARGET:g}: {'met' if met else 'MISSED'}",
+                  f"{c * 1e6:12.1f} {ratio:6.2f} {rows:7.1f}  "
+                  f"<= {TARGET:g}: {'met' if met else 'MISSED'}",
                   flush=True)
     for mac, costs in shared.items():
         if len(costs) < 2:

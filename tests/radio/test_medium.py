@@ -352,3 +352,31 @@ def test_parameter_server_broadcasts_the_state_once_a_round_and_a_lost_reception
     with pytest.raises(ValueError, match="broadcast: not with deadline_s"):
         ParameterServerProtocol(Count(), StopRule(max_iterations=1), broadcast=True,
                                 deadline_s=1.0)
+
+
+def test_async_broadcast_gossip_one_transmission_and_each_receiver_mixes():
+    from bflnet.protocols.async_gossip import AsyncGossipProtocol
+    K, w = 4, 0.5
+    angle = 2 * np.pi * np.arange(K) / K
+    g = placed([(5 * math.cos(a), 5 * math.sin(a)) for a in angle], nx.complete_graph(K).edges)
+    sim = Simulation(1, record_messages=True)
+    sim.build_network(g, medium=SharedMediumSpec(radio(fading="none", tx_power_dbm=20.0),
+                                                 mac=Tdma()))
+    x0 = {k: 4.0 * k for k in range(K)}
+    result = sim.run(AsyncGossipProtocol(ConsensusAveraging(x0), StopRule(max_iterations=1),
+                                         weight=w, broadcast=True))
+    rows = result.frame
+    assert (rows.event == "tx").sum() == 1
+    sent = rows[rows.event == "message"]
+    assert sent.peer.tolist() == ["*"] and sent.received.tolist() == [K - 1]
+    ex = rows[rows.event == "exchange"].iloc[0]
+    assert ex.outcome == "broadcast" and ex.received == K - 1 and ex.dropped == 0
+    i = int(ex.node)
+    values = {k: float(s.x[0]) for k, s in result.agent_states.items()}
+    expected = {k: x0[k] if k == i else x0[k] + w * (x0[i] - x0[k]) for k in range(K)}
+    assert values == pytest.approx(expected)
+    links = Simulation(1)
+    links.build_network(nx.complete_graph(3))
+    with pytest.raises(Exception, match="broadcast: needs a shared medium"):
+        links.run(AsyncGossipProtocol(ConsensusAveraging({k: 0.0 for k in range(3)}),
+                                      StopRule(max_iterations=1), broadcast=True))

@@ -4,22 +4,28 @@ Synchronous gossip (consensus averaging, one float64 a message) on a random geom
 graph of constant density (radius 30 m, about 10 neighbours a node, the area grows with
 K) for K = 16, 256, 1024. Both runs use Rayleigh block fading over the same distances:
 ``medium=links`` (each link its own channel, decided when handed over) and
-``medium=shared`` (SINR at the end of each packet, half-duplex, CSMA by default). The cost
+``medium=shared`` (SINR at the end of each packet, half-duplex, under each MAC). The cost
 of a transmission is the marginal wall-clock time of the rounds after the first (as many
 as make about ``--messages`` messages, ten times as many for the cheap links; the
 network's set-up is not timed) divided by the packets put on the air in them
 (retransmissions included). Targets: shared at most 3 ×
 links, and flat in K within ± 50 % (interference is summed over the transmitters near a
-receiver, found with a k-d tree, not over all K). Timings on a shared machine are noisy:
-the ratios are measured in the same process.
+receiver, found with a k-d tree, not over all K). Times are the process's CPU time (on a
+shared machine wall-clock time counts the other processes' turns too), the least of
+``--repeat`` measurements; the ratios are measured in the same process.
 
-    python bench/medium_cost.py [--sizes 16 256 1024] [--messages 20000] [--mac csma]
+    python bench/medium_cost.py [--sizes 16 256 1024] [--messages 20000]
+                                [--mac none tdma csma aloha] [--repeat 2]
+
+prints, per K and MAC, both costs, their ratio and whether the target is met, then the
+flatness of each MAC's cost over K.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import time
 
 import networkx as nx
@@ -29,10 +35,12 @@ from bflnet.channels import RayleighChannel
 from bflnet.learners.averaging import ConsensusAveraging
 from bflnet.protocols.consensus import ConsensusProtocol
 from bflnet.protocols.stopping import StopRule
-from bflnet.radio import LogDistance, RadioSpec, SharedMediumSpec, make_mac
+from bflnet.radio import MACS, LogDistance, RadioSpec, SharedMediumSpec, make_mac
 from bflnet.simulator import Simulation
 
 RADIUS_M, DEGREE = 30.0, 10.0
+#: Shared at most this many times the links' cost, flat in K within this fraction.
+TARGET, FLAT = 3.0, 0.5
 #: Mean SNR 10 dB at the graph's radius (the threshold is 0 dB: radio range 65 m, carrier
 #: sense as far, interference counted up to 139 m).
 RADIO = RadioSpec(tx_power_dbm=-12.7, bandwidth_hz=1e6, noise_figure_db=7.0,
@@ -53,8 +61,10 @@ def geometric_graph(K: int) -> nx.Graph:
             return graph
 
 
-def run(graph: nx.Graph, rounds: int, medium: SharedMediumSpec | None) -> tuple[float, int]:
-    """(seconds, packets on the air) of ``rounds`` rounds (the run alone, not the set-up)."""
+def run(graph: nx.Graph, rounds: int, medium: SharedMediumSpec | None
+        ) -> tuple[float, int, int]:
+    """(CPU seconds, packets on the air, rows) of ``rounds`` rounds (the run alone, not
+    the set-up)."""
     sim = Simulation(0)
     mean_snr_at_1m = RADIO.mean_snr_db(1.0)
     template = RayleighChannel(1e6, mean_snr_at_1m, coding_rate=1.0)
@@ -65,15 +75,31 @@ def run(graph: nx.Graph, rounds: int, medium: SharedMediumSpec | None) -> tuple[
 
     net = sim.build_network(graph, channel=channel, medium=medium, mtu_bits=12_000)
     learner = ConsensusAveraging({k: float(k) for k in graph})
-    start = time.perf_counter()
+    start = time.process_time()
     sim.run(ConsensusProtocol(learner, "metropolis-hastings", StopRule(max_iterations=rounds),
                               eval_every=10**9))
-    seconds = time.perf_counter() - start
+    seconds = time.process_time() - start
     if net.air is not None:
         packets = net.air.medium.transmissions
     else:
         packets = 2 * graph.number_of_edges() * rounds  # one attempt a message here
-    return seconds, packets
+    return seconds, packets, len(sim.recorder.rows)
+
+
+def cost(graph: nx.Graph, medium: SharedMediumSpec | None, messages: int,
+         repeat: int) -> tuple[float, float]:
+    """CPU seconds and rows (the MAC's ``backoff``, ``defer`` and ``collision`` rows) per
+    packet on the air of the rounds after the first (about ``messages`` messages); the
+    least time of ``repeat`` measurements (the least disturbed by the load)."""
+    r1 = 1
+    r2 = r1 + max(1, math.ceil(messages / (2 * graph.number_of_edges())))
+    best, rows = math.inf, 0.0
+    for _ in range(repeat):
+        t1, n1, w1 = run(graph, r1, medium)
+        t2, n2, w2 = run(graph, r2, medium)
+        best = min(best, (t2 - t1) / max(n2 - n1, 1))
+        rows = (w2 - w1) / max(n2 - n1, 1)
+    return best, rows
 
 
 def main() -> None:
@@ -81,29 +107,45 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[16, 256, 1024])
     parser.add_argument("--messages", type=int, default=20_000,
                         help="messages in the measured rounds (sets their number per K)")
-    parser.add_argument("--mac", default="csma", choices=["none", "csma", "aloha", "tdma"])
+    parser.add_argument("--mac", nargs="+", default=list(MACS), choices=list(MACS))
+    parser.add_argument("--repeat", type=int, default=2,
+                        help="measurements of each cost (the least is kept)")
     args = parser.parse_args()
-    medium = SharedMediumSpec(RADIO, make_mac(args.mac))
-    rows = []
+    load0, wall0, cpu0 = os.getloadavg()[0], time.perf_counter(), time.process_time()
+    print(f"load average {load0:.2f} at the start; target: shared <= {TARGET:g} x links, "
+          f"flat within +-{FLAT:.0%} of the mean over K")
+    print(f"{'K':>5s} {'edges':>6s} {'mac':>5s} {'links us/tx':>11s} {'shared us/tx':>12s} "
+          f"{'ratio':>6s} {'rows/tx':>7s}  target")
+    shared: dict[str, list[float]] = {mac: [] for mac in args.mac}
+    misses = 0
     for K in args.sizes:
         graph = geometric_graph(K)
-        cost = {}
-        for name, spec in (("links", None), ("shared", medium)):
-            # links are cheap: ten times the messages for a measurable time
-            wanted = args.messages * (10 if spec is None else 1)
-            r1 = 1
-            r2 = r1 + max(1, math.ceil(wanted / (2 * graph.number_of_edges())))
-            t1, n1 = run(graph, r1, spec)
-            t2, n2 = run(graph, r2, spec)
-            cost[name] = (t2 - t1) / max(n2 - n1, 1)
-        rows.append((K, cost["links"], cost["shared"]))
-        print(f"K={K:5d}  edges={graph.number_of_edges():6d}  links {cost['links'] * 1e6:7.1f} "
-              f"us/transmission  shared({args.mac}) {cost['shared'] * 1e6:7.1f} us  ratio "
-              f"{cost['shared'] / cost['links']:5.2f}", flush=True)
-    shared = np.array([r[2] for r in rows])
-    flat = shared.max() / shared.mean() <= 1.5 and shared.min() / shared.mean() >= 0.5
-    print(f"shared cost per transmission, max/min over K: {shared.max() / shared.min():.2f} "
-          f"(flat within +-50% of the mean: {flat})")
+        # links are cheap: ten times the messages for a measurable time
+        links, _ = cost(graph, None, 10 * args.messages, args.repeat)
+        for mac in args.mac:
+            c, rows = cost(graph, SharedMediumSpec(RADIO, make_mac(mac)), args.messages,
+                           args.repeat)
+            shared[mac].append(c)
+            ratio = c / links
+            met = ratio <= TARGET
+            misses += not met
+            print(f"{K:5d} {graph.number_of_edges():6d} {mac:>5s} {links * 1e6:11.1f} "
+                  f"{c * 1e6:12.1f} {ratio:6.2f} {rows:7.1f}  "
+                  f"<= {TARGET:g}: {'met' if met else 'MISSED'}",
+                  flush=True)
+    for mac, costs in shared.items():
+        if len(costs) < 2:
+            continue
+        c = np.array(costs)
+        mean = c.mean()
+        flat = bool(c.max() <= (1 + FLAT) * mean and c.min() >= (1 - FLAT) * mean)
+        misses += not flat
+        print(f"{mac:>5s}: shared cost over K x{c.min() / mean:.2f} .. x{c.max() / mean:.2f} "
+              f"of the mean {mean * 1e6:.1f} us (flat within +-{FLAT:.0%}: "
+              f"{'met' if flat else 'MISSED'})")
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    print(f"load average {os.getloadavg()[0]:.2f} at the end; {wall:.0f} s wall for "
+          f"{cpu:.0f} s of CPU; {misses} target(s) missed")
 
 
 if __name__ == "__main__":

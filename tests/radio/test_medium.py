@@ -307,3 +307,76 @@ def test_parameter_server_runs_on_a_shared_medium_with_the_server_at_the_centre(
     assert rows.x.tolist() == [1.0, 2.0, 3.0]
     assert rows.cum_bits.tolist() == [384, 768, 1152]  # 3 float64 down and up a round
     assert net.air.medium.positions()[-1].tolist() == [20.0, 20.0]
+
+
+def test_parameter_server_broadcasts_the_state_once_a_round_and_a_lost_reception_sits_out():
+    from bflnet.learners import GlobalStateLearner, Update
+    from bflnet.protocols.parameter_server import ParameterServerProtocol
+    from bflnet.protocols.scheduling import AllAgents
+    from bflnet.simulator import Work
+
+    class Count(GlobalStateLearner):
+        uses_agent_streams = False
+
+        def init(self, rng):
+            return np.zeros(3)
+
+        def local_update(self, agent, state, agent_state, rng):
+            return Update(state + 1, Work(steps=1), agent)
+
+        def merge(self, state, updates):
+            return np.mean([u.payload for u in updates], axis=0)
+
+        def evaluate(self, state):
+            return {"x": float(state[0])}
+
+    K, rounds = 5, 3
+    # agents 0-3 on a 5 m circle around the server at (20, 20); agent 4 far beyond range
+    g = placed([(20 + 5 * math.cos(a), 20 + 5 * math.sin(a))
+                for a in 2 * np.pi * np.arange(K - 1) / (K - 1)] + [(5000.0, 5000.0)], [])
+    spec = radio(fading="none", tx_power_dbm=20.0)
+    sim = Simulation(0, record_messages=True)
+    sim.build_network(g, server=True, medium=SharedMediumSpec(spec, mac=Tdma(), area_m=40.0))
+    frame = sim.run(ParameterServerProtocol(Count(), StopRule(max_iterations=rounds),
+                                            selector=AllAgents(), broadcast=True)).frame
+    down = frame[(frame.event == "message") & (frame.peer == "*")]
+    assert len(down) == rounds  # one downlink transmission a round, not K
+    assert (down.receivers == K).all() and (down.received == K - 1).all()
+    rows = frame[frame.event == "iteration"]
+    assert rows.updates.tolist() == [K - 1] * rounds  # the far agent sits every round out
+    assert rows.cum_bits_down.tolist() == [192 * r for r in range(1, rounds + 1)]
+    links = Simulation(0)
+    links.build_network(nx.empty_graph(2), server=True)
+    with pytest.raises(Exception, match="broadcast: needs a shared medium"):
+        links.run(ParameterServerProtocol(Count(), StopRule(max_iterations=1), broadcast=True))
+    with pytest.raises(ValueError, match="broadcast: not with deadline_s"):
+        ParameterServerProtocol(Count(), StopRule(max_iterations=1), broadcast=True,
+                                deadline_s=1.0)
+
+
+def test_async_broadcast_gossip_one_transmission_and_each_receiver_mixes():
+    from bflnet.protocols.async_gossip import AsyncGossipProtocol
+    K, w = 4, 0.5
+    angle = 2 * np.pi * np.arange(K) / K
+    g = placed([(5 * math.cos(a), 5 * math.sin(a)) for a in angle], nx.complete_graph(K).edges)
+    sim = Simulation(1, record_messages=True)
+    sim.build_network(g, medium=SharedMediumSpec(radio(fading="none", tx_power_dbm=20.0),
+                                                 mac=Tdma()))
+    x0 = {k: 4.0 * k for k in range(K)}
+    result = sim.run(AsyncGossipProtocol(ConsensusAveraging(x0), StopRule(max_iterations=1),
+                                         weight=w, broadcast=True))
+    rows = result.frame
+    assert (rows.event == "tx").sum() == 1
+    sent = rows[rows.event == "message"]
+    assert sent.peer.tolist() == ["*"] and sent.received.tolist() == [K - 1]
+    ex = rows[rows.event == "exchange"].iloc[0]
+    assert ex.outcome == "broadcast" and ex.received == K - 1 and ex.dropped == 0
+    i = int(ex.node)
+    values = {k: float(s.x[0]) for k, s in result.agent_states.items()}
+    expected = {k: x0[k] if k == i else x0[k] + w * (x0[i] - x0[k]) for k in range(K)}
+    assert values == pytest.approx(expected)
+    links = Simulation(1)
+    links.build_network(nx.complete_graph(3))
+    with pytest.raises(Exception, match="broadcast: needs a shared medium"):
+        links.run(AsyncGossipProtocol(ConsensusAveraging({k: 0.0 for k in range(3)}),
+                                      StopRule(max_iterations=1), broadcast=True))

@@ -32,6 +32,17 @@ limits are checked as each exchange ends.
 
 A message handed to a link on an edge that is live then is sent whole even if the nodes
 move apart meanwhile (a fading channel's distance is the one at the last position update).
+
+**Broadcast gossip** (``broadcast=True``, on a shared medium; Aysal, Yildiz, Sarwate and
+Scaglione, "Broadcast gossip algorithms for consensus"): at each tick node ``i`` runs its
+local steps and broadcasts ``outgoing`` once to all its neighbours (bits, air time and
+energy counted once); every neighbour ``j`` that receives it mixes
+``absorb_pair(j, ..., mine=x_j, theirs=x_i, weight)`` (``x_j`` its current value, not
+encoded: it sends nothing), and ``i`` does not mix, so the network's average is kept only
+in expectation, not exactly. Nobody acknowledges a broadcast: a lost reception is
+skipped (that neighbour does not mix), no negative acknowledgement, no resending. Each
+broadcast is one ``exchange`` row (``peer="*"``, ``outcome="broadcast"``, ``received``
+and ``dropped`` receptions).
 """
 
 from __future__ import annotations
@@ -72,7 +83,11 @@ class AsyncGossipProtocol:
 
     def __init__(self, learner: ConsensusLearner, stop: StopRule, *,
                  rate: float | Mapping[Any, float] = 1.0, weight: float = 0.5,
-                 codec: CodecSpec = None, eval_every: int = 1, progress: bool = False) -> None:
+                 codec: CodecSpec = None, eval_every: int = 1, progress: bool = False,
+                 broadcast: bool = False) -> None:
+        if not isinstance(broadcast, bool):
+            raise ValueError(f"broadcast: must be True or False, got {broadcast!r}")
+        self.broadcast = broadcast
         if getattr(learner, "increments", False):
             raise ValueError(f"learner: {type(learner).__name__} sends increments, which "
                              f"pairwise asynchronous gossip cannot keep consistent")
@@ -92,6 +107,9 @@ class AsyncGossipProtocol:
         net = sim.network
         assert net is not None
         nodes = list(net.agents)
+        if self.broadcast and net.air is None:
+            raise ValueError("broadcast: needs a shared medium (medium=shared); independent "
+                             "links carry one message each")
         if isinstance(self.rate, dict):
             missing = [k for k in nodes if k not in self.rate]
             if missing:
@@ -149,6 +167,9 @@ class _Run:
             nbrs = neighbours[k]
             n = len(nbrs)
             if n == 0:
+                continue
+            if self.p.broadcast:
+                env.process(self.broadcast(k, nbrs))
                 continue
             i = int(rng.random() * n)
             env.process(self.exchange(k, nbrs[i if i < n else n - 1]))
@@ -213,6 +234,52 @@ class _Run:
             return
         self._mix(i, j, mine_i, mine_j)
         self.end(i, j, "ok")
+
+    def broadcast(self, i: Any, nbrs: tuple[Any, ...]) -> Generator[simpy.Event, Any, None]:
+        """One broadcast of ``i``'s value to ``nbrs``; each receiver mixes it in."""
+        env, sim, slots, p, done = self.env, self.sim, self.slots, self.p, self.done
+        learner, it = p.learner, self.iteration
+        state, work = call(sim, learner.local_steps, i, slots.state(i), slots.rng(i), node=i,
+                           iteration=it, what="learner.local_steps")
+        slots.commit(i, state)
+        duration = self.compute[i](work)
+        if duration:
+            yield env.timeout(duration)
+            if done.triggered:
+                return
+        state = slots.state(i)
+        value = call(sim, learner.outgoing, i, state, node=i, iteration=it,
+                     what="learner.outgoing")
+        if isinstance(value, PerNeighbour):
+            raise sim.error(ValueError("broadcast: needs one payload for every neighbour, "
+                                       "got a PerNeighbour payload"), node=i, iteration=it,
+                            what="learner.outgoing")
+        payload, bits = wire.encode(p.codec, value, self.codec_rngs[i])
+        theirs = wire.decode(p.codec, payload, value)
+        slots.commit(i, call(sim, learner.sent, i, state, theirs, node=i, iteration=it,
+                             what="learner.sent"))
+        net = sim.network
+        assert net is not None and net.air is not None
+        got = yield from net.air.broadcast(i, Message(i, "*", "gossip", payload, bits, it),
+                                       list(nbrs), links=self.links)
+        if done.triggered:
+            return
+        for j in nbrs:
+            if got[j]:
+                mine = call(sim, learner.outgoing, j, slots.state(j), node=j,
+                            iteration=self.iteration, what="learner.outgoing")
+                if isinstance(mine, PerNeighbour):
+                    mine = mine[i]
+                self._mix(j, i, mine, theirs)
+        received = sum(got.values())
+        self.iteration += 1
+        iteration = self.rec.iteration = self.iteration
+        metrics = self.metrics(iteration, i)
+        if self.loop.end_iteration(iteration, "exchange", metrics, node=i, peer="*",
+                                   outcome="broadcast", received=received,
+                                   dropped=len(got) - received,
+                                   replies_in_flight=self.replies):
+            done.succeed()
 
     def _exchange_on_air(self, i: Any, j: Any, payload: Any, bits: int, mine_i: Any
                          ) -> Generator[simpy.Event, Any, None]:

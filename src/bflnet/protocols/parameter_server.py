@@ -34,6 +34,13 @@ class ParameterServerProtocol:
     keeps its new private state. An agent whose downlink or uplink message is dropped
     contributes nothing that iteration and keeps its old state.
 
+    **Broadcast** (``broadcast=True``, on a shared medium, not with ``deadline_s``): the
+    state goes down in one transmission for all the scheduled agents (its bits, air time
+    and the server's energy counted once, ``cum_bits_down`` once); each agent receives it
+    or not on its own SINR. Nobody acknowledges a broadcast, so a lost reception follows
+    the rule of a lost downlink: that agent sits the round out (no update, old state),
+    with no negative acknowledgement and no resending.
+
     **Agent selection.** Without a ``selector`` the server schedules **one agent per
     iteration**, in turn (``RoundRobinSelector(1)``: agent 0, 1, ..., K−1, 0, ...), the
     schedule of distributed SVGD; ``AllAgents()`` gives FedAvg-style rounds of every
@@ -71,7 +78,13 @@ class ParameterServerProtocol:
                  selector: AgentSelector | None = None, uplink_codec: CodecSpec = None,
                  downlink_codec: CodecSpec = None, eval_every: int = 1,
                  progress: bool = False, interventions: Sequence[ForgetRequest] = (),
-                 deadline_s: float | None = None) -> None:
+                 deadline_s: float | None = None, broadcast: bool = False) -> None:
+        if not isinstance(broadcast, bool):
+            raise ValueError(f"broadcast: must be True or False, got {broadcast!r}")
+        if broadcast and deadline_s is not None:
+            raise ValueError("broadcast: not with deadline_s (a deadline round sends the state "
+                             "to each agent when it becomes free, not to all at once)")
+        self.broadcast = broadcast
         self.learner = learner
         self.stop = stop
         self.selector = selector if selector is not None else RoundRobinSelector(1)
@@ -91,6 +104,9 @@ class ParameterServerProtocol:
         if net is None or not net.has_server:
             raise ValueError("network: the parameter-server protocol needs server=True")
         env, rec, learner = sim.env, sim.recorder, self.learner
+        if self.broadcast and net.air is None:
+            raise ValueError("broadcast: needs a shared medium (medium=shared); independent "
+                             "links carry one message each")
         agents: Sequence[Any] = net.agents
         setup = start_run(sim, self.stop, eval_every=self.eval_every, progress=self.progress,
                           interventions=self.interventions, init_agent=learner.init_agent,
@@ -126,9 +142,14 @@ class ParameterServerProtocol:
             if self.deadline_s is None:
                 ready = (self._batch(sim, slots, chosen, state, down_payload, iteration)
                          if batched and len(chosen) > 1 else {})
+                downlink = None
+                if self.broadcast:  # one transmission of the state for every chosen agent
+                    downlink = env.process(net.air.broadcast(
+                        SERVER, Message(SERVER, "*", "state", down_payload, down_bits,
+                                        iteration), chosen, links=net.links, direction="down"))
                 jobs = [env.process(self._serve(sim, slots, agent, state, down_payload,
                                                 down_bits, iteration, up_rngs[agent],
-                                                uplink_codec, ready.get(agent)))
+                                                uplink_codec, ready.get(agent), downlink))
                         for agent in chosen]
                 done = yield env.all_of(jobs)
                 updates: list[Update] = [u for u in done.values() if u is not None]
@@ -171,7 +192,7 @@ class ParameterServerProtocol:
             times: dict[str, float] = {}
             update = yield from self._serve(sim, slots, agent, state, down_payload, down_bits,
                                             iteration, up_rngs[agent], uplink_codec,
-                                            ready.get(agent), times)
+                                            ready.get(agent), times=times)
             busy.discard(agent)
             pending.discard(agent)
             if update is None:
@@ -225,28 +246,37 @@ class ParameterServerProtocol:
     def _serve(self, sim: Simulation, slots: AgentSlots, agent: Any, state: Any,
                down_payload: Any, down_bits: int, iteration: int, up_rng: Any,
                uplink_codec: CodecSpec, ready: tuple[Update, Any] | None = None,
+               downlink: simpy.Event | None = None,
                times: dict[str, float] | None = None
                ) -> Generator[simpy.Event, Any, Update | None]:
         return serve_agent(sim, self.learner, slots, agent, state, down_payload, down_bits,
-                           iteration, up_rng, self.downlink_codec, uplink_codec, ready, times)
+                           iteration, up_rng, self.downlink_codec, uplink_codec, ready, times,
+                           downlink=downlink)
 
 
 def serve_agent(sim: Simulation, learner: GlobalStateLearner, slots: AgentSlots, agent: Any,
                 state: Any, down_payload: Any, down_bits: int, iteration: int, up_rng: Any,
                 downlink_codec: CodecSpec, uplink_codec: CodecSpec,
                 ready: tuple[Update, Any] | None = None,
-                times: dict[str, float] | None = None
+                times: dict[str, float] | None = None, *,
+                downlink: simpy.Event | None = None
                 ) -> Generator[simpy.Event, Any, Update | None]:
     """SimPy process body of one agent's turn: downlink of ``state`` (encoded as
     ``down_payload``), local update (``ready``: computed already, with its stream's state
     before), compute time, uplink. The update as the server decodes it, or ``None`` if a
     message was lost. ``times`` (if given) gets ``sent_s`` (the upload began) and
-    ``arrived_s``."""
+    ``arrived_s``. ``downlink``: the process of a broadcast of the state (its value
+    ``{agent: arrived}``) instead of the agent's own downlink message."""
     net = sim.network
     assert net is not None
-    down = yield from net.links[(SERVER, agent)].send(
-        Message(SERVER, agent, "state", down_payload, down_bits, iteration), deliver=False)
-    if not down.delivered:
+    if downlink is not None:
+        arrived = (yield downlink)[agent]
+    else:
+        down = yield from net.links[(SERVER, agent)].send(
+            Message(SERVER, agent, "state", down_payload, down_bits, iteration),
+            deliver=False)
+        arrived = down.delivered
+    if not arrived:
         if ready is not None and ready[1] is not None:
             slots.rng(agent).bit_generator.state = ready[1]
         return None

@@ -10,8 +10,9 @@ from bflnet.radio.mac import MACS, Aloha, Csma, NoMac, Tdma, distance2_colouring
 from bflnet.radio.medium import SharedMedium
 from bflnet.radio.pathloss import LogDistance, noise_dbm
 from bflnet.radio.positions import LAYOUTS, node_positions
-from bflnet.radio.spec import FADINGS, RadioSpec
+from bflnet.radio.spec import FADINGS, RECEPTIONS, RadioSpec, packet_error_rate
 
-__all__ = ["FADINGS", "LAYOUTS", "MACS", "Air", "Aloha", "Csma", "LogDistance", "NoMac",
-           "RadioSpec", "SharedMedium", "SharedMediumSpec", "Tdma", "distance2_colouring",
-           "make_mac", "node_positions", "noise_dbm"]
+__all__ = ["FADINGS", "LAYOUTS", "MACS", "RECEPTIONS", "Air", "Aloha", "Csma", "LogDistance",
+           "NoMac", "RadioSpec", "SharedMedium", "SharedMediumSpec", "Tdma",
+           "distance2_colouring", "make_mac", "node_positions", "noise_dbm",
+           "packet_error_rate"]

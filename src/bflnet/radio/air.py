@@ -21,7 +21,8 @@ import numpy as np
 import simpy
 
 from bflnet.checks import check_real
-from bflnet.radio.mac import Aloha, Csma, Mac, NoMac, Tdma, distance2_colouring
+from bflnet.radio.backoff import BackoffScheduler
+from bflnet.radio.mac import Aloha, Csma, Mac, NoMac, SlotRows, Tdma, distance2_colouring
 from bflnet.radio.medium import SharedMedium
 from bflnet.radio.positions import LAYOUTS, MAX_AREA_M, node_positions
 from bflnet.radio.spec import RadioSpec
@@ -79,6 +80,8 @@ class Air:
             sense = mac.sense_range_m if mac.sense_range_m is not None else radio.range_m
         self.medium = SharedMedium(self.env, radio, ids, source, streams.numpy,
                                    self.recorder, key=key, sense_range_m=sense)
+        if isinstance(mac, Csma):
+            BackoffScheduler(self.env, self.medium, mac.slot_s, self.recorder, ids)
         self.mtu_bits = network.mtu_bits
         slot, colours, frame = 0.0, {}, 1
         if isinstance(mac, (Aloha, Tdma)):
@@ -87,6 +90,8 @@ class Air:
             if slot < largest * (1 - 1e-12):
                 raise ValueError(f"slot_s: must be at least the air time of the largest "
                                  f"packet (mtu_bits / rate = {largest:g} s), got {slot:g}")
+        if isinstance(mac, Aloha):
+            self.medium.slot_rows = SlotRows(self.env, slot, self.recorder)
         if isinstance(mac, Tdma):
             if live is not None:
                 raise ValueError("mac: tdma needs nodes that stay put (its schedule is "

@@ -2,7 +2,8 @@
 
 * :class:`NoMac` — at once (overlapping transmissions collide: the medium decides).
 * :class:`Aloha` — slotted ALOHA: at each slot boundary the node transmits with
-  probability ``p`` (else it defers to the next slot: a ``defer`` row).
+  probability ``p`` (else it defers to the next slot: a ``defer`` row); the slots until
+  it transmits are drawn at once (geometric), the rows written at their slots.
 * :class:`Tdma` — a conflict-free schedule: a distance-2 greedy colouring of the
   interference graph (nodes within interference range, and the graph's links) gives every
   node a colour; a frame is ``frame_slots`` (default: the number of colours) slots of
@@ -24,8 +25,9 @@ The rows are ``event="mac"`` with ``kind`` (``backoff``, ``defer``, ``collision`
 from __future__ import annotations
 
 import math
-from collections.abc import Generator, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -166,93 +168,73 @@ def distance2_colouring(nodes: Iterable[int], edges: Iterable[tuple[int, int]],
 
 
 # ---------------------------------------------------------------------- access procedures
-def access(mac: Mac, radio: Transceiver, attempt: int) -> Generator[simpy.Event, Any, None]:
-    """Wait until ``radio`` may start its ``attempt``-th attempt under ``mac``."""
+def access(mac: Mac, radio: Transceiver, attempt: int) -> simpy.Event | None:
+    """The one event to wait for before ``radio`` may start its ``attempt``-th attempt
+    under ``mac`` (``None``: at once)."""
     if isinstance(mac, NoMac):
-        return
+        return None
+    if isinstance(mac, Tdma):
+        return _tdma(radio)
     if isinstance(mac, Aloha):
-        yield from _aloha(mac, radio, attempt)
-    elif isinstance(mac, Tdma):
-        yield from _tdma(radio)
-    else:
-        yield from _csma(mac, radio, attempt)
+        return _aloha(mac, radio, attempt)
+    return _csma(mac, radio, attempt)
 
 
 def _wait_until(env: simpy.Environment, t: float) -> simpy.Event | None:
     return env.timeout(t - env.now) if t > env.now else None
 
 
-def _aloha(mac: Aloha, radio: Transceiver, attempt: int
-           ) -> Generator[simpy.Event, Any, None]:
-    env, slot, rng = radio.env, radio.slot_s, radio.mac_rng
-    k = math.ceil(env.now / slot - _SLOT_TOL)
-    while True:
-        wait = _wait_until(env, k * slot)
-        if wait is not None:
-            yield wait
-        if rng.random() < mac.p:
-            return
-        radio.record_mac("defer", attempt=attempt, slot=k)
-        k += 1
+def _aloha(mac: Aloha, radio: Transceiver, attempt: int) -> simpy.Event | None:
+    """The slots until the node transmits drawn at once (geometric with ``p``: the
+    distribution of one draw per slot): it waits once, for the slot it transmits in; its
+    ``defer`` rows are written at their slots by the medium's :class:`SlotRows`."""
+    env, slot = radio.env, radio.slot_s
+    first = math.ceil(env.now / slot - _SLOT_TOL)
+    k = first + int(radio.mac_rng.geometric(mac.p)) - 1
+    if k > first:
+        radio.medium.slot_rows.defer(radio.node, attempt, first, k)
+    return _wait_until(env, k * slot)
 
 
-def _tdma(radio: Transceiver) -> Generator[simpy.Event, Any, None]:
+class SlotRows:
+    """The slotted-ALOHA ``defer`` rows of every node, written at their slots: one SimPy
+    timer per slot in which some node defers, not one wake-up per node and slot."""
+
+    def __init__(self, env: simpy.Environment, slot_s: float, recorder: Any) -> None:
+        self.env, self.slot, self.recorder = env, slot_s, recorder
+        self._due: dict[int, list[dict[str, Any]]] = {}
+
+    def defer(self, node: Any, attempt: int, first: int, end: int) -> None:
+        """``node`` defers in slots ``first, ..., end - 1`` of its ``attempt``."""
+        due, env = self._due, self.env
+        for k in range(first, end):
+            rows = due.get(k)
+            if rows is None:
+                rows = due[k] = []
+                wait = k * self.slot - env.now
+                if wait > 0:
+                    env.timeout(wait).callbacks.append(partial(self._write, k))
+                else:
+                    event = env.event()
+                    event.callbacks.append(partial(self._write, k))
+                    event.succeed()
+            rows.append({"node": node, "kind": "defer", "attempt": attempt, "slot": k})
+
+    def _write(self, k: int, _: Any) -> None:
+        record = self.recorder.record_fields
+        for row in self._due.pop(k):
+            record("mac", row)
+
+
+def _tdma(radio: Transceiver) -> simpy.Event | None:
     env, slot = radio.env, radio.slot_s
     frame, offset = radio.frame_slots * slot, radio.colour * slot
     f = math.ceil((env.now - offset) / frame - _SLOT_TOL)
-    wait = _wait_until(env, f * frame + offset)
-    if wait is not None:
-        yield wait
+    return _wait_until(env, f * frame + offset)
 
 
-def _csma(mac: Csma, radio: Transceiver, attempt: int) -> Generator[simpy.Event, Any, None]:
+def _csma(mac: Csma, radio: Transceiver, attempt: int) -> simpy.Event:
     window = mac.window(attempt)
     counter = int(radio.mac_rng.integers(window))
     radio.record_mac("backoff", attempt=attempt, cw=window, counter=counter)
-    done = radio.env.event()
-    _Backoff(radio, mac.slot_s, counter, attempt, done).begin()
-    yield done
-
-
-class _Backoff:
-    """One CSMA back-off, run by event callbacks (the node's process wakes only when it
-    may transmit): count ``counter`` idle slots down, freeze while the carrier is busy."""
-
-    __slots__ = ("attempt", "counter", "done", "radio", "slot", "t0")
-
-    def __init__(self, radio: Transceiver, slot: float, counter: int, attempt: int,
-                 done: simpy.Event) -> None:
-        self.radio, self.slot, self.counter, self.attempt = radio, slot, counter, attempt
-        self.done, self.t0 = done, 0.0
-
-    def begin(self, _: Any = None) -> None:
-        """Start (or resume) the countdown, or defer until the carrier is idle."""
-        radio = self.radio
-        env, medium, me = radio.env, radio.medium, radio.index
-        # a node whose counter is zero transmits unless it hears a transmission that began
-        # before this instant (two that decide in the same slot both transmit)
-        if self.counter == 0 and not medium.busy(me, hear_now=False):
-            self.done.succeed()
-            return
-        if medium.busy(me):
-            radio.record_mac("defer", attempt=self.attempt, counter=self.counter)
-            medium.on_idle(me).callbacks.append(self.begin)
-            return
-        self.t0 = env.now
-        # one wake-up event for "the counter ran out" and "the carrier became busy"
-        wake = env.event()
-        env.timeout(self.counter * self.slot).callbacks.append(
-            lambda _, wake=wake: None if wake.triggered else wake.succeed())
-        medium.on_busy(me, wake).callbacks.append(self.woke)
-
-    def woke(self, _: Any) -> None:
-        """Slots that ran out idle count (a slot cut by a transmission does not); when
-        the counter ends in the slot in which another node starts, both transmit."""
-        radio = self.radio
-        elapsed = math.floor((radio.env.now - self.t0) / self.slot + 1e-6)
-        if elapsed >= self.counter:
-            radio.medium.cancel_waits(radio.index)
-            self.done.succeed()
-            return
-        self.counter -= elapsed
-        self.begin()
+    return radio.medium.carrier.backoff(radio.index, counter, attempt)

@@ -2,20 +2,31 @@
 the end of the packet.
 
 Every transmission is a :class:`Transmission` from one node to one or more receivers
-(a unicast or a broadcast). While it is on the air, each of its receivers holds a
-:class:`Reception` that tracks the interference at that receiver: the sum of the powers
-received from every other transmission on the air whose sender is within the
-interference range (:meth:`RadioSpec.effective_interference_range_m`), each under its own
-path loss, shadowing and block-fading draw (one per transmission and receiver, from the
-sender's stream ``radio.<node>``). Transmitters near a node are found with a k-d tree of
+(a unicast or a broadcast). While it is on the air, its power is counted at every node
+within the interference range of its sender
+(:meth:`RadioSpec.effective_interference_range_m`), each under its own path loss,
+shadowing and block-fading draw (one per transmission and node, from the medium's
+stream ``radio.fading``, drawn in blocks): every node keeps the *total* power of the
+transmissions on the air near it, added when one starts and taken off when it ends, in
+one vectorised step over the nodes in range. Those nodes are found with a k-d tree of
 the positions, built once (again when nodes have moved), so a packet costs the number of
-nodes near its sender and receivers, not the number of nodes.
+nodes near its sender, not the number of nodes.
+
+A reception's interference is its receiver's total less its own signal. Since a total
+only rises when a transmission starts, each node also keeps the largest total of its
+current *segment* (since the last reception began there); a reception that begins
+folds the segment's peak into the receptions already on the air at that node, so each
+reception knows the largest total over exactly its own time on the air.
 
 When the packet ends, each reception is decided on the *largest* interference it saw, so
 the packet is received iff its SINR stayed at or above the threshold over the whole
-packet. A lost reception is ``"half_duplex"`` (its receiver transmitted while it was on
-the air, or was transmitting when it began), ``"collision"`` (the SNR alone would have
-passed: interference made it fail) or ``"outage"`` (fading and path loss alone). Each
+packet (with ``reception="per"``: it is lost with the packet error rate of that lowest
+SINR, :func:`~bflnet.radio.spec.packet_error_rate`, by one uniform draw ``u`` of the
+stream ``radio.reception``; a loss is a ``collision`` when the same ``u`` would have
+passed at the SNR alone). A lost reception is ``"half_duplex"`` (its receiver transmitted
+while it was on the air, or was transmitting when it began), ``"collision"`` (the SNR
+alone would have passed: interference made it fail) or ``"outage"`` (fading and path
+loss alone). Each
 ``half_duplex`` or ``collision`` loss is a row (``event="mac"``, ``kind="collision"``,
 ``node`` = sender, ``peer`` = receiver, ``cause``); with ``record_messages`` every
 transmission is also a ``tx`` row (``node``, ``start_s``, ``end_s``, ``bits``,
@@ -25,8 +36,9 @@ Two transmissions that overlap by less than :data:`EPS_S` do not interfere (back
 slots whose boundaries differ by rounding).
 
 Carrier sense (for CSMA): :meth:`SharedMedium.busy` says whether a transmitter other than
-the node is on the air within ``sense_range_m`` of it; :meth:`SharedMedium.on_busy` and
-:meth:`SharedMedium.on_idle` give events for the next change.
+the node is on the air within ``sense_range_m`` of it; a ``carrier`` listener (the CSMA
+back-offs, :mod:`bflnet.radio.backoff`) is told which nodes' carrier became busy when a
+transmission starts and idle when one ends.
 """
 
 from __future__ import annotations
@@ -39,49 +51,43 @@ from typing import Any
 import numpy as np
 import simpy
 
-from bflnet.radio.spec import RadioSpec
+from bflnet.radio.spec import RadioSpec, packet_error_rate
 
 #: Overlaps shorter than this (seconds) are not overlaps.
 EPS_S = 1e-9
+#: Fading gains drawn at a time.
+FADE_BLOCK = 1 << 14
 
 
 class Reception:
-    """One receiver of one transmission: its signal power, the interference now and the
-    largest seen, and why it is already lost (``None``: not yet)."""
+    """One receiver of one transmission: its signal power, whether that power is counted
+    in the receiver's total (its sender is within the interference range), the largest
+    total seen before the receiver's current segment (``acc``: module docstring), and why
+    it is already lost (``None``: not yet)."""
 
-    __slots__ = ("interference", "lost", "node", "parts", "peak", "signal", "tx")
+    __slots__ = ("acc", "lost", "node", "own", "signal", "tx")
 
-    def __init__(self, tx: Transmission, node: int, signal: float) -> None:
-        self.tx, self.node, self.signal = tx, node, signal
-        self.interference = self.peak = 0.0
-        self.parts: dict[int, float] = {}  # interfering transmission's sender -> power
+    def __init__(self, tx: Transmission, node: int, signal: float, own: bool) -> None:
+        self.tx, self.node, self.signal, self.own = tx, node, signal, own
+        self.acc = 0.0
         self.lost: str | None = None
-
-    def add(self, sender: int, power: float) -> None:
-        self.parts[sender] = power
-        self.interference += power
-        if self.interference > self.peak:
-            self.peak = self.interference
-
-    def remove(self, sender: int) -> None:
-        power = self.parts.pop(sender, None)
-        if power is not None:
-            self.interference = self.interference - power if self.parts else 0.0
 
 
 class Transmission:
     """One packet on the air: ``sender`` and ``receivers`` are node indices of the medium;
     ``outcome`` (``{receiver: received}``) and ``causes`` (``{receiver: cause}`` of the
-    lost ones) are set when it ends."""
+    lost ones) are set when it ends. ``near`` and ``power``: the nodes where its power
+    is counted and that power (mW, one fading draw each)."""
 
-    __slots__ = ("bits", "causes", "end", "gains", "meta", "outcome", "receivers",
+    __slots__ = ("bits", "causes", "end", "meta", "near", "outcome", "power", "receivers",
                  "receptions", "sender", "start")
 
     def __init__(self, sender: int, receivers: Sequence[int], start: float, end: float,
                  bits: int, meta: dict[str, Any] | None) -> None:
         self.sender, self.receivers = sender, list(receivers)
         self.start, self.end, self.bits, self.meta = start, end, bits, meta
-        self.gains: dict[int, float] = {}
+        self.near: np.ndarray | None = None
+        self.power: np.ndarray | None = None
         self.receptions: list[Reception] = []
         self.outcome: dict[int, bool] | None = None
         self.causes: dict[int, str] = {}
@@ -102,12 +108,17 @@ class SharedMedium:
         self.index = {node: i for i, node in enumerate(self.ids)}
         k = len(self.ids)
         self._source = positions
-        self._stream, self._rngs = stream, [None] * k
+        self._moving = callable(positions)
+        self._stream = stream
+        self._fade_rng: np.random.Generator | None = None
+        self._buf, self._pos = np.empty(0), 0
         self.key = int(key)
         self.range_m = spec.effective_interference_range_m()
         self.sense_range_m = sense_range_m
         self.noise = spec.noise_mw
         self.threshold = spec.threshold
+        self._per = packet_error_rate if spec.reception == "per" else None
+        self._per_rng: np.random.Generator | None = None
         self._tx_mw = spec.tx_mw
         self._loss = spec.pathloss
         self._fading = spec.fading
@@ -117,13 +128,21 @@ class SharedMedium:
             self._scatter = math.sqrt(0.5 / (kf + 1.0))
         self.active: dict[int, Transmission] = {}
         self.rx_at: list[list[Reception]] = [[] for _ in range(k)]
-        self.tx_count = np.zeros(k, dtype=np.int64)
-        self.rx_count = np.zeros(k, dtype=np.int64)
+        #: Per node: 1 while it transmits (one radio), else 0.
+        self.tx_count = [0] * k
         self.busy_count = np.zeros(k, dtype=np.int64)
+        #: Per node: the power (mW) of every transmission on the air counted there, and
+        #: its largest value in the node's current segment (module docstring).
+        self._total = np.zeros(k)
+        self._peak = np.zeros(k)
+        self._receiving = 0  # receptions on the air
         self._ends: list[tuple[float, int, Transmission]] = []
         self._seq = 0
-        self._busy_waiters: dict[int, simpy.Event] = {}
-        self._idle_waiters: dict[int, simpy.Event] = {}
+        #: Told of carrier changes (``carrier_busy(nodes)``, ``carrier_idle(nodes)``)
+        #: while its ``waiting`` is not empty: the CSMA back-offs, or ``None``.
+        self.carrier: Any = None
+        #: Writes the slotted-ALOHA ``defer`` rows at their slots (``mac.SlotRows``).
+        self.slot_rows: Any = None
         self._xy_array: np.ndarray | None = None
         #: ``{node index: (tank, watts)}``: receivers charged for their receptions.
         self.rx_energy: dict[int, tuple[Any, float]] = {}
@@ -158,22 +177,25 @@ class SharedMedium:
         self._tree = cKDTree(xy)
         self._near: list[np.ndarray | None] = [None] * len(self.ids)
         self._sense: list[np.ndarray | None] = [None] * len(self.ids)
-        #: Per node, ``{other node within range: mean received power (mW)}``.
-        self._mean: list[dict[int, float] | None] = [None] * len(self.ids)
+        #: Per node ``a``: ``(others within range, a's mean power at each (mW), {other:
+        #: its place in them})``.
+        self._around: list[tuple[np.ndarray, np.ndarray, dict[int, int]] | None] = \
+            [None] * len(self.ids)
 
     def distance(self, a: int, b: int) -> float:
         pa, pb = self._xy[a], self._xy[b]
         return math.hypot(pa[0] - pb[0], pa[1] - pb[1])
 
     def near(self, i: int) -> np.ndarray:
-        """Indices of the nodes within the interference range of node ``i`` (itself too)."""
+        """Indices of the nodes within the interference range of node ``i`` (itself too),
+        sorted."""
         found = self._near[i]
         if found is None:
             if math.isinf(self.range_m):
                 found = np.arange(len(self.ids))
             else:
-                found = np.asarray(self._tree.query_ball_point(self._xy[i], self.range_m),
-                                   dtype=np.int64)
+                found = np.sort(np.asarray(
+                    self._tree.query_ball_point(self._xy[i], self.range_m), dtype=np.int64))
             self._near[i] = found
         return found
 
@@ -194,114 +216,125 @@ class SharedMedium:
         loss = self._loss
         return loss.gain(self.distance(a, b)) * loss.shadowing_gain(self.key, a, b)
 
-    def mean_powers(self, a: int) -> dict[int, float]:
-        """``{b: mean power (mW) of a's signal at b}`` for every ``b`` within range of ``a``
-        (computed at once, kept until nodes move)."""
-        found = self._mean[a]
+    def around(self, a: int) -> tuple[np.ndarray, np.ndarray, dict[int, int]]:
+        """The other nodes within range of ``a``, ``a``'s mean power (mW, path loss and
+        shadowing) at each, and each one's place in them (computed at once, vectorised,
+        kept until nodes move)."""
+        found = self._around[a]
         if found is None:
             near = self.near(a)
+            near = near[near != a]
             xy = self._xy_array
             assert xy is not None
             d = np.hypot(*(xy[near] - xy[a]).T)
             loss = self._loss
             power = (self._tx_mw * loss.gains(d)
                      * loss.shadowing_gains(self.key, a, near))
-            found = self._mean[a] = dict(zip(near.tolist(), power.tolist(), strict=True))
+            found = self._around[a] = (near, np.ascontiguousarray(power, dtype=np.float64),
+                                       {n: j for j, n in enumerate(near.tolist())})
         return found
 
-    def _rng(self, i: int) -> np.random.Generator:
-        rng = self._rngs[i]
+    def mean_powers(self, a: int) -> dict[int, float]:
+        """``{b: mean power (mW) of a's signal at b}`` for every other ``b`` within range."""
+        near, power, _ = self.around(a)
+        return dict(zip(near.tolist(), power.tolist(), strict=True))
+
+    def _gains(self, n: int) -> np.ndarray:
+        """``n`` block-fading power gains (mean 1), from the stream ``radio.fading``, drawn
+        in blocks of :data:`FADE_BLOCK` (a view: read it, do not keep it)."""
+        buf, pos = self._buf, self._pos
+        if pos + n > buf.size:
+            rng = self._fade_rng
+            if rng is None:
+                rng = self._fade_rng = self._stream("radio.fading")
+            size = max(FADE_BLOCK, n)
+            if self._fading == "rayleigh":
+                buf = rng.standard_exponential(size)
+            else:  # rician
+                s = self._scatter
+                re = self._los + s * rng.standard_normal(size)
+                im = s * rng.standard_normal(size)
+                buf = re * re + im * im
+            self._buf, pos = buf, 0
+        self._pos = pos + n
+        return buf[pos:pos + n]
+
+    def _per_draw(self) -> float:
+        """One uniform draw of the stream ``radio.reception`` (``reception="per"``)."""
+        rng = self._per_rng
         if rng is None:
-            rng = self._rngs[i] = self._stream(f"radio.{self.ids[i]}")
-        return rng
+            rng = self._per_rng = self._stream("radio.reception")
+        return float(rng.random())
 
-    def _fade(self, i: int) -> float:
-        """One block-fading power gain (mean 1) from node ``i``'s stream."""
-        kind = self._fading
-        if kind == "rayleigh":
-            return float(self._rng(i).standard_exponential())
-        if kind == "rician":
-            rng, s = self._rng(i), self._scatter
-            re = self._los + s * rng.standard_normal()
-            im = s * rng.standard_normal()
-            return re * re + im * im
-        return 1.0
+    def _fade(self) -> float:
+        """One block-fading power gain (mean 1)."""
+        return 1.0 if self._fading == "none" else float(self._gains(1)[0])
 
-    def _fades(self, i: int, n: int) -> list[float]:
-        """``n`` block-fading power gains from node ``i``'s stream."""
-        kind = self._fading
-        if kind == "rayleigh":
-            return self._rng(i).standard_exponential(n).tolist()
-        if kind == "rician":
-            rng, s = self._rng(i), self._scatter
-            re = self._los + s * rng.standard_normal(n)
-            im = s * rng.standard_normal(n)
-            return (re * re + im * im).tolist()
-        return [1.0] * n
-
-    def power_at(self, tx: Transmission, node: int) -> float:
-        """The power (mW) of ``tx`` at ``node``: one fading draw per transmission and node."""
-        power = tx.gains.get(node)
-        if power is None:
-            mean = self.mean_powers(tx.sender).get(node)
-            if mean is None:  # beyond the interference range (a far unicast receiver)
-                mean = self._tx_mw * self.mean_gain(tx.sender, node)
-            power = tx.gains[node] = mean * self._fade(tx.sender)
-        return power
+    def _faded(self, mean: np.ndarray) -> np.ndarray:
+        """``mean`` times one block-fading power gain each."""
+        return mean if self._fading == "none" else mean * self._gains(mean.size)
 
     # ------------------------------------------------------------------ transmissions
     def start(self, sender: int, receivers: Sequence[int], airtime_s: float, bits: int,
               meta: dict[str, Any] | None = None) -> Transmission:
         """Put a packet on the air now for ``airtime_s`` seconds."""
         now = self.env.now
-        self._expire(now)
-        self._refresh()
-        if self.tx_count[sender]:
+        ends = self._ends
+        if ends and ends[0][0] <= now + EPS_S:
+            self._expire(now)
+        if self._moving:
+            self._refresh()
+        tx_count = self.tx_count
+        if tx_count[sender]:
             raise RuntimeError(f"node {self.ids[sender]!r} is already transmitting (one "
                                f"radio: its transmissions are queued)")
         tx = Transmission(sender, receivers, now, now + airtime_s, bits, meta)
-        for rec in self.rx_at[sender]:  # half-duplex: it can no longer receive
+        rx_at = self.rx_at
+        for rec in rx_at[sender]:  # half-duplex: it can no longer receive
             rec.lost = "half_duplex"
-        near = self.near(sender)
-        if self.rx_count.any():
-            hit = near[self.rx_count[near] > 0]
-            hit = hit[hit != sender].tolist()
-            if hit:  # its power at every node receiving nearby, drawn at once
-                mean, gains = self.mean_powers(sender), tx.gains
-                for n, fade in zip(hit, self._fades(sender, len(hit)), strict=True):
-                    power = gains[n] = mean[n] * fade
-                    for rec in self.rx_at[n]:
-                        rec.add(sender, power)
-        tx_count, active = self.tx_count, self.active
+        near, mean, place = self._around[sender] or self.around(sender)
+        power = self._faded(mean)  # its power at every node in range, drawn at once
+        tx.near, tx.power = near, power
+        total, peak = self._total, self._peak
+        if near.size:
+            now_total = total[near] + power
+            total[near] = now_total
+            if self._receiving:  # receptions on the air: their segments' peaks
+                peak[near] = np.maximum(peak[near], now_total)
+        receptions = tx.receptions
         for r in tx.receivers:
-            rec = Reception(tx, r, self.power_at(tx, r))
+            j = place.get(r)
+            if j is None:  # beyond the interference range (a far unicast receiver)
+                rec = Reception(tx, r, self._tx_mw * self.mean_gain(sender, r)
+                                * self._fade(), False)
+            else:
+                rec = Reception(tx, r, float(power[j]), True)
             if tx_count[r]:
                 rec.lost = "half_duplex"
-            if active:
-                around = self.near(r)
-                for k in around[tx_count[around] > 0].tolist():
-                    if k != sender:
-                        rec.add(k, self.power_at(active[k], r))
-            tx.receptions.append(rec)
-            self.rx_at[r].append(rec)
-            self.rx_count[r] += 1
-        tx_count[sender] += 1
-        active[sender] = tx
+            others = rx_at[r]
+            if others:  # a new segment at r: the receptions on the air keep its peak
+                top = float(peak[r])
+                for other in others:
+                    if top > other.acc:
+                        other.acc = top
+            peak[r] = total[r]
+            receptions.append(rec)
+            others.append(rec)
+        self._receiving += len(receptions)
+        tx_count[sender] = 1
+        self.active[sender] = tx
         self._seq += 1
         self.transmissions += 1
-        heapq.heappush(self._ends, (tx.end, self._seq, tx))
+        heapq.heappush(ends, (tx.end, self._seq, tx))
         if self.sense_range_m is not None:
             if self._fresh_time != now:
                 self._fresh, self._fresh_time = [], now
             self._fresh.append(tx)
             sensed = self.sensed_by(sender)
             self.busy_count[sensed] += 1
-            waiters = self._busy_waiters
-            if waiters:
-                for n in sensed.tolist():
-                    event = waiters.pop(n, None)
-                    if event is not None and not event.triggered:
-                        event.succeed()
+            carrier = self.carrier
+            if carrier is not None and carrier.waiting:
+                carrier.carrier_busy(sensed.tolist())
         return tx
 
     def finish(self, tx: Transmission) -> dict[int, bool]:
@@ -311,25 +344,44 @@ class SharedMedium:
         assert tx.outcome is not None
         return tx.outcome
 
+    def settle(self, now: float) -> None:
+        """Decide every transmission that has ended by ``now``."""
+        ends = self._ends
+        if ends and ends[0][0] <= now + EPS_S:
+            self._expire(now)
+
     def _expire(self, now: float) -> None:
         ends = self._ends
         while ends and ends[0][0] <= now + EPS_S:
             self._decide(heapq.heappop(ends)[2])
 
     def _decide(self, tx: Transmission) -> None:
-        """Decide every reception of ``tx`` on its peak interference; take its power off
-        the receptions still on the air; free the carrier."""
+        """Decide every reception of ``tx`` on the peak of its receiver's total (less its
+        own signal); take its power off the totals; free the carrier."""
         sender = tx.sender
-        del self.active[sender]
-        self.tx_count[sender] -= 1
-        noise, threshold = self.noise, self.threshold
+        active = self.active
+        del active[sender]
+        self.tx_count[sender] = 0
+        noise, threshold, per = self.noise, self.threshold, self._per
         outcome: dict[int, bool] = {}
+        peak, rx_at = self._peak, self.rx_at
         for rec in tx.receptions:
             r = rec.node
-            self.rx_at[r].remove(rec)
-            self.rx_count[r] -= 1
-            if rec.lost is None and rec.signal < threshold * (noise + rec.peak):
-                rec.lost = "collision" if rec.signal >= threshold * noise else "outage"
+            rx_at[r].remove(rec)
+            if rec.lost is None:
+                top = float(peak[r])
+                if rec.acc > top:
+                    top = rec.acc
+                interference = top - rec.signal if rec.own else top
+                if interference < 0.0:  # rounding: nothing else on the air
+                    interference = 0.0
+                if per is not None:  # one draw: lost below the PER of the lowest SINR
+                    u = self._per_draw()
+                    if u < per(rec.signal / (noise + interference), tx.bits):
+                        rec.lost = ("collision" if u >= per(rec.signal / noise, tx.bits)
+                                    else "outage")
+                elif rec.signal < threshold * (noise + interference):
+                    rec.lost = "collision" if rec.signal >= threshold * noise else "outage"
             outcome[r] = rec.lost is None
             if rec.lost is not None:
                 tx.causes[r] = rec.lost
@@ -337,32 +389,35 @@ class SharedMedium:
                 tank, watts = self.rx_energy[r]
                 tank.spend(watts * (tx.end - tx.start), self.env.now, "receive")
         tx.outcome = outcome
-        rx_at = self.rx_at
-        for n in tx.gains:  # every node where this transmission's power was counted
-            for rec in rx_at[n]:
-                rec.remove(sender)
+        self._receiving -= len(tx.receptions)
+        if not active:  # nothing on the air: clear the totals' rounding
+            self._total.fill(0.0)
+        elif tx.near is not None and tx.near.size:
+            total = self._total
+            total[tx.near] -= tx.power
         if self.sense_range_m is not None:
             sensed = self.sensed_by(sender)
             busy = self.busy_count
             busy[sensed] -= 1
-            waiters = self._idle_waiters
-            if waiters:
-                for n in sensed[busy[sensed] == 0].tolist():
-                    event = waiters.pop(n, None)
-                    if event is not None:
-                        event.succeed()
+            carrier = self.carrier
+            if carrier is not None and carrier.waiting:
+                carrier.carrier_idle(sensed[busy[sensed] == 0].tolist())
         self._record(tx)
 
     def _record(self, tx: Transmission) -> None:
-        rec, ids, meta = self.recorder, self.ids, tx.meta or {}
+        rec, ids, meta = self.recorder, self.ids, tx.meta
         for r, cause in tx.causes.items():
             if cause != "outage":
-                rec.record("mac", node=ids[tx.sender], peer=ids[r], kind="collision",
-                           cause=cause, **meta)
+                row = {"node": ids[tx.sender], "peer": ids[r], "kind": "collision",
+                       "cause": cause}
+                if meta:
+                    row.update(meta)
+                rec.record_fields("mac", row)
         if rec.record_messages:
             rec.record("tx", node=ids[tx.sender], start_s=tx.start, end_s=tx.end,
                        bits=tx.bits, receivers=len(tx.receivers),
-                       received=sum(tx.outcome.values()) if tx.outcome else 0, **meta)
+                       received=sum(tx.outcome.values()) if tx.outcome else 0,
+                       **(meta or {}))
 
     # ------------------------------------------------------------------ carrier sense
     def busy(self, node: int, *, hear_now: bool = True) -> bool:
@@ -378,30 +433,3 @@ class SharedMedium:
             count -= sum(1 for tx in self._fresh
                          if tx.outcome is None and self.distance(tx.sender, node) <= r)
         return count > 0
-
-    def on_busy(self, node: int, event: simpy.Event | None = None) -> simpy.Event:
-        """An event (``event``, or a new one) that fires when a transmitter within sense
-        range starts (unless something else triggered it first)."""
-        if event is None:
-            event = self._busy_waiters.get(node)
-            if event is not None and not event.triggered:
-                return event
-            event = self.env.event()
-        self._busy_waiters[node] = event
-        return event
-
-    def on_idle(self, node: int) -> simpy.Event:
-        """An event that fires when the last transmitter within sense range ends (at once
-        if none is on the air)."""
-        event = self._idle_waiters.get(node)
-        if event is None:
-            event = self._idle_waiters[node] = self.env.event()
-        if not self.busy(node) and not event.triggered:
-            del self._idle_waiters[node]
-            event.succeed()
-        return event
-
-    def cancel_waits(self, node: int) -> None:
-        """Forget ``node``'s pending busy/idle events."""
-        self._busy_waiters.pop(node, None)
-        self._idle_waiters.pop(node, None)

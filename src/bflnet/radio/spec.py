@@ -4,9 +4,11 @@ A packet of ``b`` bits takes ``b / (bandwidth_hz * coding_rate)`` seconds on the
 is received iff its SINR stays at or above ``sinr_threshold_db`` over the whole packet;
 without a threshold the one of the rate is used, ``2^R - 1`` (Shannon: the rate
 ``coding_rate`` is decodable iff ``log2(1 + SINR) >= R``, the outage rule of the
-independent fading links). Signals undergo the path loss, the pair's shadowing and, per
-packet and receiver, a block-fading power gain of mean 1 (``rayleigh``: exponential;
-``rician``: with K factor ``rician_k``; ``none``: 1).
+independent fading links). With ``reception="per"`` the threshold is not used: a packet
+is lost with the probability :func:`packet_error_rate` of its lowest SINR over the packet
+(uncoded BPSK; ``coding_rate`` then only sets the air time). Signals undergo the path
+loss, the pair's shadowing and, per packet and receiver, a block-fading power gain of
+mean 1 (``rayleigh``: exponential; ``rician``: with K factor ``rician_k``; ``none``: 1).
 
 Interference from transmitters whose mean power at a receiver is more than
 ``interference_margin_db`` below the noise (plus three shadowing standard deviations) is
@@ -31,6 +33,25 @@ from bflnet.checks import check_real
 from bflnet.radio.pathloss import LogDistance, dbm_to_mw, noise_dbm
 
 FADINGS = ("none", "rayleigh", "rician")
+#: How a packet's SINR decides it: a hard ``threshold``, or the packet error rate ``per``.
+RECEPTIONS = ("threshold", "per")
+
+
+def packet_error_rate(sinr: float, bits: int) -> float:
+    """The probability that a ``bits``-bit packet at SINR ``sinr`` (linear) is lost:
+    ``1 - (1 - BER)^bits`` with the bit error rate of uncoded BPSK in Gaussian noise,
+    ``BER = Q(sqrt(2 SINR)) = erfc(sqrt(SINR)) / 2``, bit errors independent
+    (interference treated as Gaussian noise).
+
+    >>> round(packet_error_rate(10 ** 0.7, 1000), 4)  # 7 dB
+    0.5384
+    >>> packet_error_rate(1e3, 1000), packet_error_rate(0.0, 8) == 1 - 0.5 ** 8
+    (0.0, True)
+    """
+    ber = 0.5 * math.erfc(math.sqrt(max(sinr, 0.0)))
+    if ber >= 1.0:
+        return 1.0
+    return -math.expm1(bits * math.log1p(-ber))
 
 
 @dataclass(frozen=True)
@@ -48,6 +69,7 @@ class RadioSpec:
     latency_s: float = 0.0
     interference_margin_db: float = 10.0
     interference_range_m: float | None = None
+    reception: str = "threshold"
 
     def __post_init__(self) -> None:
         check_real("tx_power_dbm", self.tx_power_dbm, ge=-100, le=100)
@@ -67,6 +89,9 @@ class RadioSpec:
         check_real("interference_margin_db", self.interference_margin_db, ge=0, le=100)
         if self.interference_range_m is not None:
             check_real("interference_range_m", self.interference_range_m, gt=0, le=1e9)
+        if self.reception not in RECEPTIONS:
+            raise ValueError(f"reception: must be one of {', '.join(RECEPTIONS)}, got "
+                             f"{self.reception!r}")
 
     @classmethod
     def from_channel(cls, channel: Any, **fields: Any) -> RadioSpec:

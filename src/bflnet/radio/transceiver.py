@@ -13,6 +13,7 @@ the message iff it received every packet.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Generator, Sequence
 from typing import Any
 
@@ -37,7 +38,9 @@ class Transceiver:
         self.mac, self.recorder, self.mtu_bits = mac, recorder, mtu_bits
         self._mac_rng = mac_rng
         self.slot_s, self.colour, self.frame_slots = slot_s, colour, frame_slots
-        self.queue = simpy.Resource(env, capacity=1)
+        #: Whether a message holds the radio; the messages waiting for it, in order.
+        self.holding = False
+        self._queue: deque[simpy.Event] = deque()
         self.latency_s = medium.spec.latency_s
 
     @property
@@ -48,7 +51,30 @@ class Transceiver:
         return self._mac_rng
 
     def record_mac(self, kind: str, **fields: Any) -> None:
-        self.recorder.record("mac", node=self.node, kind=kind, **fields)
+        self.recorder.record_fields("mac", {"node": self.node, "kind": kind, **fields})
+
+    def _take(self) -> Generator[simpy.Event, Any, None]:
+        """Wait for the radio (at once, without an event, when it is free)."""
+        if not self.holding:
+            self.holding = True
+            return
+        turn = self.env.event()
+        self._queue.append(turn)
+        try:
+            yield turn
+        except BaseException:
+            if turn.triggered:  # handed over, but not taken: pass it on
+                self._give()
+            else:
+                self._queue.remove(turn)
+            raise
+
+    def _give(self) -> None:
+        """Hand the radio to the next message waiting, in order, or free it."""
+        if self._queue:
+            self._queue.popleft().succeed()
+        else:
+            self.holding = False
 
     def transmit(self, receivers: Sequence[Any], bits: int, *, acknowledged: bool,
                  max_attempts: int | None
@@ -70,14 +96,16 @@ class Transceiver:
         else:
             cap = max_attempts if max_attempts is not None else UNLIMITED_ATTEMPTS
         start, attempts, on_air = None, 0, 0
-        with self.queue.request() as turn:
-            yield turn
+        yield from self._take()
+        try:
             for size in sizes:
                 airtime = medium.spec.airtime_s(size)
                 tries = 0
                 while True:
                     tries += 1
-                    yield from access(self.mac, self, tries)
+                    wait = access(self.mac, self, tries)
+                    if wait is not None:
+                        yield wait
                     tx = medium.start(self.index, targets, airtime, size,
                                       {"attempt": tries})
                     if start is None:
@@ -99,6 +127,8 @@ class Transceiver:
                 attempts += tries
                 if acknowledged and not got[targets[0]]:
                     break
+        finally:
+            self._give()
         ids = medium.ids
         return (env.now if start is None else start), attempts, on_air, {
             ids[r]: ok for r, ok in got.items()}

@@ -68,6 +68,23 @@ class Recorder:
         row.update(fields)
         self.rows.append(row)
 
+    def record_fields(self, event: str, fields: dict[str, Any]) -> None:
+        """``record(event, **fields)`` without the keyword packing (the radio's rows)."""
+        row = {
+            "time_s": self.env.now,
+            "iteration": self.iteration,
+            "event": event,
+            "cum_bits": self.cum_bits,
+            "cum_bits_delivered": self.cum_bits_delivered,
+        }
+        if self.has_server:
+            row["cum_bits_up"] = self.cum_bits_up
+            row["cum_bits_down"] = self.cum_bits_down
+        if self.context:
+            row.update(self.context)
+        row.update(fields)
+        self.rows.append(row)
+
     def record_iteration(self, event: str, node: Any, metrics: dict[str, Any],
                          now: float) -> None:
         """``record(event, node=node, **metrics)`` at the current time ``now`` (the

@@ -1,0 +1,166 @@
+"""CSMA back-offs of every node of a shared medium, run by the medium's carrier changes.
+
+A node in back-off counts ``counter`` idle slots of ``slot_s`` down and freezes while a
+transmitter within sense range is on the air (:class:`~bflnet.radio.mac.Csma`). Instead
+of waking each contender with SimPy events at every change of its carrier, the medium
+tells this scheduler which nodes' carrier became busy or idle (:meth:`carrier_busy`,
+:meth:`carrier_idle`): a busy carrier freezes a counting node in place (the slots that
+ran out idle count, a ``defer`` row), an idle one resumes it, and the times at which
+counters run out sit in one heap served by a single SimPy timer. A node's process wakes
+once, when it may transmit.
+
+The rules are those of the event-per-change version: a node whose counter is zero
+transmits unless it hears a transmission that began before this instant (two nodes
+whose counters end in the same slot both transmit); a counter that runs out in the
+slot in which another node starts transmits too.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import simpy
+
+#: Slots that ran out idle: ``floor(elapsed / slot + _SLOT_EPS)``.
+_SLOT_EPS = 1e-6
+
+
+class _Waiting:
+    """One node's back-off in progress."""
+
+    __slots__ = ("attempt", "counter", "counting", "done", "gen", "t0")
+
+    def __init__(self, counter: int, attempt: int, done: simpy.Event) -> None:
+        self.counter, self.attempt, self.done = counter, attempt, done
+        self.counting = False
+        self.gen = 0
+        self.t0 = 0.0
+
+
+class BackoffScheduler:
+    """Every node's CSMA back-off on ``medium`` (module docstring); ``ids`` name the
+    nodes in the rows."""
+
+    def __init__(self, env: simpy.Environment, medium: Any, slot_s: float, recorder: Any,
+                 ids: Sequence[Any]) -> None:
+        self.env, self.medium, self.slot, self.recorder = env, medium, slot_s, recorder
+        self.ids = list(ids)
+        #: ``{node index: its back-off}`` of the nodes in back-off now.
+        self.waiting: dict[int, _Waiting] = {}
+        self._heap: list[tuple[float, int, int, int]] = []  # (time, seq, node, gen)
+        self._seq = 0
+        self._armed = math.inf  # when the timer in flight fires
+        self._resume: list[int] = []  # nodes whose carrier became idle, not yet resumed
+        medium.carrier = self
+
+    def backoff(self, node: int, counter: int, attempt: int) -> simpy.Event:
+        """An event that fires when ``node`` may transmit, after ``counter`` idle slots."""
+        done = self.env.event()
+        state = self.waiting[node] = _Waiting(counter, attempt, done)
+        self._begin(node, state)
+        return done
+
+    def _defer(self, node: int, state: _Waiting) -> None:
+        self.recorder.record_fields("mac", {"node": self.ids[node], "kind": "defer",
+                                            "attempt": state.attempt,
+                                            "counter": state.counter})
+
+    def _fire(self, node: int, state: _Waiting) -> None:
+        del self.waiting[node]
+        state.gen += 1
+        state.done.succeed()
+
+    def _begin(self, node: int, state: _Waiting) -> None:
+        """Start (or resume) the countdown, or defer until the carrier is idle."""
+        medium = self.medium
+        if state.counter == 0 and not medium.busy(node, hear_now=False):
+            self._fire(node, state)
+            return
+        if medium.busy(node):
+            self._defer(node, state)
+            state.counting = False
+            return
+        now = self.env.now
+        state.counting, state.t0 = True, now
+        state.gen += 1
+        self._at(now + state.counter * self.slot, node, state.gen)
+
+    def _at(self, t: float, node: int, gen: int) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, self._seq, node, gen))
+        if t < self._armed:
+            self._armed = t
+            self.env.timeout(t - self.env.now).callbacks.append(self._tick)
+
+    def _tick(self, _: Any) -> None:
+        """Counters that ran out now transmit; arm the timer for the next one."""
+        now, heap, waiting = self.env.now, self._heap, self.waiting
+        if now < self._armed:  # a timer armed before an earlier one: superseded
+            return
+        self._armed = math.inf
+        while heap and heap[0][0] <= now:
+            _, _, node, gen = heapq.heappop(heap)
+            state = waiting.get(node)
+            if state is not None and state.gen == gen and state.counting:
+                self._fire(node, state)
+        while heap:
+            t, _, node, gen = heap[0]
+            state = waiting.get(node)
+            if state is not None and state.gen == gen and state.counting:
+                self._armed = t
+                self.env.timeout(t - now).callbacks.append(self._tick)
+                return
+            heapq.heappop(heap)  # stale
+
+    def carrier_busy(self, nodes: list[int]) -> None:
+        """A transmission began within sense range of ``nodes``: counting ones freeze
+        (or transmit, if their counter ran out in this slot)."""
+        waiting, now, slot = self.waiting, self.env.now, self.slot
+        record, ids = self.recorder.record_fields, self.ids
+        for n in nodes:
+            state = waiting.get(n)
+            if state is None or not state.counting:
+                continue
+            elapsed = math.floor((now - state.t0) / slot + _SLOT_EPS)
+            if elapsed >= state.counter:
+                self._fire(n, state)
+                continue
+            state.counter -= elapsed
+            state.counting = False
+            state.gen += 1
+            record("mac", {"node": ids[n], "kind": "defer", "attempt": state.attempt,
+                           "counter": state.counter})
+
+    def carrier_idle(self, nodes: list[int]) -> None:
+        """The last transmission within sense range of ``nodes`` ended: frozen ones
+        resume (in one event, after the medium has settled this instant)."""
+        waiting = self.waiting
+        wake = [n for n in nodes if n in waiting and not waiting[n].counting]
+        if wake:
+            if not self._resume:
+                event = self.env.event()
+                event.callbacks.append(self._resume_all)
+                event.succeed()
+            self._resume.extend(wake)
+
+    def _resume_all(self, _: Any) -> None:
+        nodes, self._resume = self._resume, []
+        waiting, medium = self.waiting, self.medium
+        now = self.env.now
+        medium.settle(now)
+        busy, slot, gen_at = medium.busy_count, self.slot, self._at
+        for n in dict.fromkeys(nodes):
+            state = waiting.get(n)
+            if state is None or state.counting:
+                continue
+            if state.counter == 0:
+                self._begin(n, state)
+            elif busy[n]:
+                self._defer(n, state)
+            else:  # _begin, the carrier known idle
+                state.counting, state.t0 = True, now
+                state.gen += 1
+                gen_at(now + state.counter * slot, n, state.gen)

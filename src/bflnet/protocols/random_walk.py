@@ -280,20 +280,36 @@ class RandomWalkProtocol:
         seen: set[Any] = set()
         covered = loop.covered
         iteration = 0
+        uses_streams = slots.uses_streams
+        # per node: its compute time as one call (the model's own, when the node has no
+        # battery and the model draws nothing: what Node.compute_time would call)
+        durations = {k: (node.compute.duration if node.battery is None
+                         and not node.compute.draws else node.compute_time)
+                     for k, node in nodes.items()}
+        # per link, on first use: what a one-packet message needs when the channel never
+        # draws nor loses it (Link.schedule's first case and Link.settle, inlined)
+        fast_links: dict[Any, Any] = {}
+        record_messages = rec.record_messages
         while True:
             iteration += 1
             rec.iteration = iteration
             node = nodes[current]
+            if uses_streams:
+                rng = node.rng
+                if rng is None:
+                    rng = rng_of(current)
+            else:
+                rng = None
             try:
                 if not node.has_state:
-                    node.state = init_agent(current, rng_of(current))
+                    node.state = init_agent(current, rng)
                     node.has_state = True
-                update = local_update(current, state, node.state, rng_of(current))
+                update = local_update(current, state, node.state, rng)
                 state = merge(state, (update,))
             except Exception as exc:
                 raise sim.error(exc, node=current, iteration=iteration,
                                 what="learner.local_update") from exc
-            duration = node.compute_time(update.work)
+            duration = durations[current](update.work)
             visits.append(current)
             if not covered:
                 seen.add(current)
@@ -339,7 +355,30 @@ class RandomWalkProtocol:
                 payload, bits = encode(codec, state, codec_rng)
             sender = current
             for hop in hops:
-                link = links[(sender, hop)]
+                key = (sender, hop)
+                link = links[key]
+                fast = fast_links.get(key, False)
+                if fast is False:
+                    fast = fast_links[key] = _fast_link(link, record_messages)
+                if fast is not None and bits.__class__ is int and 0 <= bits <= fast[2]:
+                    # Link.schedule's one-packet case: the channel neither draws nor loses
+                    medium, now = fast[0], env._now
+                    busy = medium.busy_until
+                    start = busy if busy > now else now
+                    step, lost = fast[1](bits, start, None)
+                    if not lost:
+                        end = start + step
+                        medium.busy_until = end
+                        delay = end - now
+                        if queue or delay < 0:
+                            yield timeout(delay)
+                        else:
+                            env._now += delay
+                        # Link.settle: nothing but the counters on such a link
+                        rec.cum_bits += bits
+                        rec.cum_bits_delivered += bits
+                        sender = hop
+                        continue
                 for _ in range(MAX_TOKEN_RETRIES):
                     schedule = link.schedule(bits)
                     delay = schedule[1] - env.now
@@ -382,6 +421,16 @@ class RandomWalkProtocol:
             yield env.timeout(up - env.now)
         rec.record("fault", node=keeper, kind="token_regenerated", peer=holder)
         return keeper
+
+
+def _fast_link(link: Any, record_messages: bool) -> tuple[Any, Any, int] | None:
+    """``(medium, channel.attempt, mtu_bits)`` of a link whose one-packet messages need
+    only the channel's duration and the bit counters (an independent d2d link without
+    outages or battery, over a channel that never draws, no message rows), else ``None``."""
+    if (link.radio is not None or link.outages is not None or link.energy is not None
+            or record_messages or link.direction != "d2d" or link.channel.draws):
+        return None
+    return link.medium, link.channel.attempt, link.mtu_bits
 
 
 def _up_throughout(outages: Any, start: float, duration: float) -> bool:

@@ -9,6 +9,8 @@ import networkx as nx
 import simpy
 from numpy import ndarray
 
+from bflnet.channels.fixed import FixedRateChannel
+from bflnet.channels.ideal import IdealChannel
 from bflnet.checks import check_real
 from bflnet.learners.base import GlobalStateLearner
 from bflnet.protocols import wire
@@ -23,6 +25,9 @@ from bflnet.simulator.simulation import Outcome, Simulation
 
 #: Consecutive drops of the token on one hop after which the run is ended as broken.
 MAX_TOKEN_RETRIES = 1000
+#: Channels whose attempt's duration depends on the bits alone (never on the time), and
+#: that never lose a message when they never draw.
+_PURE_CHANNELS = (FixedRateChannel, IdealChannel)
 #: Stands for the event queue of a clock that does not show it (never empty: the walk
 #: then always yields its timeouts to SimPy).
 _NEVER_ALONE = (None,)
@@ -272,6 +277,7 @@ class RandomWalkProtocol:
         record, eval_every = rec.record_iteration, loop.eval_every
         max_iterations = stop.max_iterations
         last_due = -1 if max_iterations is None else max_iterations
+        stop_at = float("inf") if max_iterations is None else max_iterations
         # the stopping rules a plain walk checks itself; any other goes through stop.reason
         simple_stop = (stop.max_time_s is None and stop.max_bits is None and stop.until is None
                        and not stop.forgotten)
@@ -290,6 +296,8 @@ class RandomWalkProtocol:
         # draws nor loses it (Link.schedule's first case and Link.settle, inlined)
         fast_links: dict[Any, Any] = {}
         record_messages = rec.record_messages
+        # a learner without its own evaluate has no metrics (the base class's {})
+        evaluates = getattr(evaluate, "__func__", None) is not GlobalStateLearner.evaluate
         while True:
             iteration += 1
             rec.iteration = iteration
@@ -324,7 +332,7 @@ class RandomWalkProtocol:
                     yield timeout(duration)
                 else:
                     env._now += duration
-            if iteration % eval_every == 0 or iteration == last_due:
+            if evaluates and (iteration % eval_every == 0 or iteration == last_due):
                 try:
                     metrics = evaluate(state)
                 except Exception as exc:
@@ -334,38 +342,66 @@ class RandomWalkProtocol:
                 metrics = NO_METRICS
             record("iteration", current, metrics, env._now)
             if simple_stop:
-                if max_iterations is not None and iteration >= max_iterations:
+                if iteration >= stop_at:
                     loop.reason = "max_iterations"
-                elif stop_on_cover and covered:
+                    return loop.outcome(state, slots)
+                if stop_on_cover and covered:
                     loop.reason = "cover"
+                    return loop.outcome(state, slots)
             else:
                 loop.reason = stop.reason(iteration=iteration, time_s=env.now,
                                           cum_bits=rec.cum_bits, metrics=metrics,
                                           covered=covered)
-            if loop.reason is not None:
-                return loop.outcome(state, slots)
+                if loop.reason is not None:
+                    return loop.outcome(state, slots)
             nxt = next_node(current, walk_rng)
             if nxt == current:
                 continue
-            hops = (nxt,) if nxt in adjacency[current] else \
-                nx.shortest_path(graph, current, nxt)[1:]
             if codec is None and state.__class__ is ndarray:  # wire.encode's first case
                 payload, bits = state, 64 * state.size
             else:
                 payload, bits = encode(codec, state, codec_rng)
+            direct = nxt in adjacency[current]
+            if direct:
+                key = (current, nxt)
+                fast = fast_links.get(key)
+                if fast is None:
+                    fast = fast_links[key] = _fast_link(links[key], record_messages)
+                if fast.__class__ is list and bits.__class__ is int and bits == fast[3]:
+                    # the link's last duration for these bits (see the hop loop below)
+                    medium, now = fast[0], env._now
+                    busy = medium.busy_until
+                    end = (busy if busy > now else now) + fast[4]
+                    medium.busy_until = end
+                    delay = end - now
+                    if queue or delay < 0:
+                        yield timeout(delay)
+                    else:
+                        env._now += delay
+                    rec.cum_bits += bits
+                    rec.cum_bits_delivered += bits
+                    if payload is not state:
+                        state = decode(codec, payload, state)
+                    current = nxt
+                    continue
+            hops = (nxt,) if direct else nx.shortest_path(graph, current, nxt)[1:]
             sender = current
             for hop in hops:
                 key = (sender, hop)
-                link = links[key]
-                fast = fast_links.get(key, False)
-                if fast is False:
-                    fast = fast_links[key] = _fast_link(link, record_messages)
-                if fast is not None and bits.__class__ is int and 0 <= bits <= fast[2]:
+                fast = fast_links.get(key)
+                if fast is None:
+                    fast = fast_links[key] = _fast_link(links[key], record_messages)
+                if fast.__class__ is list and bits.__class__ is int and 0 <= bits <= fast[2]:
                     # Link.schedule's one-packet case: the channel neither draws nor loses
                     medium, now = fast[0], env._now
                     busy = medium.busy_until
                     start = busy if busy > now else now
-                    step, lost = fast[1](bits, start, None)
+                    if bits == fast[3]:  # a channel whose duration depends on bits only
+                        step, lost = fast[4], False
+                    else:
+                        step, lost = fast[1](bits, start, None)
+                        if fast[5] and not lost:
+                            fast[3], fast[4] = bits, step
                     if not lost:
                         end = start + step
                         medium.busy_until = end
@@ -379,6 +415,7 @@ class RandomWalkProtocol:
                         rec.cum_bits_delivered += bits
                         sender = hop
                         continue
+                link = links[key]
                 for _ in range(MAX_TOKEN_RETRIES):
                     schedule = link.schedule(bits)
                     delay = schedule[1] - env.now
@@ -423,14 +460,18 @@ class RandomWalkProtocol:
         return keeper
 
 
-def _fast_link(link: Any, record_messages: bool) -> tuple[Any, Any, int] | None:
-    """``(medium, channel.attempt, mtu_bits)`` of a link whose one-packet messages need
-    only the channel's duration and the bit counters (an independent d2d link without
-    outages or battery, over a channel that never draws, no message rows), else ``None``."""
+def _fast_link(link: Any, record_messages: bool) -> list[Any] | bool:
+    """``[medium, channel.attempt, mtu_bits, bits, duration, pure]`` of a link whose
+    one-packet messages need only the channel's duration and the bit counters (an
+    independent d2d link without outages or battery, over a channel that never draws,
+    no message rows), else False. ``pure``: the duration depends on the bits alone (an
+    ideal or fixed-rate channel), so the last ``(bits, duration)`` is kept."""
+    channel = link.channel
     if (link.radio is not None or link.outages is not None or link.energy is not None
-            or record_messages or link.direction != "d2d" or link.channel.draws):
-        return None
-    return link.medium, link.channel.attempt, link.mtu_bits
+            or record_messages or link.direction != "d2d" or channel.draws):
+        return False
+    pure = channel.__class__ in _PURE_CHANNELS
+    return [link.medium, channel.attempt, link.mtu_bits, None, None, pure]
 
 
 def _up_throughout(outages: Any, start: float, duration: float) -> bool:

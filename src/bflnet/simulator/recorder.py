@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -46,9 +47,10 @@ class Recorder:
         self.cum_bits_up = 0
         self.cum_bits_down = 0
         self._rows: list[dict[str, Any]] = []
-        #: The trailing block of iteration rows, column by column (``None``: no block).
-        self._block: dict[str, list[Any]] | None = None
-        self._block_len = 0
+        #: The trailing block of iteration rows, one tuple each (``None``: no block):
+        #: the values of ``_BLOCK_BASE`` then of the block's metric keys (a row may
+        #: stop early: it has none or the first few of them).
+        self._block: list[tuple[Any, ...]] | None = None
         self._metric_keys: tuple[str, ...] = ()
         self.context: dict[str, Any] = {}
 
@@ -60,16 +62,15 @@ class Recorder:
 
     @rows.setter
     def rows(self, rows: list[dict[str, Any]]) -> None:
-        self._block, self._block_len = None, 0
+        self._block = None
         self._rows = rows
 
     def last_row(self) -> dict[str, Any]:
         """The last row as a dict (without turning a block of iteration rows into dicts)."""
         block = self._block
-        if block is None:
+        if not block:
             return self._rows[-1]
-        return {name: column[-1] for name, column in block.items()
-                if column[-1] is not _MISSING}
+        return dict(zip((*_BLOCK_BASE, *self._metric_keys), block[-1], strict=False))
 
     def count_bits(self, bits_on_air: int, *, delivered: bool, direction: str = "d2d",
                    bits_delivered: int | None = None) -> None:
@@ -104,113 +105,80 @@ class Recorder:
                          now: float) -> None:
         """``record(event, node=node, **metrics)`` at the current time ``now`` (the
         clock's), without the keyword packing: one row per iteration of a random walk,
-        appended to the trailing block of column lists."""
-        if self.has_server or self.context:
-            self._record_iteration_row(event, node, metrics, now)
-            return
+        appended to the trailing block of tuple rows."""
         block = self._block
-        if block is None or (metrics and tuple(metrics) != self._metric_keys):
-            if not self._extend_block(metrics):
-                self._record_iteration_row(event, node, metrics, now)
-                return
-            block = self._block
-            assert block is not None
-        block["time_s"].append(now)
-        block["iteration"].append(self.iteration)
-        block["event"].append(event)
-        block["cum_bits"].append(self.cum_bits)
-        block["cum_bits_delivered"].append(self.cum_bits_delivered)
-        block["node"].append(node)
-        if metrics:
-            for key, value in metrics.items():
-                block[key].append(value)
-        elif self._metric_keys:
-            for key in self._metric_keys:
-                block[key].append(_MISSING)
-        self._block_len += 1
+        if block is None or self.has_server or self.context:
+            self._start_block(event, node, metrics, now)
+        elif not metrics:
+            block.append((now, self.iteration, event, self.cum_bits, self.cum_bits_delivered,
+                          node))
+        elif tuple(metrics) == self._metric_keys:
+            block.append((now, self.iteration, event, self.cum_bits, self.cum_bits_delivered,
+                          node, *metrics.values()))
+        else:
+            self._start_block(event, node, metrics, now)
 
-    def _extend_block(self, metrics: dict[str, Any]) -> bool:
-        """Start the block, or add ``metrics``' new columns to it (earlier rows lack
-        them); False where the block cannot hold the row (a metric named like a base
-        column, or keys in another order)."""
+    def _start_block(self, event: str, node: Any, metrics: dict[str, Any],
+                     now: float) -> None:
+        """:meth:`record_iteration` for a row the block cannot take as it is: the block
+        gets the row's new metric keys (earlier rows lack them), or a new block starts,
+        or (a server, a context, a metric named like a base column) a dict row."""
         keys = tuple(metrics)
-        if any(key in _BLOCK_BASE for key in keys):
-            return False
-        if self._block is None:
-            self._block = {name: [] for name in _BLOCK_BASE}
-            self._block_len, self._metric_keys = 0, ()
-        old = self._metric_keys
-        if keys[:len(old)] != old:
+        if self.has_server or self.context or any(key in _BLOCK_BASE for key in keys):
             self._flush()
-            return self._extend_block(metrics)
-        for key in keys[len(old):]:
-            self._block[key] = [_MISSING] * self._block_len
-        self._metric_keys = keys
-        return True
-
-    def _record_iteration_row(self, event: str, node: Any, metrics: dict[str, Any],
-                              now: float) -> None:
-        if self._block is not None:
+            row = {"time_s": now, "iteration": self.iteration, "event": event,
+                   "cum_bits": self.cum_bits, "cum_bits_delivered": self.cum_bits_delivered}
+            if self.has_server:
+                row["cum_bits_up"] = self.cum_bits_up
+                row["cum_bits_down"] = self.cum_bits_down
+            if self.context:
+                row.update(self.context)
+            row["node"] = node
+            if metrics:
+                row.update(metrics)
+            self._rows.append(row)
+            return
+        if self._block is None or keys[:len(self._metric_keys)] != self._metric_keys:
             self._flush()
-        row = {
-            "time_s": now,
-            "iteration": self.iteration,
-            "event": event,
-            "cum_bits": self.cum_bits,
-            "cum_bits_delivered": self.cum_bits_delivered,
-        }
-        if self.has_server:
-            row["cum_bits_up"] = self.cum_bits_up
-            row["cum_bits_down"] = self.cum_bits_down
-        if self.context:
-            row.update(self.context)
-        row["node"] = node
-        if metrics:
-            row.update(metrics)
-        self._rows.append(row)
+            self._block, self._metric_keys = [], ()
+        if len(keys) > len(self._metric_keys):
+            self._metric_keys = keys
+        self._block.append((now, self.iteration, event, self.cum_bits,
+                            self.cum_bits_delivered, node, *metrics.values()))
 
     def _flush(self) -> None:
         """Turn the block of iteration rows into dict rows (another kind of row comes)."""
         block = self._block
         if block is None:
             return
-        self._block, self._block_len = None, 0
-        names = list(block)
+        self._block = None
+        names = (*_BLOCK_BASE, *self._metric_keys)
         append = self._rows.append
-        for values in zip(*block.values(), strict=True):
-            append({name: value for name, value in zip(names, values, strict=True)
-                    if value is not _MISSING})
+        for values in block:
+            append(dict(zip(names, values, strict=False)))
 
     def to_frame(self) -> pd.DataFrame:
         """All rows as one DataFrame; the base columns come first."""
-        if self._block is None or not self._block_len:
+        if not self._block:
             self._flush()
             frame = pd.DataFrame.from_records(self._rows)
         else:
-            frame = _frame_with_block(self._rows, self._block)
+            frame = _frame_with_block(self._rows, self._block, self._metric_keys)
         if frame.empty:
             cols = list(BASE_COLUMNS) + (list(DIRECTION_COLUMNS) if self.has_server else [])
             return pd.DataFrame(columns=cols)
         first = [c for c in (*BASE_COLUMNS, *DIRECTION_COLUMNS) if c in frame.columns]
         rest = [c for c in frame.columns if c not in first]
+        if list(frame.columns) == first + rest:  # (built in this order)
+            return frame
         return frame[first + rest]
 
 
-class _Missing:
-    """A block's mark for a row without that column (a dict row would lack the key)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<missing>"
-
-
-_MISSING = _Missing()
 _BLOCK_BASE = ("time_s", "iteration", "event", "cum_bits", "cum_bits_delivered", "node")
 
 
-def _frame_with_block(rows: list[dict[str, Any]], block: dict[str, list[Any]]
-                      ) -> pd.DataFrame:
+def _frame_with_block(rows: list[dict[str, Any]], block: list[tuple[Any, ...]],
+                      metric_keys: tuple[str, ...]) -> pd.DataFrame:
     """``DataFrame.from_records(rows + the block's rows as dicts)``, built column by
     column: the columns in order of first appearance, a missing value NaN. A column of
     only Python floats (or floats and a few ints of at most 2**53 in magnitude among the
@@ -218,47 +186,91 @@ def _frame_with_block(rows: list[dict[str, Any]], block: dict[str, list[Any]]
     int64's range int64, of only strings the string dtype, as pandas infers them; every
     other column is inferred by ``from_records`` itself."""
     columns = list(dict.fromkeys(key for row in rows for key in row))
-    columns += [name for name in block if name not in columns]
-    n_block = len(block["time_s"])
+    names = (*_BLOCK_BASE, *metric_keys)
+    columns += [name for name in names if name not in columns]
     nan = np.nan
     data: dict[str, Any] = {}
     other: dict[str, list[Any]] = {}
     for name in columns:
         head = [row.get(name, nan) for row in rows]
-        tail = block.get(name)
-        if tail is None:
-            tail = [nan] * n_block
+        if name in names and names.index(name) < len(_BLOCK_BASE):
+            quick = _base_column(head, block, names.index(name))
+            if quick is not None:
+                data[name] = quick
+                continue
+        if name not in names:
+            tail = [nan] * len(block)
+        else:
+            j = names.index(name)
+            if j < len(_BLOCK_BASE):
+                tail = [row[j] for row in block]
+            else:
+                tail = [row[j] if len(row) > j else nan for row in block]
         tail_kinds = set(map(type, tail))
-        if _Missing in tail_kinds:
-            tail = [nan if v is _MISSING else v for v in tail]
-            tail_kinds = set(map(type, tail))
         head_kinds = set(map(type, head))
         kinds = head_kinds | tail_kinds
-        values = head + tail
         array: Any = None
-        if kinds == {float}:
-            array = np.array(values, dtype=np.float64)
+        if kinds == {float} or (kinds == {int, float} and tail_kinds == {float} and all(
+                abs(v) <= 2**53 for v in head if v.__class__ is int)):
+            array = _joined(head, tail, np.float64)
         elif kinds == {int}:
             try:
-                array = np.array(values, dtype=np.int64)
+                array = _joined(head, tail, np.int64)
             except OverflowError:
                 array = None
-        elif (kinds == {int, float} and tail_kinds == {float}
-              and all(abs(v) <= 2**53 for v in head if v.__class__ is int)):
-            array = np.array(values, dtype=np.float64)
         elif kinds == {str} and _string_dtype() is not None:
-            array = pd.array(values, dtype=_string_dtype())
+            array = pd.array(head + tail, dtype=_string_dtype())
         if array is None:
-            other[name] = values
+            other[name] = head + tail
         else:
             data[name] = array
     if other:
-        names = list(other)
+        rest = list(other)
         inferred = pd.DataFrame.from_records(list(zip(*other.values(), strict=True)),
-                                             columns=names)
-        for name in names:
+                                             columns=rest)
+        for name in rest:
             data[name] = inferred[name]
-    return pd.DataFrame({name: data[name] for name in columns})
+    first = [c for c in (*BASE_COLUMNS, *DIRECTION_COLUMNS) if c in data]
+    return pd.DataFrame({name: data[name] for name in
+                         first + [c for c in columns if c not in first]})
+
+
+def _base_column(head: list[Any], block: list[tuple[Any, ...]], j: int
+                 ) -> np.ndarray | None:
+    """Column ``j`` (a base column: every block row has it) as float64 or int64 in one
+    pass over the block where its values (after ``head``'s) are all floats or all ints
+    as :func:`_frame_with_block` says, else ``None``."""
+    if not block:
+        return None
+    n, first = len(block), block[0][j].__class__
+    head_kinds = set(map(type, head))
+    out: np.ndarray | None = None
+    try:
+        if first is float and (head_kinds <= {float} or (head_kinds == {int, float} or
+                                                         head_kinds == {int}) and all(
+                abs(v) <= 2**53 for v in head if v.__class__ is int)):
+            # float.__float__ refuses anything but a float (a subclass is a float too,
+            # for pandas as well)
+            out = np.empty(len(head) + n)
+            out[len(head):] = np.fromiter(map(float.__float__, map(itemgetter(j), block)),
+                                          np.float64, n)
+        elif first is int and head_kinds <= {int} and set(
+                map(type, map(itemgetter(j), block))) == {int}:
+            out = np.empty(len(head) + n, dtype=np.int64)
+            out[len(head):] = np.fromiter(map(itemgetter(j), block), np.int64, n)
+    except (TypeError, OverflowError):
+        return None
+    if out is not None:
+        out[:len(head)] = head
+    return out
+
+
+def _joined(head: list[Any], tail: list[Any], dtype: Any) -> np.ndarray:
+    """``np.array(head + tail, dtype=dtype)`` without joining the lists."""
+    out = np.empty(len(head) + len(tail), dtype=dtype)
+    out[:len(head)] = head
+    out[len(head):] = tail
+    return out
 
 
 _STRING_DTYPE: list[Any] = []

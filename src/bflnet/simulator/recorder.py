@@ -246,9 +246,9 @@ def _base_column(head: list[Any], block: list[tuple[Any, ...]], j: int
     head_kinds = set(map(type, head))
     out: np.ndarray | None = None
     try:
-        if first is float and (head_kinds <= {float} or (head_kinds == {int, float} or
+        if first is float and (head_kinds <= {float} or ((head_kinds == {int, float} or
                                                          head_kinds == {int}) and all(
-                abs(v) <= 2**53 for v in head if v.__class__ is int)):
+                abs(v) <= 2**53 for v in head if v.__class__ is int))):
             # float.__float__ refuses anything but a float (a subclass is a float too,
             # for pandas as well)
             out = np.empty(len(head) + n)

@@ -206,14 +206,17 @@ class FedAvg(GlobalStateLearner):
         steps = self.local_steps
         idx = [self.sampler.many_indices(agent, gen, steps)
                for agent, gen in zip(agents, gens, strict=True)]
+        # the labels of every step at once: (k, steps, m)
+        labels = torch.stack([y_agent[i] for y_agent, i in zip(ys, idx, strict=True)])
         decay = 1.0 - self.lr * self.weight_decay
         for step in range(steps):
             for row in range(k):
                 torch.index_select(xs[row], 0, idx[row][step], out=x[row])
-                torch.index_select(ys[row], 0, idx[row][step], out=y[row])
+            if fused is None:
+                y.copy_(labels[:, step])
             with torch.no_grad():
                 if fused is not None:  # w ← (1 − lr·wd) w + (lr/m) ∇ Σ log p, in place
-                    fused(param.detach(), x, y, self.lr / m, decay)
+                    fused(param.detach(), x, labels[:, step], self.lr / m, decay)
                     continue
                 if grad is None:
                     grad = torch.empty_like(param)

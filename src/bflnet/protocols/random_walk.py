@@ -207,7 +207,8 @@ class RandomWalkProtocol:
                 if nxt == current:
                     break
                 direct = nxt in adjacency[current]
-                hops = (nxt,) if direct else nx.shortest_path(graph, current, nxt)[1:]
+                hops = (nxt,) if nxt in adjacency[current] else \
+                nx.shortest_path(graph, current, nxt)[1:]
                 payload, bits = wire.encode(codec, state, codec_rng)
                 sender, moved = current, True
                 for hop in hops:
@@ -361,30 +362,27 @@ class RandomWalkProtocol:
                 payload, bits = state, 64 * state.size
             else:
                 payload, bits = encode(codec, state, codec_rng)
-            direct = nxt in adjacency[current]
-            if direct:
-                key = (current, nxt)
-                fast = fast_links.get(key)
-                if fast is None:
-                    fast = fast_links[key] = _fast_link(links[key], record_messages)
-                if fast.__class__ is list and bits.__class__ is int and bits == fast[3]:
-                    # the link's last duration for these bits (see the hop loop below)
-                    medium, now = fast[0], env._now
-                    busy = medium.busy_until
-                    end = (busy if busy > now else now) + fast[4]
-                    medium.busy_until = end
-                    delay = end - now
-                    if queue or delay < 0:
-                        yield timeout(delay)
-                    else:
-                        env._now += delay
-                    rec.cum_bits += bits
-                    rec.cum_bits_delivered += bits
-                    if payload is not state:
-                        state = decode(codec, payload, state)
-                    current = nxt
-                    continue
-            hops = (nxt,) if direct else nx.shortest_path(graph, current, nxt)[1:]
+            # a link met before (the hop loop below keeps only links' entries, so this
+            # is a direct hop) whose last duration is for these bits
+            fast = fast_links.get((current, nxt))
+            if fast.__class__ is list and bits.__class__ is int and bits == fast[3]:
+                medium, now = fast[0], env._now
+                busy = medium.busy_until
+                end = (busy if busy > now else now) + fast[4]
+                medium.busy_until = end
+                delay = end - now
+                if queue or delay < 0:
+                    yield timeout(delay)
+                else:
+                    env._now += delay
+                rec.cum_bits += bits
+                rec.cum_bits_delivered += bits
+                if payload is not state:
+                    state = decode(codec, payload, state)
+                current = nxt
+                continue
+            hops = (nxt,) if nxt in adjacency[current] else \
+                nx.shortest_path(graph, current, nxt)[1:]
             sender = current
             for hop in hops:
                 key = (sender, hop)

@@ -85,7 +85,7 @@ def test_a_long_walk_record_is_one_block():
     for i in range(1, 1001):
         rec.iteration = i
         rec.record_iteration("iteration", i % 7, {} if i % 10 else {"accuracy": 0.5}, i * 0.1)
-    assert rec._block is not None and len(rec._block) == 1000
+    assert rec.block is not None and len(rec.block) == 1000
     frame = rec.to_frame()
     assert frame["accuracy"].notna().sum() == 100
     assert frame.equals(reference_frame(rec.rows))

@@ -341,7 +341,13 @@ class RandomWalkProtocol:
                                     what="evaluate") from exc
             else:
                 metrics = NO_METRICS
-            record("iteration", current, metrics, env._now)
+            block = rec.block
+            if block is not None and not metrics and not rec.context:
+                # Recorder.record_iteration's common case: a tuple on the open block
+                block.append((env._now, iteration, "iteration", rec.cum_bits,
+                              rec.cum_bits_delivered, current))
+            else:
+                record("iteration", current, metrics, env._now)
             if simple_stop:
                 if iteration >= stop_at:
                     loop.reason = "max_iterations"

@@ -48,9 +48,11 @@ class Recorder:
         self.cum_bits_down = 0
         self._rows: list[dict[str, Any]] = []
         #: The trailing block of iteration rows, one tuple each (``None``: no block):
-        #: the values of ``_BLOCK_BASE`` then of the block's metric keys (a row may
-        #: stop early: it has none or the first few of them).
-        self._block: list[tuple[Any, ...]] | None = None
+        #: time, iteration, event, cum_bits, cum_bits_delivered, node, then the values
+        #: of the block's metric keys (a row may stop early: it has none or the first few
+        #: of them). Open only while there is no server and no context; a protocol may
+        #: append a row without metrics to it directly (the random walk's plain loop).
+        self.block: list[tuple[Any, ...]] | None = None
         self._metric_keys: tuple[str, ...] = ()
         self.context: dict[str, Any] = {}
 
@@ -62,12 +64,12 @@ class Recorder:
 
     @rows.setter
     def rows(self, rows: list[dict[str, Any]]) -> None:
-        self._block = None
+        self.block = None
         self._rows = rows
 
     def last_row(self) -> dict[str, Any]:
         """The last row as a dict (without turning a block of iteration rows into dicts)."""
-        block = self._block
+        block = self.block
         if not block:
             return self._rows[-1]
         return dict(zip((*_BLOCK_BASE, *self._metric_keys), block[-1], strict=False))
@@ -85,7 +87,7 @@ class Recorder:
 
     def record(self, event: str, **fields: Any) -> None:
         """Append one row stamped with time, iteration and the bit counters."""
-        if self._block is not None:
+        if self.block is not None:
             self._flush()
         row = {
             "time_s": self.env.now,
@@ -106,7 +108,7 @@ class Recorder:
         """``record(event, node=node, **metrics)`` at the current time ``now`` (the
         clock's), without the keyword packing: one row per iteration of a random walk,
         appended to the trailing block of tuple rows."""
-        block = self._block
+        block = self.block
         if block is None or self.has_server or self.context:
             self._start_block(event, node, metrics, now)
         elif not metrics:
@@ -138,20 +140,20 @@ class Recorder:
                 row.update(metrics)
             self._rows.append(row)
             return
-        if self._block is None or keys[:len(self._metric_keys)] != self._metric_keys:
+        if self.block is None or keys[:len(self._metric_keys)] != self._metric_keys:
             self._flush()
-            self._block, self._metric_keys = [], ()
+            self.block, self._metric_keys = [], ()
         if len(keys) > len(self._metric_keys):
             self._metric_keys = keys
-        self._block.append((now, self.iteration, event, self.cum_bits,
+        self.block.append((now, self.iteration, event, self.cum_bits,
                             self.cum_bits_delivered, node, *metrics.values()))
 
     def _flush(self) -> None:
         """Turn the block of iteration rows into dict rows (another kind of row comes)."""
-        block = self._block
+        block = self.block
         if block is None:
             return
-        self._block = None
+        self.block = None
         names = (*_BLOCK_BASE, *self._metric_keys)
         append = self._rows.append
         for values in block:
@@ -159,11 +161,11 @@ class Recorder:
 
     def to_frame(self) -> pd.DataFrame:
         """All rows as one DataFrame; the base columns come first."""
-        if not self._block:
+        if not self.block:
             self._flush()
             frame = pd.DataFrame.from_records(self._rows)
         else:
-            frame = _frame_with_block(self._rows, self._block, self._metric_keys)
+            frame = _frame_with_block(self._rows, self.block, self._metric_keys)
         if frame.empty:
             cols = list(BASE_COLUMNS) + (list(DIRECTION_COLUMNS) if self.has_server else [])
             return pd.DataFrame(columns=cols)

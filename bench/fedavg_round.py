@@ -6,8 +6,9 @@ files are absent; the dense arithmetic does not depend on them), the letter's 78
 evaluation. Three timings in the same run, each the median over ``--repeat`` repeats:
 
 * **batched** (the default, ``batch_agents=True``): the ten agents' models are one stack and
-  each step is one batched forward and backward (the model's hand-written gradient) and
-  one fused SGD update;
+  each step is one batched forward, backward and in-place SGD update
+  (``BayesianMLP.sgd_step``: class-major logits, no gradient buffer), the minibatch
+  indices of all steps drawn when the update starts;
 * **sequential** (``batch_agents=False``): one autograd ``local_update`` per agent;
 * **plain loop**: ``torch.nn`` (Linear-ReLU-Linear), ``cross_entropy``, ``torch.optim.SGD``,
   ``randperm`` minibatches, the ten agents one after the other, the mean of their weights

@@ -129,3 +129,29 @@ def test_batched_agents_is_the_default_except_for_the_group_baselines():
 
     assert FedAvgParams().batch_agents and not GroupFedAvgParams().batch_agents
     assert FedAvg(BayesianMLP(12, 8, 3), classification_agents()).batches_agents
+
+
+@pytest.mark.parametrize("decay", [1.0, 0.99])
+def test_the_fused_sgd_step_is_a_step_along_the_hand_written_gradient(decay):
+    """``BayesianMLP.sgd_step``: ``decay · θ + step · ∇ Σ log p`` per row, each row on its
+    own minibatch, equal to the gradient path up to float rounding."""
+    model = BayesianMLP(12, 8, 3)
+    gen = torch.Generator().manual_seed(0)
+    theta = model.init_particles(4, gen)
+    x = torch.randn(4, 10, 12, generator=gen)
+    y = torch.randint(3, (4, 10), generator=gen)
+    expected = decay * theta + 0.05 * model.log_likelihood_grad(theta, x, y)
+    got = theta.clone()
+    model.sgd_step(got, x, y, 0.05, decay)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_the_fused_sgd_step_refuses_a_subclass_with_other_maths():
+    class Other(BayesianMLP):
+        def logits(self, theta, x):
+            return 2 * super().logits(theta, x)
+
+    assert BayesianMLP(12, 8, 3).has_sgd_step() and not Other(12, 8, 3).has_sgd_step()
+    with pytest.raises(ValueError, match="redefines the forward maths"):
+        Other(12, 8, 3).sgd_step(torch.zeros(2, Other(12, 8, 3).d), torch.zeros(2, 5, 12),
+                                 torch.zeros(2, 5, dtype=torch.long), 0.1)

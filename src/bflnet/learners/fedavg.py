@@ -194,21 +194,36 @@ class FedAvg(GlobalStateLearner):
         plain_sgd = self.optimizer == "sgd" and not self.momentum
         opt = None if plain_sgd else self._optimizer(param)
         grad_fn = self.model.log_likelihood_grad
+        can_fuse = getattr(self.model, "has_sgd_step", None)
+        fused = self.model.sgd_step if plain_sgd and callable(can_fuse) and can_fuse() else None
         xs = [self.data[a][0] for a in agents]
         ys = [self.data[a][1] for a in agents]
         x = torch.empty((k, m, *xs[0].shape[1:]), dtype=xs[0].dtype, device=self.device)
         y = torch.empty((k, m), dtype=ys[0].dtype, device=self.device)
-        grad = torch.empty_like(param)
-        for _ in range(self.local_steps):
-            for row, (agent, gen) in enumerate(zip(agents, gens, strict=True)):
-                idx = self.sampler.indices(agent, gen)
-                torch.index_select(xs[row], 0, idx, out=x[row])
-                torch.index_select(ys[row], 0, idx, out=y[row])
+        grad: Tensor | None = None
+        # each agent's minibatches of the whole update, from its own stream (the same
+        # draws as step by step: the streams are independent)
+        steps = self.local_steps
+        idx = [self.sampler.many_indices(agent, gen, steps)
+               for agent, gen in zip(agents, gens, strict=True)]
+        # the labels of every step at once: (k, steps, m)
+        labels = torch.stack([y_agent[i] for y_agent, i in zip(ys, idx, strict=True)])
+        decay = 1.0 - self.lr * self.weight_decay
+        for step in range(steps):
+            for row in range(k):
+                torch.index_select(xs[row], 0, idx[row][step], out=x[row])
+            if fused is None:
+                y.copy_(labels[:, step])
             with torch.no_grad():
+                if fused is not None:  # w ← (1 − lr·wd) w + (lr/m) ∇ Σ log p, in place
+                    fused(param.detach(), x, labels[:, step], self.lr / m, decay)
+                    continue
+                if grad is None:
+                    grad = torch.empty_like(param)
                 grad_fn(param.detach(), x, y, out=grad)  # ∇ Σ_batch log p
                 if opt is None:  # w ← (1 − lr·wd) w + (lr/m) ∇ Σ log p, one pass
                     if self.weight_decay:
-                        param.mul_(1.0 - self.lr * self.weight_decay)
+                        param.mul_(decay)
                     param.add_(grad, alpha=self.lr / m)
                     continue
                 grad.mul_(-1.0 / m)

@@ -9,6 +9,8 @@ import networkx as nx
 import simpy
 from numpy import ndarray
 
+from bflnet.channels.fixed import FixedRateChannel
+from bflnet.channels.ideal import IdealChannel
 from bflnet.checks import check_real
 from bflnet.learners.base import GlobalStateLearner
 from bflnet.protocols import wire
@@ -23,6 +25,9 @@ from bflnet.simulator.simulation import Outcome, Simulation
 
 #: Consecutive drops of the token on one hop after which the run is ended as broken.
 MAX_TOKEN_RETRIES = 1000
+#: Channels whose attempt's duration depends on the bits alone (never on the time), and
+#: that never lose a message when they never draw.
+_PURE_CHANNELS = (FixedRateChannel, IdealChannel)
 #: Stands for the event queue of a clock that does not show it (never empty: the walk
 #: then always yields its timeouts to SimPy).
 _NEVER_ALONE = (None,)
@@ -202,7 +207,8 @@ class RandomWalkProtocol:
                 if nxt == current:
                     break
                 direct = nxt in adjacency[current]
-                hops = (nxt,) if direct else nx.shortest_path(graph, current, nxt)[1:]
+                hops = (nxt,) if nxt in adjacency[current] else \
+                nx.shortest_path(graph, current, nxt)[1:]
                 payload, bits = wire.encode(codec, state, codec_rng)
                 sender, moved = current, True
                 for hop in hops:
@@ -272,6 +278,7 @@ class RandomWalkProtocol:
         record, eval_every = rec.record_iteration, loop.eval_every
         max_iterations = stop.max_iterations
         last_due = -1 if max_iterations is None else max_iterations
+        stop_at = float("inf") if max_iterations is None else max_iterations
         # the stopping rules a plain walk checks itself; any other goes through stop.reason
         simple_stop = (stop.max_time_s is None and stop.max_bits is None and stop.until is None
                        and not stop.forgotten)
@@ -280,20 +287,38 @@ class RandomWalkProtocol:
         seen: set[Any] = set()
         covered = loop.covered
         iteration = 0
+        uses_streams = slots.uses_streams
+        # per node: its compute time as one call (the model's own, when the node has no
+        # battery and the model draws nothing: what Node.compute_time would call)
+        durations = {k: (node.compute.duration if node.battery is None
+                         and not node.compute.draws else node.compute_time)
+                     for k, node in nodes.items()}
+        # per link, on first use: what a one-packet message needs when the channel never
+        # draws nor loses it (Link.schedule's first case and Link.settle, inlined)
+        fast_links: dict[Any, Any] = {}
+        record_messages = rec.record_messages
+        # a learner without its own evaluate has no metrics (the base class's {})
+        evaluates = getattr(evaluate, "__func__", None) is not GlobalStateLearner.evaluate
         while True:
             iteration += 1
             rec.iteration = iteration
             node = nodes[current]
+            if uses_streams:
+                rng = node.rng
+                if rng is None:
+                    rng = rng_of(current)
+            else:
+                rng = None
             try:
                 if not node.has_state:
-                    node.state = init_agent(current, rng_of(current))
+                    node.state = init_agent(current, rng)
                     node.has_state = True
-                update = local_update(current, state, node.state, rng_of(current))
+                update = local_update(current, state, node.state, rng)
                 state = merge(state, (update,))
             except Exception as exc:
                 raise sim.error(exc, node=current, iteration=iteration,
                                 what="learner.local_update") from exc
-            duration = node.compute_time(update.work)
+            duration = durations[current](update.work)
             visits.append(current)
             if not covered:
                 seen.add(current)
@@ -308,7 +333,7 @@ class RandomWalkProtocol:
                     yield timeout(duration)
                 else:
                     env._now += duration
-            if iteration % eval_every == 0 or iteration == last_due:
+            if evaluates and (iteration % eval_every == 0 or iteration == last_due):
                 try:
                     metrics = evaluate(state)
                 except Exception as exc:
@@ -316,30 +341,85 @@ class RandomWalkProtocol:
                                     what="evaluate") from exc
             else:
                 metrics = NO_METRICS
-            record("iteration", current, metrics, env._now)
+            block = rec.block
+            if block is not None and not metrics and not rec.context:
+                # Recorder.record_iteration's common case: a tuple on the open block
+                block.append((env._now, iteration, "iteration", rec.cum_bits,
+                              rec.cum_bits_delivered, current))
+            else:
+                record("iteration", current, metrics, env._now)
             if simple_stop:
-                if max_iterations is not None and iteration >= max_iterations:
+                if iteration >= stop_at:
                     loop.reason = "max_iterations"
-                elif stop_on_cover and covered:
+                    return loop.outcome(state, slots)
+                if stop_on_cover and covered:
                     loop.reason = "cover"
+                    return loop.outcome(state, slots)
             else:
                 loop.reason = stop.reason(iteration=iteration, time_s=env.now,
                                           cum_bits=rec.cum_bits, metrics=metrics,
                                           covered=covered)
-            if loop.reason is not None:
-                return loop.outcome(state, slots)
+                if loop.reason is not None:
+                    return loop.outcome(state, slots)
             nxt = next_node(current, walk_rng)
             if nxt == current:
                 continue
-            hops = (nxt,) if nxt in adjacency[current] else \
-                nx.shortest_path(graph, current, nxt)[1:]
             if codec is None and state.__class__ is ndarray:  # wire.encode's first case
                 payload, bits = state, 64 * state.size
             else:
                 payload, bits = encode(codec, state, codec_rng)
+            # a link met before (the hop loop below keeps only links' entries, so this
+            # is a direct hop) whose last duration is for these bits
+            fast = fast_links.get((current, nxt))
+            if fast.__class__ is list and bits.__class__ is int and bits == fast[3]:
+                medium, now = fast[0], env._now
+                busy = medium.busy_until
+                end = (busy if busy > now else now) + fast[4]
+                medium.busy_until = end
+                delay = end - now
+                if queue or delay < 0:
+                    yield timeout(delay)
+                else:
+                    env._now += delay
+                rec.cum_bits += bits
+                rec.cum_bits_delivered += bits
+                if payload is not state:
+                    state = decode(codec, payload, state)
+                current = nxt
+                continue
+            hops = (nxt,) if nxt in adjacency[current] else \
+                nx.shortest_path(graph, current, nxt)[1:]
             sender = current
             for hop in hops:
-                link = links[(sender, hop)]
+                key = (sender, hop)
+                fast = fast_links.get(key)
+                if fast is None:
+                    fast = fast_links[key] = _fast_link(links[key], record_messages)
+                if fast.__class__ is list and bits.__class__ is int and 0 <= bits <= fast[2]:
+                    # Link.schedule's one-packet case: the channel neither draws nor loses
+                    medium, now = fast[0], env._now
+                    busy = medium.busy_until
+                    start = busy if busy > now else now
+                    if bits == fast[3]:  # a channel whose duration depends on bits only
+                        step, lost = fast[4], False
+                    else:
+                        step, lost = fast[1](bits, start, None)
+                        if fast[5] and not lost:
+                            fast[3], fast[4] = bits, step
+                    if not lost:
+                        end = start + step
+                        medium.busy_until = end
+                        delay = end - now
+                        if queue or delay < 0:
+                            yield timeout(delay)
+                        else:
+                            env._now += delay
+                        # Link.settle: nothing but the counters on such a link
+                        rec.cum_bits += bits
+                        rec.cum_bits_delivered += bits
+                        sender = hop
+                        continue
+                link = links[key]
                 for _ in range(MAX_TOKEN_RETRIES):
                     schedule = link.schedule(bits)
                     delay = schedule[1] - env.now
@@ -382,6 +462,20 @@ class RandomWalkProtocol:
             yield env.timeout(up - env.now)
         rec.record("fault", node=keeper, kind="token_regenerated", peer=holder)
         return keeper
+
+
+def _fast_link(link: Any, record_messages: bool) -> list[Any] | bool:
+    """``[medium, channel.attempt, mtu_bits, bits, duration, pure]`` of a link whose
+    one-packet messages need only the channel's duration and the bit counters (an
+    independent d2d link without outages or battery, over a channel that never draws,
+    no message rows), else False. ``pure``: the duration depends on the bits alone (an
+    ideal or fixed-rate channel), so the last ``(bits, duration)`` is kept."""
+    channel = link.channel
+    if (link.radio is not None or link.outages is not None or link.energy is not None
+            or record_messages or link.direction != "d2d" or channel.draws):
+        return False
+    pure = channel.__class__ in _PURE_CHANNELS
+    return [link.medium, channel.attempt, link.mtu_bits, None, None, pure]
 
 
 def _up_throughout(outages: Any, start: float, duration: float) -> bool:

@@ -206,7 +206,7 @@ def run(config: CoverTimeConfig, *, seed: int = 0, progress: bool = False) -> pd
             sim.use_network(network)
         protocol = RandomWalkProtocol(Carrier(config.payload_params), walk, stop)
         sim.run_outcome(protocol)
-        last = sim.recorder.rows[-1]  # the protocol stops right after the cover slot's row
+        last = sim.recorder.last_row()  # the protocol stops right after the cover slot's row
         visits = protocol.visits
         assert last["event"] == "iteration" and last["iteration"] == len(visits)
         rows.append({

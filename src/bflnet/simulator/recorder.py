@@ -105,6 +105,8 @@ class Recorder:
 
     def record_fields(self, event: str, fields: dict[str, Any]) -> None:
         """``record(event, **fields)`` without the keyword packing (the radio's rows)."""
+        if self.block is not None:
+            self._flush()
         row = {
             "time_s": self.env.now,
             "iteration": self.iteration,
@@ -118,7 +120,7 @@ class Recorder:
         if self.context:
             row.update(self.context)
         row.update(fields)
-        self.rows.append(row)
+        self._rows.append(row)
 
     def record_iteration(self, event: str, node: Any, metrics: dict[str, Any],
                          now: float) -> None:

@@ -59,6 +59,7 @@ from bflnet.scenarios.schema import (
     Schema,
     col,
 )
+from bflnet.simulator.recorder import Recorder
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -210,17 +211,16 @@ class D2DMediumConfig(CDBFLSettings):
             mtu_bits=max(1, min(self.mtu_bits, message_bits)))
 
     def footprint(self) -> Footprint:
-        """The graph and links, the data and model (CD-BFL), and the recorded rows: per
-        run and round about K (degree + 1) packets, each a row (unicast with ARQ up to
-        max_attempts or retry_limit + 1 tries)."""
-        fp = self.network(graph="random-geometric", area_m=1.0).footprint()
+        """The graph and links, the shared medium's tables, the data and model (CD-BFL),
+        and the kept rows (the medium's rows are counted, not kept)."""
+        view = self.network(graph="random-geometric", area_m=self.area())
+        fp = view.footprint()
+        if any(m != "links" for m in self.mac_list()):
+            fp = view.network(medium="shared")._medium_footprint(fp)
         k = float(self.K)
-        runs = len(self.settings()) * len(self.task_list())
-        tries = max(self.max_attempts or 8, self.retry_limit + 1)
-        rows = runs * (self.rounds + 1.0) * k * min(self.degree + 1.0, k) * (tries + 2.0)
-        fp = fp.add(f"{rows:.3g} recorded packet rows", ("K", "rounds", "degree", "macs",
-                                                          "broadcasts"),
-                    bytes=ROW_BYTES * rows, work=rows)
+        rows = len(self.settings()) * len(self.task_list()) * (self.rounds + 1.0)
+        fp = fp.add(f"{rows:.3g} recorded rows", ("rounds", "macs", "broadcasts", "tasks"),
+                    bytes=ROW_BYTES * rows)
         if "cdbfl" in self.task_list():
             d = 784.0 * self.hidden + 11.0 * self.hidden + 10.0
             data = (k * self.per_node + self.eval_size) * 784.0 * FLOAT32
@@ -230,38 +230,44 @@ class D2DMediumConfig(CDBFLSettings):
         return fp
 
 
+class _CountingRecorder(Recorder):
+    """A recorder that counts the medium's rows (``tx``, ``mac``, ``message``) instead of
+    keeping them, and stamps every other row with the counts so far (:data:`COUNTS`):
+    a run keeps a few rows per round however many packets it sends."""
+
+    def __init__(self, env: Any, *, links: bool) -> None:
+        super().__init__(env, record_messages=True)
+        self.links = links
+        self.counts = dict.fromkeys(COUNTS, 0)
+
+    def record(self, event: str, **fields: Any) -> None:
+        c = self.counts
+        if event == "tx":
+            c["transmissions"] += 1
+            c["receptions"] += fields["receivers"]
+        elif event == "mac":
+            kind = fields.get("kind")
+            key = {"collision": "collisions", "backoff": "backoffs",
+                   "defer": "deferrals"}.get(kind)
+            if key is not None:
+                c[key] += 1
+        elif event == "message":
+            if self.links:  # every attempt is one packet to one receiver
+                c["transmissions"] += fields["attempts"]
+                c["receptions"] += fields["attempts"]
+        else:
+            super().record(event, **fields, **c)
+
+
 def _summarise(frame: pd.DataFrame) -> pd.DataFrame:
-    """The init and round rows of a run, with the medium's counts so far (module docs)."""
+    """The init and round rows of a run, with ``collision_rate``."""
     import numpy as np
 
-    ev = frame["event"].to_numpy()
-    kind = frame["kind"].to_numpy() if "kind" in frame else np.full(len(frame), None)
-
-    def column(name: str) -> np.ndarray:
-        if name not in frame:
-            return np.zeros(len(frame))
-        return np.nan_to_num(frame[name].to_numpy(dtype=np.float64, na_value=np.nan))
-
-    is_tx, is_msg, is_mac = ev == "tx", ev == "message", ev == "mac"
-    shared = bool(is_tx.any() or is_mac.any())
-    if shared:
-        sends = is_tx.astype(np.float64)
-        tries = np.where(is_tx, column("receivers"), 0.0)
-    else:  # independent links: every attempt of a message is one packet to one receiver
-        sends = tries = np.where(is_msg, column("attempts"), 0.0)
-    counts = {
-        "transmissions": sends, "receptions": tries,
-        "collisions": (is_mac & (kind == "collision")).astype(np.float64),
-        "backoffs": (is_mac & (kind == "backoff")).astype(np.float64),
-        "deferrals": (is_mac & (kind == "defer")).astype(np.float64),
-    }
-    keep = np.isin(ev, ROW_EVENTS)
-    rows = frame.loc[keep].reset_index(drop=True)
-    for name, values in counts.items():
-        rows[name] = np.cumsum(values)[keep].astype(np.int64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rate = rows["collisions"].to_numpy() / rows["receptions"].to_numpy()
-    rows["collision_rate"] = np.where(rows["receptions"].to_numpy() > 0, rate, 0.0)
+    rows = frame.loc[frame["event"].isin(ROW_EVENTS)].reset_index(drop=True)
+    for name in COUNTS:
+        rows[name] = rows[name].astype(np.int64)
+    received = rows["receptions"].to_numpy()
+    rows["collision_rate"] = rows["collisions"].to_numpy() / np.maximum(received, 1)
     return rows
 
 
@@ -275,7 +281,8 @@ def _run_one(config: D2DMediumConfig, seed: int, graph: nx.Graph, learner: Any, 
     from bflnet.simulator.simulation import Simulation
 
     net = config.run_network(mac, broadcast, message_bits)
-    sim = Simulation(seed, name=NAME, record_messages=True)
+    sim = Simulation(seed, name=NAME)
+    sim.recorder = _CountingRecorder(sim.env, links=mac == "links")
     sim.build_network(graph, **net.network_kwargs(graph))
     kwargs: dict[str, Any] = {} if eval_every is None else {"eval_every": eval_every}
     protocol = ConsensusProtocol(learner, metropolis_hastings_weights(graph, sparse=True),

@@ -42,6 +42,7 @@ from bflnet.params import param, subset, validate
 from bflnet.scenarios.cdbfl_common import CDBFLSettings, codec_for, workspace
 from bflnet.scenarios.lists import comma_list
 from bflnet.scenarios.network_settings import (
+    GRAPHS,
     MAC_NAMES,
     MAX_METRES,
     USED_ONLY_WITH,
@@ -78,6 +79,8 @@ COUNTS = ("transmissions", "receptions", "collisions", "backoffs", "deferrals")
 #: The fields every task reads (beyond the network's).
 _OWN = ("tasks", "macs", "broadcasts", "degree", "rounds")
 _DECIDED = {
+    "graph": "d2d-medium runs on a random geometric graph whose radius_m and degree decide "
+             "it",
     "area_m": "degree and radius_m decide the area (constant density)",
     "medium": "macs decides (links: the independent-links reference; the others: "
               "medium=shared)",
@@ -86,9 +89,11 @@ _DECIDED = {
     "mean_snr_db": "the links reference has the shared medium's mean SNR at 1 m, "
                    "tx_power_dbm - ref_loss_db - noise",
     "rate_bps": "bandwidth_hz and coding_rate decide the rate",
-    "loss_prob": "the SINR (shared medium) or the fading (links) decides each packet",
-    "distance_m": "the positions decide the distances",
-    "layout": "the random geometric graph gives the positions",
+    "loss_prob": "the SINR (shared medium) or the fading of the channel (links) decides "
+                 "each packet",
+    "distance_m": "the positions of the random geometric graph (radius_m, degree) decide "
+                  "the distances",
+    "layout": "the random geometric graph gives the positions (radius_m, degree)",
 }
 
 
@@ -100,7 +105,7 @@ class D2DMediumConfig(CDBFLSettings):
     DECIDED_ELSEWHERE: ClassVar[dict[str, str]] = _DECIDED
 
     graph: str = param("random-geometric", "topology of the D2D graph (this scenario: a "
-                       "random geometric graph)", choices=("random-geometric",))
+                       "random geometric graph)", choices=GRAPHS)
     K: int = param(10, "number of devices (the area grows with K: constant density)", ge=2,
                    le=4096)
     radius_m: float = param(30.0, "edge radius of the random geometric graph in metres",

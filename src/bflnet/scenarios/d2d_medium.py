@@ -60,7 +60,6 @@ from bflnet.scenarios.schema import (
     Schema,
     col,
 )
-from bflnet.simulator.recorder import Recorder
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -235,33 +234,34 @@ class D2DMediumConfig(CDBFLSettings):
         return fp
 
 
-class _CountingRecorder(Recorder):
+def _counting_recorder(env: Any, *, links: bool) -> Any:
     """A recorder that counts the medium's rows (``tx``, ``mac``, ``message``) instead of
     keeping them, and stamps every other row with the counts so far (:data:`COUNTS`):
     a run keeps a few rows per round however many packets it sends."""
+    from bflnet.simulator.recorder import Recorder  # lazily: simpy, pandas
 
-    def __init__(self, env: Any, *, links: bool) -> None:
-        super().__init__(env, record_messages=True)
-        self.links = links
-        self.counts = dict.fromkeys(COUNTS, 0)
+    class CountingRecorder(Recorder):
+        def record(self, event: str, **fields: Any) -> None:
+            c = counts
+            if event == "tx":
+                c["transmissions"] += 1
+                c["receptions"] += fields["receivers"]
+            elif event == "mac":
+                key = _MAC_COUNTS.get(fields.get("kind"))
+                if key is not None:
+                    c[key] += 1
+            elif event == "message":
+                if links:  # every attempt is one packet to one receiver
+                    c["transmissions"] += fields["attempts"]
+                    c["receptions"] += fields["attempts"]
+            else:
+                super().record(event, **fields, **c)
 
-    def record(self, event: str, **fields: Any) -> None:
-        c = self.counts
-        if event == "tx":
-            c["transmissions"] += 1
-            c["receptions"] += fields["receivers"]
-        elif event == "mac":
-            kind = fields.get("kind")
-            key = {"collision": "collisions", "backoff": "backoffs",
-                   "defer": "deferrals"}.get(kind)
-            if key is not None:
-                c[key] += 1
-        elif event == "message":
-            if self.links:  # every attempt is one packet to one receiver
-                c["transmissions"] += fields["attempts"]
-                c["receptions"] += fields["attempts"]
-        else:
-            super().record(event, **fields, **c)
+    counts = dict.fromkeys(COUNTS, 0)
+    return CountingRecorder(env, record_messages=True)
+
+
+_MAC_COUNTS = {"collision": "collisions", "backoff": "backoffs", "defer": "deferrals"}
 
 
 def _summarise(frame: pd.DataFrame) -> pd.DataFrame:
@@ -287,7 +287,7 @@ def _run_one(config: D2DMediumConfig, seed: int, graph: nx.Graph, learner: Any, 
 
     net = config.run_network(mac, broadcast, message_bits)
     sim = Simulation(seed, name=NAME)
-    sim.recorder = _CountingRecorder(sim.env, links=mac == "links")
+    sim.recorder = _counting_recorder(sim.env, links=mac == "links")
     sim.build_network(graph, **net.network_kwargs(graph))
     kwargs: dict[str, Any] = {} if eval_every is None else {"eval_every": eval_every}
     protocol = ConsensusProtocol(learner, metropolis_hastings_weights(graph, sparse=True),

@@ -249,6 +249,12 @@ def _read_edge_list(p: Path) -> nx.Graph:
     return g
 
 
+#: Largest absolute node coordinate a graph file may give, in metres (far beyond any radio
+#: link, small enough for distances and path loss to stay finite). Negative coordinates
+#: are positions like any other.
+MAX_COORD_M = 1e9
+
+
 def _read_graphml(p: Path) -> nx.Graph:
     try:
         raw = nx.read_graphml(p)
@@ -270,8 +276,13 @@ def _read_graphml(p: Path) -> nx.Graph:
         isinstance(d.get("x"), numbers.Real) and isinstance(d.get("y"), numbers.Real)
         for _, d in attrs
     ):
-        for _, d in attrs:
-            d["pos"] = (float(d["x"]), float(d["y"]))
+        for n, d in attrs:
+            x, y = float(d["x"]), float(d["y"])
+            if not (abs(x) <= MAX_COORD_M and abs(y) <= MAX_COORD_M):
+                raise ValueError(f"path: graph file {str(p)!r}: node {n!r} must have a finite "
+                                 f"position x, y within +-{MAX_COORD_M:g} m, got ({x!r}, "
+                                 f"{y!r})")
+            d["pos"] = (x, y)
     return g
 
 

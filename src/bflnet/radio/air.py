@@ -88,7 +88,7 @@ class Air:
             largest = radio.airtime_s(self.mtu_bits)
             slot = mac.slot_s if mac.slot_s is not None else largest
             if slot < largest * (1 - 1e-12):
-                raise ValueError(f"slot_s: must be at least the air time of the largest "
+                raise ValueError(f"mac_slot_s: must be at least the air time of the largest "
                                  f"packet (mtu_bits / rate = {largest:g} s), got {slot:g}")
         if isinstance(mac, Aloha):
             self.medium.slot_rows = SlotRows(self.env, slot, self.recorder)

@@ -56,6 +56,14 @@ MAX_K = 10**6
 MAX_METRES = 1e7
 
 
+#: Bytes per pair of nodes within interference range of each other on the shared medium
+#: (an entry of the mean-power table, of the neighbour index and of the TDMA pairs).
+MEDIUM_PAIR_BYTES = 200
+#: Set-up operations per such pair (building the tables; every packet scans its sender's
+#: and receivers' neighbours).
+MEDIUM_PAIR_WORK = 10
+
+
 #: ``DECIDED_ELSEWHERE`` of the parameter-server scenarios, which have no D2D graph.
 SERVER_ONLY: Mapping[str, str] = {
     name: "agents talk to a parameter server over their uplinks (no D2D graph); K decides "
@@ -361,11 +369,31 @@ class NetworkSettings:
             fp = fp.add(f"{label} of {count(size.nodes)} nodes and {count(size.edges)} edges",
                         size.fields, bytes=NODE_BYTES * size.nodes + EDGE_BYTES * size.edges,
                         work=size.build_work + size.nodes + 2 * size.edges)
+        if self.medium == "shared" and type(self).SHARED_MEDIUM:
+            fp = self._medium_footprint(fp)
         threads = getattr(self, "threads", 1)  # the torch scenarios' own threads
         if threads > 1:
             fp = fp.add(f"{threads} threads' stacks", ("threads",),
                         bytes=THREAD_BYTES * threads)
         return fp
+
+    def _medium_footprint(self, fp: Footprint) -> Footprint:
+        """The shared medium's tables: per node, the nodes within interference range (their
+        indices and mean received powers), and the TDMA colouring's pairs: about
+        ``K x min(K, K pi r^2 / area)`` entries, ``r`` the interference range."""
+        import math
+
+        k = self.agents()
+        r = self.medium_spec().radio.effective_interference_range_m()
+        laid = self.graph != "file"  # a graph file's area is unknown: everyone in range
+        share = min(1.0, math.pi * r * r / self.area_m ** 2) if laid and math.isfinite(r) \
+            else 1.0
+        near = min(k, max(1.0, k * share))
+        pairs = k * near
+        return fp.add(f"shared medium: {count(k)} nodes x {count(near)} within interference "
+                      f"range ({r:.3g} m)", ("K", "area_m", "tx_power_dbm",
+                                              "path_loss_exponent"),
+                      bytes=MEDIUM_PAIR_BYTES * pairs, work=MEDIUM_PAIR_WORK * pairs)
 
     def build_graph(self, rng: np.random.Generator) -> nx.Graph:
         """The topology (connectivity is checked by the protocol that needs it)."""

@@ -26,8 +26,8 @@ PlotFunction = Callable[["pd.DataFrame"], "Figure"]
 #: their heavy imports inside ``run``, so that ``bflnet list`` starts fast).
 SCENARIO_MODULES = (
     "async_fedavg", "cdbfl_local_steps", "cdbfl_shift", "churn_gfvl", "consensus_averaging",
-    "cover_time", "dsvgd_sparsifiers", "dsvgd_vs_fedavg", "emtdamp", "emtdamp_compare",
-    "forget_svgd", "ota_langevin",
+    "cover_time", "d2d_medium", "dsvgd_sparsifiers", "dsvgd_vs_fedavg", "emtdamp",
+    "emtdamp_compare", "forget_svgd", "ota_langevin",
     "gfvl_beta_bernoulli", "gfvl_beta_exponential", "gfvl_unlearning", "mobile_gossip",
     "unlearning_latency", "wflmc_gaussian",
 )

@@ -1,0 +1,111 @@
+"""Scenario ``d2d-medium``: its settings, its counts on the records, and bad input (one
+line, exit code 2, no traceback)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bflnet.scenarios import get_scenario, run_scenario
+from bflnet.scenarios.cli import main
+
+FAST = {"tasks": "consensus", "K": 6, "rounds": 3}
+
+
+def one_error_line(capsys, argv: list[str]) -> str:
+    """Run the CLI: exit code 2 and exactly one line ``bflnet: error: ...``."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    final = err.split("\r")[-1]  # after the set-up status line tqdm erased
+    assert "Traceback" not in err
+    assert err.count("\n") == 1 and final.startswith("bflnet: error: "), err
+    return final
+
+
+@pytest.fixture(scope="module")
+def frame():
+    return run_scenario("d2d-medium", {**FAST, "macs": "links,tdma,csma,aloha"}, seed=3)
+
+
+def test_every_setting_has_its_rows_and_the_links_reference_first(frame):
+    runs = frame.drop_duplicates("run_id")[["mac", "broadcast"]].values.tolist()
+    assert runs == [["links", False], ["tdma", False], ["tdma", True], ["csma", False],
+                    ["csma", True], ["aloha", False], ["aloha", True]]
+    assert (frame.groupby("run_id").size() == FAST["rounds"] + 1).all()
+    assert set(frame["event"]) == {"init", "round"}
+    # one geometry for all runs: the area of constant density
+    area = 30.0 * math.sqrt(math.pi * 6 / 8.0)
+    assert frame["area_m"].eq(area).all()
+
+
+def test_the_medium_counts_follow_each_mac(frame):
+    last = frame.groupby("run_id").tail(1).set_index(["mac", "broadcast"])
+    links = last.loc[("links", False)]
+    assert links[["collisions", "backoffs", "deferrals"]].sum() == 0
+    tdma = last.loc[("tdma", True)]
+    # TDMA is conflict-free and a broadcast goes on the air once per device and round
+    assert tdma["collisions"] == 0 and tdma["backoffs"] == tdma["deferrals"] == 0
+    assert tdma["transmissions"] == 6 * FAST["rounds"]
+    assert tdma["cum_bits"] == 6 * FAST["rounds"] * 64
+    # unicast: one packet per neighbour and round at least; CSMA draws a back-off for each
+    assert last.loc[("tdma", False), "transmissions"] >= tdma["receptions"]
+    csma = last.loc[("csma", False)]
+    assert csma["backoffs"] == csma["transmissions"] > 0
+    assert last.loc[("aloha", False), "backoffs"] == 0
+    rate = last["collisions"] / last["receptions"]
+    assert (last["collision_rate"] - rate).abs().max() < 1e-12
+    # counts never decrease within a run
+    for _, run in frame.groupby("run_id"):
+        for c in ("transmissions", "receptions", "collisions", "backoffs", "deferrals"):
+            assert run[c].is_monotonic_increasing
+
+
+def test_same_seed_same_table():
+    a = run_scenario("d2d-medium", {**FAST, "macs": "links,csma"}, seed=1)
+    b = run_scenario("d2d-medium", {**FAST, "macs": "links,csma"}, seed=1)
+    assert a.equals(b)
+
+
+def test_fields_a_run_does_not_read_are_refused():
+    scenario = get_scenario("d2d-medium")
+    used = scenario.config({**FAST, "macs": "links,aloha"}).used_fields()
+    assert {"aloha_p", "mac_slot_s", "max_attempts", "tx_power_dbm"} <= used
+    assert not {"cw_min", "tdma_frame_slots", "area_m", "medium", "mac"} & used
+
+
+@pytest.mark.parametrize("extra, text", [
+    (["macs=links,tdma", "aloha_p=0.5"], "aloha_p: not used with macs=links,tdma"),
+    (["hidden=8"], "hidden: only read with tasks including cdbfl"),
+    (["area_m=50"], "area_m: not used by d2d-medium; degree and radius_m decide"),
+    (["medium=shared"], "medium: not used by d2d-medium; macs decides"),
+    (["tasks=gossip"], "tasks: each value must be one of cdbfl, consensus"),
+    (["macs=links,token"], "macs: each value must be one of links, none"),
+    (["broadcasts=yes"], "broadcasts: each value must be one of false, true"),
+    (["degree=-3"], "degree: must be a finite number > 0"),
+    (["degree=nan"], "degree: must be a finite number > 0"),
+    (["radius_m=-1"], "radius_m: must be a finite number > 0"),
+    (["sinr_threshold_db=inf"], "sinr_threshold_db: must be a finite number"),
+    (["macs=aloha", "aloha_p=0"], "aloha_p: must be a finite number > 0 and <= 1"),
+    (["macs=csma", "cw_min=64", "cw_max=8"], "cw_max: must be >= cw_min (64)"),
+    (["macs=csma", "retry_limit=1e9"], "retry_limit: must be an integer >= 0 and <= 1000"),
+    (["macs=tdma", "mac_slot_s=0"], "mac_slot_s: must be a finite number > 0"),
+    # the colouring of K = 6 devices within each other's interference range needs 6
+    (["macs=tdma", "tdma_frame_slots=2"],
+     "tdma_frame_slots: a distance-2 colouring of this interference graph needs at least"),
+    (["macs=aloha", "mac_slot_s=1e-9"], "mac_slot_s: must be at least the air time"),
+])
+def test_bad_input_is_one_line_and_exit_code_2(capsys, tmp_path, extra, text):
+    sets = [x for kv in [*(f"{k}={v}" for k, v in FAST.items()), *extra]
+            for x in ("--set", kv)]
+    final = one_error_line(capsys, ["run", "d2d-medium", *sets, "--no-progress", "--out",
+                                    str(tmp_path / "r.csv")])
+    assert text in final, final
+
+
+def test_the_default_plot_draws_both_tasks(frame):
+    from bflnet.scenarios.d2d_medium import default_plot
+
+    fig = default_plot(frame.assign(seed=3))
+    assert len(fig.axes) == 2  # one task: seconds and bits
+    assert len(fig.axes[0].lines) == frame["run_id"].nunique()

@@ -257,6 +257,9 @@ def _counting_recorder(env: Any, *, links: bool) -> Any:
             else:
                 super().record(event, **fields, **c)
 
+        def record_fields(self, event: str, fields: dict[str, Any]) -> None:
+            self.record(event, **fields)
+
     counts = dict.fromkeys(COUNTS, 0)
     return CountingRecorder(env, record_messages=True)
 

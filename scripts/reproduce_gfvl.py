@@ -37,9 +37,9 @@ DIRS: list[Path] = [OUT, FIGURES]
 
 QUICK: dict[str, dict[str, Any]] = {
     "gfvl-beta-bernoulli": {"runs": 3},
-    "fig3-convergence": {"runs": 20, "iterations": 2000},
-    "gfvl-beta-exponential": {"runs": 2, "iterations": 500},
-    "gfvl-unlearning": {"runs": 2, "learn_iterations": 500, "iterations": 300},
+    "fig3-convergence": {"runs": 20, "rounds": 2000},
+    "gfvl-beta-exponential": {"runs": 2, "rounds": 500},
+    "gfvl-unlearning": {"runs": 2, "learn_rounds": 500, "rounds": 300},
     "unlearning-latency": {"runs": 100},
 }
 
@@ -98,7 +98,7 @@ def fig3(seed: int, quick: bool, say: Report) -> None:
     last = frame[frame.iteration == frame.iteration.max()]
     say("runs exact (kl < 1e-10) at the last iteration: "
         + ", ".join(f"{g} {np.mean(r.kl < 1e-10):.0%}" for g, r in last.groupby("graph")))
-    long = QUICK["fig3-convergence"] if quick else {"runs": 1000, "iterations": 5000}
+    long = QUICK["fig3-convergence"] if quick else {"runs": 1000, "rounds": 5000}
     conv = run(name, {**long, "stop_kl": 1e-10}, seed + 1, say)
     per_run = conv.groupby(["graph", "run"]).agg(
         iterations=("iteration", "max"), kl=("kl", "last"),
@@ -171,7 +171,7 @@ def fig5(seed: int, quick: bool, say: Report) -> None:
     reached = ret[ret <= target]
     say(f"  median KL of unlearning 100 iterations after the request: {target:.3g}; "
         "retraining reaches it after "
-        + (f"{reached.index.min()} iterations" if len(reached) else f"more than {last}"))
+        + (f"{reached.index.min()} rounds" if len(reached) else f"more than {last}"))
 
 
 def latency(seed: int, quick: bool, say: Report) -> None:

@@ -9,6 +9,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bflnet.renames import rename_keys
 from bflnet.scenarios.config import make_config
 from bflnet.scenarios.resources import Footprint, check_footprint
 
@@ -99,7 +100,10 @@ class Scenario:
             st.check_save_dir(save_state, force=force)
         if load_state is not None:
             handle.loaded = st.read_state_dir(load_state)
-            st.check_compatible(handle.loaded[0], self.name, fields, seed, self.state_free)
+            saved = dict(handle.loaded[0])
+            if isinstance(saved.get("config"), dict):  # saved by an older bflnet: old names
+                saved["config"] = rename_keys(self.config_cls, saved["config"])
+            st.check_compatible(saved, self.name, fields, seed, self.state_free)
         with setup_status(self.name, footprint.summary(), progress):
             frame = self.run_fn(config, seed=seed, progress=progress, states=handle)
         if save_state is not None:

@@ -8,7 +8,7 @@ over the random walk on ``graph`` with the scenario's channel (``data=agent-skew
 agent i's points have P(1) = t ~ Beta(K + 1 − i, i) each; the latencies do not depend on
 the data). Per run, two simulations:
 
-- **unlearning**: learn for ``learn_iterations`` iterations, then request the forget of
+- **unlearning**: learn for ``learn_rounds`` iterations, then request the forget of
   ``forget`` (``"last"``: agent K − 1, the paper's agent K; or a comma list of 0-based ids)
   right after that merge; run until every forgotten agent has been scheduled and has
   subtracted its η_k (Sec. IV, exact).
@@ -17,7 +17,7 @@ the data). Per run, two simulations:
   every remaining agent has been scheduled once.
 
 **Counting (one convention for every column).** Iterations are 1-based slot indices:
-``unlearn_iterations`` = L when the forget is merged at the L-th slot after the request
+``unlearn_rounds`` = L when the forget is merged at the L-th slot after the request
 (L = 1 if the next scheduled agent is the forgotten one; the paper's 1/K + K − 1 on a
 complete graph); ``retrain_iterations`` = the slot, counted from 1 at the retraining start,
 at which KL first falls below ``threshold``. Note that the paper's retraining count
@@ -27,19 +27,19 @@ only forwards; ``paper_retrain_iterations`` is the paper's value + 1 (1-based),
 ``theory_retrain_iterations`` the exact expectation.
 
 ``unlearn_time_s`` and ``unlearn_bits`` run from the request (the end of slot
-``learn_iterations``'s computation) to the end of the computation of the forgetting slot:
+``learn_rounds``'s computation) to the end of the computation of the forgetting slot:
 L hand-overs (none for a walk that stays put) and L visits; ``retrain_time_s`` and
 ``retrain_bits`` from the start to the end of slot ``retrain_iterations``: that many visits
-and one hand-over fewer. NaN when a phase did not finish within ``max_iterations``.
+and one hand-over fewer. NaN when a phase did not finish within ``max_rounds``.
 
-One row per run: ``run``, ``run_seed``, ``unlearn_iterations``, ``unlearn_time_s``,
+One row per run: ``run``, ``run_seed``, ``unlearn_rounds``, ``unlearn_time_s``,
 ``unlearn_bits``, ``unlearn_kl_retrained`` (KL(q ‖ retrained posterior) once the forget is
 merged: ~0 if every other agent had contributed during learning), ``retrain_iterations``,
 ``retrain_time_s``, ``retrain_bits``, and, the same on every row:
 
-- ``theory_unlearn_iterations``: the expected 1-based slot at which the forgotten agent is
-  first scheduled, the walk's node at slot ``learn_iterations + 1`` having the law
-  uniform · P^learn_iterations (:func:`expected_first_hitting`; 1/K + K − 1 on the complete
+- ``theory_unlearn_rounds``: the expected 1-based slot at which the forgotten agent is
+  first scheduled, the walk's node at slot ``learn_rounds + 1`` having the law
+  uniform · P^learn_rounds (:func:`expected_first_hitting`; 1/K + K − 1 on the complete
   graph). Several forgotten agents: the expected slot at which all have been scheduled
   (:func:`expected_targets_cover`).
 - ``theory_retrain_iterations``: the expected 1-based slot at which every remaining agent
@@ -53,7 +53,7 @@ merged: ~0 if every other agent had contributed during learning), ``retrain_iter
 saves, per run, the simulation as it stands right after learning (global and agents'
 states, token position, clock, bit counters, random streams; :mod:`bflnet.protocols.
 checkpoint`); ``--load-state DIR`` (same seed and config, except ``forget``,
-``max_iterations``, ``retrain``, ``threshold``) skips the learning and continues from
+``max_rounds``, ``retrain``, ``threshold``) skips the learning and continues from
 there: with the same settings its table is byte-identical to the saving run's, and other
 forget requests run from the same learnt posterior.
 """
@@ -98,6 +98,9 @@ TARGETS_MAX = 16
 @dataclass(frozen=True)
 class UnlearningLatencyConfig(GFVLSettings):
     """Parameters of ``unlearning-latency``."""
+    #: Old parameter names, still accepted (bflnet.renames).
+    RENAMED: ClassVar[dict[str, str]] = {
+        "learn_iterations": "learn_rounds", "max_iterations": "max_rounds"}
 
     SCENARIO: ClassVar[str] = NAME
 
@@ -106,10 +109,10 @@ class UnlearningLatencyConfig(GFVLSettings):
                         "or a comma list of 0-based ids")
     threshold: float = param(1e-6, "retraining is done once KL(q ‖ retrained posterior) < "
                              "threshold", gt=0, le=1e6)
-    learn_iterations: int = param(50, "iterations of learning before the forget request",
+    learn_rounds: int = param(50, "iterations of learning before the forget request",
                                   ge=0, le=10**8)
     retrain: bool = param(True, "also retrain from scratch in every run (else NaN columns)")
-    max_iterations: int = param(100_000, "give up a phase after this many iterations (its "
+    max_rounds: int = param(100_000, "give up a phase after this many iterations (its "
                                 "columns are then NaN)", ge=1, le=10**8)
     theta_true: float = param(0.3, "Bernoulli parameter of the data", ge=0, le=1)
 
@@ -122,14 +125,14 @@ class UnlearningLatencyConfig(GFVLSettings):
     def footprint(self) -> Footprint:
         """Data, a run's rows (learning, unlearning, retraining) and one kept row a run,
         and the theory: the walk's dense K x K transition matrix, its power at the request
-        (about 2 log2(learn_iterations) matrix products) and
+        (about 2 log2(learn_rounds) matrix products) and
         the hitting-time system (a dense K x K solve)."""
         size = self.graph_size()
         k = size.nodes
-        rows = 2.0 * (self.learn_iterations + self.max_iterations + 1.0)
-        power = 4 * k ** 3 * max(1.0, math.log2(max(self.learn_iterations, 1)))
+        rows = 2.0 * (self.learn_rounds + self.max_rounds + 1.0)
+        power = 4 * k ** 3 * max(1.0, math.log2(max(self.learn_rounds, 1)))
         return self.gfvl_footprint(self.runs, rows, float(self.runs),
-                                   row_fields=("learn_iterations", "max_iterations")).add(
+                                   row_fields=("learn_rounds", "max_rounds")).add(
             f"theory on a dense {count(k)} x {count(k)} transition matrix", size.fields,
             bytes=6 * FLOAT64 * k * k, work=k * k, flops=power + k ** 3)
 
@@ -212,7 +215,7 @@ def expected_targets_cover(P: Any, targets: Sequence[int], start: Any = "uniform
     return float(1.0 + sum(p0[v] * E[tbit[v], v] for v in range(K)))
 
 
-def theory(walk: Walk, forget: Sequence[int], learn_iterations: int) -> dict[str, float]:
+def theory(walk: Walk, forget: Sequence[int], learn_rounds: int) -> dict[str, float]:
     """The theory columns (see the module docstring)."""
     import numpy as np
 
@@ -220,7 +223,7 @@ def theory(walk: Walk, forget: Sequence[int], learn_iterations: int) -> dict[str
     P = walk.transition_matrix()
     K = walk.K
     complete = walk.graph.number_of_edges() == K * (K - 1) // 2
-    at_request = np.full(K, 1.0 / K) @ np.linalg.matrix_power(P, learn_iterations)
+    at_request = np.full(K, 1.0 / K) @ np.linalg.matrix_power(P, learn_rounds)
     at_request = at_request / at_request.sum()
     if len(forget) == 1:
         unlearn = expected_first_hitting(P, forget[0], start=at_request)
@@ -239,7 +242,7 @@ def theory(walk: Walk, forget: Sequence[int], learn_iterations: int) -> dict[str
         retrain = math.nan
     paper = (complete_graph_retrain_iterations(K) + 1.0 if complete and len(forget) == 1
              else math.nan)
-    return {"theory_unlearn_iterations": unlearn, "theory_retrain_iterations": retrain,
+    return {"theory_unlearn_rounds": unlearn, "theory_retrain_iterations": retrain,
             "paper_retrain_iterations": paper}
 
 
@@ -255,10 +258,10 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(6.4, 4.2), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    top = np.nanmax(frame[["unlearn_iterations", "retrain_iterations"]].to_numpy(dtype=float))
+    top = np.nanmax(frame[["unlearn_rounds", "retrain_iterations"]].to_numpy(dtype=float))
     bins = np.arange(0.5, (top if np.isfinite(top) else 1) + 1.5)
     for column, theory_col, label in (
-            ("unlearn_iterations", "theory_unlearn_iterations", "unlearning"),
+            ("unlearn_rounds", "theory_unlearn_rounds", "unlearning"),
             ("retrain_iterations", "theory_retrain_iterations", "retraining")):
         values = frame[column].dropna()
         if values.empty:
@@ -279,8 +282,8 @@ def default_plot(frame: pd.DataFrame) -> Figure:
 SCHEMA = Schema.of(
     RUN, RUN_SEED,
     col("event", "label", "run: one row per run"),
-    col("unlearn_iterations", "count", "1-based slot after the request at which the forget "
-        "is merged (NaN: not within max_iterations)"),
+    col("unlearn_rounds", "count", "1-based slot after the request at which the forget "
+        "is merged (NaN: not within max_rounds)"),
     col("unlearn_time_s", "s", "simulated seconds from the request to the end of that "
         "slot's computation"),
     col("unlearn_bits", "bits", "bits on the air from the request to then"),
@@ -290,7 +293,7 @@ SCHEMA = Schema.of(
         "< threshold (NaN: retrain=false or not reached)"),
     col("retrain_time_s", "s", "simulated seconds of retraining until then"),
     col("retrain_bits", "bits", "bits on the air of retraining until then"),
-    col("theory_unlearn_iterations", "count", "expected unlearn_iterations (exact Markov "
+    col("theory_unlearn_rounds", "count", "expected unlearn_rounds (exact Markov "
         "chain; 1/K + K - 1 on a complete graph)"),
     col("theory_retrain_iterations", "count", "expected retrain_iterations (exact for K <= "
         "16 or a complete graph, else NaN)"),
@@ -301,7 +304,7 @@ SCHEMA = Schema.of(
 
 #: What a run loading saved states (``--load-state``) may change: the unlearning request
 #: and what follows it; the learning before it is the saved one.
-STATE_FREE = ("forget", "max_iterations", "retrain", "threshold")
+STATE_FREE = ("forget", "max_rounds", "retrain", "threshold")
 
 
 @register(NAME, UnlearningLatencyConfig,
@@ -324,15 +327,15 @@ def run(config: UnlearningLatencyConfig, *, seed: int = 0, progress: bool = Fals
     forget = forget_agents(config.forget, K)
     walk = make_walk(config.walk, graph)
     net_kwargs = config.network_kwargs(graph)
-    columns = theory(walk, forget, config.learn_iterations)
+    columns = theory(walk, forget, config.learn_rounds)
     data = config.bernoulli_data(K, RngStreams(seed).numpy("data"))
     learner = GFVL.beta_bernoulli(data, a=config.prior_a, b=config.prior_b,
                                   alpha=config.alpha, forget_agents=forget, metrics="state")
     retrained = learner.without(forget, metrics="kl")
-    request = config.learn_iterations
+    request = config.learn_rounds
     requests = [ForgetRequest(forget, after_iteration=request)]
-    unlearn_stop = StopRule(max_iterations=request + config.max_iterations, forgotten=True)
-    retrain_stop = StopRule(max_iterations=config.max_iterations,
+    unlearn_stop = StopRule(max_iterations=request + config.max_rounds, forgotten=True)
+    retrain_stop = StopRule(max_iterations=config.max_rounds,
                             until=lambda m: m["kl"] < config.threshold)
     nan = math.nan
     out: list[dict[str, Any]] = []
@@ -360,12 +363,12 @@ def run(config: UnlearningLatencyConfig, *, seed: int = 0, progress: bool = Fals
             origin = (rows[request] if loaded is None else
                       {"time_s": loaded[1].number("origin_time_s"),
                        "cum_bits": loaded[1].number("origin_bits")})
-            row.update(unlearn_iterations=done["iteration"] - request,
+            row.update(unlearn_rounds=done["iteration"] - request,
                        unlearn_time_s=done["time_s"] - origin["time_s"],
                        unlearn_bits=done["cum_bits"] - origin["cum_bits"],
                        unlearn_kl_retrained=learner.divergences(state_of(done))["kl_retrained"])
         else:
-            row.update(unlearn_iterations=nan, unlearn_time_s=nan, unlearn_bits=nan,
+            row.update(unlearn_rounds=nan, unlearn_time_s=nan, unlearn_bits=nan,
                        unlearn_kl_retrained=nan)
         row.update(retrain_iterations=nan, retrain_time_s=nan, retrain_bits=nan)
         if config.retrain:

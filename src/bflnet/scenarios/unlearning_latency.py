@@ -17,7 +17,7 @@ the data). Per run, two simulations:
   every remaining agent has been scheduled once.
 
 **Counting (one convention for every column).** Iterations are 1-based slot indices:
-``unlearn_rounds`` = L when the forget is merged at the L-th slot after the request
+``unlearn_iterations`` = L when the forget is merged at the L-th slot after the request
 (L = 1 if the next scheduled agent is the forgotten one; the paper's 1/K + K − 1 on a
 complete graph); ``retrain_iterations`` = the slot, counted from 1 at the retraining start,
 at which KL first falls below ``threshold``. Note that the paper's retraining count
@@ -32,12 +32,12 @@ L hand-overs (none for a walk that stays put) and L visits; ``retrain_time_s`` a
 ``retrain_bits`` from the start to the end of slot ``retrain_iterations``: that many visits
 and one hand-over fewer. NaN when a phase did not finish within ``max_rounds``.
 
-One row per run: ``run``, ``run_seed``, ``unlearn_rounds``, ``unlearn_time_s``,
+One row per run: ``run``, ``run_seed``, ``unlearn_iterations``, ``unlearn_time_s``,
 ``unlearn_bits``, ``unlearn_kl_retrained`` (KL(q ‖ retrained posterior) once the forget is
 merged: ~0 if every other agent had contributed during learning), ``retrain_iterations``,
 ``retrain_time_s``, ``retrain_bits``, and, the same on every row:
 
-- ``theory_unlearn_rounds``: the expected 1-based slot at which the forgotten agent is
+- ``theory_unlearn_iterations``: the expected 1-based slot at which the forgotten agent is
   first scheduled, the walk's node at slot ``learn_rounds + 1`` having the law
   uniform · P^learn_rounds (:func:`expected_first_hitting`; 1/K + K − 1 on the complete
   graph). Several forgotten agents: the expected slot at which all have been scheduled
@@ -242,7 +242,7 @@ def theory(walk: Walk, forget: Sequence[int], learn_rounds: int) -> dict[str, fl
         retrain = math.nan
     paper = (complete_graph_retrain_iterations(K) + 1.0 if complete and len(forget) == 1
              else math.nan)
-    return {"theory_unlearn_rounds": unlearn, "theory_retrain_iterations": retrain,
+    return {"theory_unlearn_iterations": unlearn, "theory_retrain_iterations": retrain,
             "paper_retrain_iterations": paper}
 
 
@@ -258,10 +258,10 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(6.4, 4.2), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    top = np.nanmax(frame[["unlearn_rounds", "retrain_iterations"]].to_numpy(dtype=float))
+    top = np.nanmax(frame[["unlearn_iterations", "retrain_iterations"]].to_numpy(dtype=float))
     bins = np.arange(0.5, (top if np.isfinite(top) else 1) + 1.5)
     for column, theory_col, label in (
-            ("unlearn_rounds", "theory_unlearn_rounds", "unlearning"),
+            ("unlearn_iterations", "theory_unlearn_iterations", "unlearning"),
             ("retrain_iterations", "theory_retrain_iterations", "retraining")):
         values = frame[column].dropna()
         if values.empty:
@@ -282,7 +282,7 @@ def default_plot(frame: pd.DataFrame) -> Figure:
 SCHEMA = Schema.of(
     RUN, RUN_SEED,
     col("event", "label", "run: one row per run"),
-    col("unlearn_rounds", "count", "1-based slot after the request at which the forget "
+    col("unlearn_iterations", "count", "1-based slot after the request at which the forget "
         "is merged (NaN: not within max_rounds)"),
     col("unlearn_time_s", "s", "simulated seconds from the request to the end of that "
         "slot's computation"),
@@ -293,7 +293,7 @@ SCHEMA = Schema.of(
         "< threshold (NaN: retrain=false or not reached)"),
     col("retrain_time_s", "s", "simulated seconds of retraining until then"),
     col("retrain_bits", "bits", "bits on the air of retraining until then"),
-    col("theory_unlearn_rounds", "count", "expected unlearn_rounds (exact Markov "
+    col("theory_unlearn_iterations", "count", "expected unlearn_iterations (exact Markov "
         "chain; 1/K + K - 1 on a complete graph)"),
     col("theory_retrain_iterations", "count", "expected retrain_iterations (exact for K <= "
         "16 or a complete graph, else NaN)"),
@@ -363,12 +363,12 @@ def run(config: UnlearningLatencyConfig, *, seed: int = 0, progress: bool = Fals
             origin = (rows[request] if loaded is None else
                       {"time_s": loaded[1].number("origin_time_s"),
                        "cum_bits": loaded[1].number("origin_bits")})
-            row.update(unlearn_rounds=done["iteration"] - request,
+            row.update(unlearn_iterations=done["iteration"] - request,
                        unlearn_time_s=done["time_s"] - origin["time_s"],
                        unlearn_bits=done["cum_bits"] - origin["cum_bits"],
                        unlearn_kl_retrained=learner.divergences(state_of(done))["kl_retrained"])
         else:
-            row.update(unlearn_rounds=nan, unlearn_time_s=nan, unlearn_bits=nan,
+            row.update(unlearn_iterations=nan, unlearn_time_s=nan, unlearn_bits=nan,
                        unlearn_kl_retrained=nan)
         row.update(retrain_iterations=nan, retrain_time_s=nan, retrain_bits=nan)
         if config.retrain:

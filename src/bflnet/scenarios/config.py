@@ -81,11 +81,15 @@ def _parse_value(cls: type, name: str, text: str) -> Any:
 def parse_overrides(cls: type, pairs: Iterable[str]) -> dict[str, Any]:
     """``["K=20", "graph=ring"]`` → ``{"K": 20, "graph": "ring"}`` with typed values."""
     out: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
     for pair in pairs:
         if "=" not in pair:
             raise ValueError(f"--set: expected key=value, got {shown(pair)}")
-        key, text = pair.split("=", 1)
-        key = rename_keys(cls, {key.strip(): None}).popitem()[0]
+        given, text = pair.split("=", 1)
+        key = rename_keys(cls, {given.strip(): None}).popitem()[0]
+        if spelled.setdefault(key, given.strip()) != given.strip():
+            old = given.strip() if key != given.strip() else spelled[key]
+            raise ValueError(f"{key}: given twice ({old!r} is its old name)")
         out[key] = parse_value(cls, key, text)
     return out
 

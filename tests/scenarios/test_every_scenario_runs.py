@@ -61,6 +61,8 @@ VARIANTS: list[tuple[str, dict[str, object]]] = [
     ("churn-gfvl", {"runs": 2, "keep_state": False}),
     ("emtdamp", {"rounds": 2, "task": "fashion-mnist", "points_per_agent": 100, "eval_size": 100}),
     ("async-fedavg", {"duration_s": 3.0, "eval_size": 100, "methods": "fedbuff"}),
+    ("custom-learner", {"protocol": "parameter-server", "rounds": 5}),
+    ("custom-learner", {"protocol": "gossip", "rounds": 5}),
 ]
 
 _FRAMES: dict[str, pd.DataFrame] = {}

@@ -100,7 +100,8 @@ def overconfidence(frame: pd.DataFrame) -> pd.DataFrame:
 
 def summarise(frame: pd.DataFrame, settings: dict[str, Any]) -> list[str]:
     """The numbers docs/reproductions.md quotes: final metrics per method, the per-seed
-    comparisons of must-shows 2 and 3, and bits per round."""
+    comparisons (CD-BFL's accuracy against DSGLD's, CF-FL's ECE
+    under the shift against CD-BFL's), and bits per round."""
     last = final_rows(frame)
     pooled = frame[frame["event"] == "reliability"].groupby("run_id")["ece"].first()
     last = last.assign(pooled_shift_ece=last["run_id"].map(pooled)).join(

@@ -43,7 +43,7 @@ def test_bad_settings_are_one_line_errors(overrides, message):
 
 
 def test_boston_shaped_50_rounds_with_k_4_have_no_nan_and_finite_clips():
-    """Issue 11, must-show 2: the 13-64-64-1 network, K = 4, 50 rounds, with pruning to
+    """The 13-64-64-1 network, K = 4, 50 rounds, with pruning to
     half the neurons from round 10; every row finite, the clips counted."""
     frame = run_scenario("emtdamp", {"target_density": 0.5}, seed=0)
     rounds = frame[frame["event"] == "iteration"]

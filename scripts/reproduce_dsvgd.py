@@ -7,7 +7,8 @@ thread each), and writes
 * ``out/dsvgd/parts/*.csv``: one table per (job, seed); a part on disk is not re-run, so a
   killed run resumes (``parts/timings.txt`` keeps each job's seconds);
 * ``out/dsvgd/fig3.csv``, ``fig4.csv``, ``fig5.csv``: the parts of each figure together;
-* ``out/dsvgd/*.png`` and small copies (dpi 100) in ``docs/figures/``;
+* ``out/dsvgd/*.png`` and, with ``--figures DIR`` (e.g. the tracked ``docs/figures``),
+  small copies (dpi 100) there;
 * ``out/dsvgd/summary.txt``: the numbers quoted in docs/reproductions.md.
 
     .venv/bin/python scripts/reproduce_dsvgd.py              # the documented settings
@@ -97,8 +98,9 @@ def jobs(seeds: int, quick: bool) -> list[Job]:
         for rate in ("1", "5"):
             out.append(Job("fig4", "dsvgd-vs-fedavg", f"R{rate}",
                            {**fig4, "rate_multiples": rate}, seed))
-            out.append(Job("fig4full", "dsvgd-vs-fedavg", f"R{rate}",
-                           {**fig4full, "rate_multiples": rate}, seed))
+            if not quick:  # (quick: the same settings as fig4)
+                out.append(Job("fig4full", "dsvgd-vs-fedavg", f"R{rate}",
+                               {**fig4full, "rate_multiples": rate}, seed))
     out += [Job("fig3", "dsvgd-sparsifiers", "all", fig3, s) for s in range(seeds)]
     for name, settings in FIG5_VARIANTS.items():
         overrides = QUICK[name] if quick else settings
@@ -332,11 +334,15 @@ def plot_fig5(frame: pd.DataFrame) -> Figure:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny smoke test")
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--figures", type=Path, help="also write small copies of the figures "
+                        "here (e.g. docs/figures, the ones the docs show); default: only out/")
+    parser.add_argument("--seeds", type=int, help="seeds 0 .. SEEDS-1 (default 3; --quick: 1)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--only", choices=("fig3", "fig4", "fig4full", *FIG5_VARIANTS),
                         action="append", help="run only these figures (repeatable)")
     args = parser.parse_args()
+    if args.seeds is None:
+        args.seeds = 1 if args.quick else 3
     out = ROOT / ("out/dsvgd-quick" if args.quick else "out/dsvgd")
     parts = out / "parts"
     parts.mkdir(parents=True, exist_ok=True)
@@ -360,9 +366,9 @@ def main() -> None:
         summarise(frame, lines)
         fig = plot(frame)
         fig.savefig(out / f"dsvgd_{name}.png", dpi=150)
-        if not args.quick:
-            (ROOT / "docs/figures").mkdir(parents=True, exist_ok=True)
-            fig.savefig(ROOT / f"docs/figures/dsvgd_{name}.png", dpi=100)
+        if args.figures is not None:
+            args.figures.mkdir(parents=True, exist_ok=True)
+            fig.savefig(args.figures / f"dsvgd_{name}.png", dpi=100)
     timings = parts / "timings.txt"
     if timings.exists():
         lines.append("seconds per job (one worker, one torch thread; last run of each): "

@@ -97,7 +97,7 @@ def test_scenario_of_another_state_refused(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="saved by scenario 'x'"):
         check_compatible({"scenario": "x", "seed": 0, "config": {}}, NAME, {}, 0, ())
-    assert state_scenarios() == ["gfvl-unlearning", NAME]
+    assert state_scenarios() == ["forget-svgd", "gfvl-unlearning", NAME]
 
 
 def test_unwritable_save_dir(tmp_path: Path) -> None:

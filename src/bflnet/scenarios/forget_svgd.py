@@ -77,6 +77,7 @@ a forgetting agent's own training data).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -122,6 +123,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from bflnet.learners.dsvgd import DSVGD
+    from bflnet.scenarios.states import States
 
 # torch and the torch learners are imported lazily, inside the functions that use them, so
 # that importing the scenarios (``bflnet list``, ``bflnet describe``) stays fast.
@@ -301,13 +303,29 @@ SCHEMA = Schema.of(
 )
 
 
+#: The fields the FedAvg pre-training reads (with the seed): what a saved state
+#: (``--save-state``: the pre-trained network) depends on. A run that loads it
+#: (``--load-state``) may change every other field.
+PRETRAIN_FIELDS = ("K", "n_forgetting", "forget_classes", "points_per_agent", "hidden",
+                   "pretrain_rounds", "pretrain_local_steps", "pretrain_lr", "batch_size",
+                   "threads", "device")
+STATE_FREE = tuple(f.name for f in dataclasses.fields(ForgetSVGDConfig)
+                   if f.name not in PRETRAIN_FIELDS)
+#: The saved pre-trained network's array in the state directory.
+PRETRAINED = "pretrained.w"
+
+
 @register(NAME, ForgetSVGDConfig,
           "Compressed Forget-SVGD (letter Fig. 5): accuracy on the unlearned labels (2, 9) "
           "and the remaining labels, vs training the last layer from scratch.",
           plot=default_plot, datasets=("fashion-mnist",), columns=SCHEMA,
           server_schedule=ONE_PER_ITERATION + "; after the forget request only the "
-          "forgetting agents, in turn")
-def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+          "forgetting agents, in turn", state_free=STATE_FREE)
+def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False,
+        states: States | None = None) -> pd.DataFrame:
+    """The table (module docs). With ``states``: save the FedAvg pre-trained network
+    (``states.saving``), or start from a saved one instead of pre-training
+    (``states.loaded``); the rest of the run, and so the table, is the same."""
     import numpy as np
 
     from bflnet.data import by_label, load_fashion_mnist
@@ -343,11 +361,17 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
                                                lr=config.pretrain_lr,
                                                batch_size=config.batch_size))
     w = pre.init(streams.numpy("pretrain"))
-    pre_rngs = {k: streams.numpy(f"pretrain.agent.{k}") for k in range(K)}
-    setup.set_postfix_str("FedAvg pre-training")
-    for _ in range(config.pretrain_rounds):
-        w = pre.merge(w, [pre.local_update(k, w, None, pre_rngs[k]) for k in range(K)])
-        setup.update()
+    if states is not None and states.loaded is not None:
+        w = _loaded_network(states.loaded[1], w)  # learnt once: no pre-training
+        setup.update(config.pretrain_rounds)
+    else:
+        pre_rngs = {k: streams.numpy(f"pretrain.agent.{k}") for k in range(K)}
+        setup.set_postfix_str("FedAvg pre-training")
+        for _ in range(config.pretrain_rounds):
+            w = pre.merge(w, [pre.local_update(k, w, None, pre_rngs[k]) for k in range(K)])
+            setup.update()
+    if states is not None and states.saving:
+        states.arrays[PRETRAINED] = w.detach().cpu().numpy().copy()
     setup.set_postfix_str("features")
     pretrain_accuracy = predictive_metrics(net, w, *raw.eval)["accuracy"]
     feats = VisionData({k: (_features(net, w, xk), yk) for k, (xk, yk) in raw.agents.items()},
@@ -407,3 +431,20 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
     frame = _label_groups(tidy(frames, COLUMNS), forget)
     frame["pretrain_accuracy"] = pretrain_accuracy
     return tidy([frame], COLUMNS)
+
+
+def _loaded_network(arrays: dict[str, Any], template: Any) -> Any:
+    """The saved pre-trained network, as a tensor like ``template`` (a fresh ``w``); a
+    one-line error if the state directory has none or one of another shape or type."""
+    import numpy as np
+    import torch
+
+    if PRETRAINED not in arrays:
+        raise ValueError(f"--load-state: the saved state has no pre-trained network "
+                         f"({PRETRAINED!r})")
+    saved = arrays[PRETRAINED]
+    want = template.detach().cpu().numpy()
+    if saved.shape != want.shape or saved.dtype != want.dtype:
+        raise ValueError(f"--load-state: the saved network is {saved.dtype} of shape "
+                         f"{saved.shape}; this config's is {want.dtype} of shape {want.shape}")
+    return torch.from_numpy(np.array(saved)).to(template.device)

@@ -50,11 +50,12 @@ PROTOCOLS = ("random-walk", "parameter-server", "gossip")
 
 def _known_learner(name: str) -> None:
     from bflnet.learners.catalog import learner_names
+    from bflnet.params import shown
 
     names = learner_names()
     if name not in names:
         raise ValueError(f"learner: must be one of {', '.join(names)} (built-in or a "
-                         f"bflnet.learners plugin), got {name!r}")
+                         f"bflnet.learners plugin), got {shown(name)}")
 
 
 @dataclass(frozen=True)

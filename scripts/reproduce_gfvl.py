@@ -7,7 +7,7 @@ figures to ``out/gfvl/*.png`` (with ``--figures DIR`` also to ``DIR``, e.g. the 
 ``docs/figures``, dpi 100), and prints the numbers
 quoted in ``docs/reproductions.md`` (also saved to ``out/gfvl/summary.txt``).
 
-    .venv/bin/python scripts/reproduce_gfvl.py            # ~3 minutes on one core
+    .venv/bin/python scripts/reproduce_gfvl.py            # 200 s of CPU: ~3.5 min on an idle core
     .venv/bin/python scripts/reproduce_gfvl.py --quick    # tiny settings into out/gfvl-quick
 """
 

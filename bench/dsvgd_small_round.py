@@ -42,7 +42,7 @@ def setup(seed: int = 0) -> DSVGD:
                 torch.from_numpy(rng.integers(0, CLASSES, n)))
 
     data = {k: rows(ROWS) for k in range(2)}
-    params = DSVGDParams(local_iters=200, distill_iters=200, batch_size=100)
+    params = DSVGDParams(local_steps=200, distill_iters=200, batch_size=100)
     return DSVGD(LogisticRegression(FEATURES, CLASSES), data, PARTICLES, params,
                  eval_data=rows(TEST_ROWS))
 

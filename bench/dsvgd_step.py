@@ -194,7 +194,7 @@ def main() -> None:
     y = torch.randint(0, N_OUT, (n_data,), generator=gen)
 
     def learner() -> DSVGD:
-        return DSVGD(model, {0: (x, y)}, n, local_iters=iters, step_size=1e-3,
+        return DSVGD(model, {0: (x, y)}, n, local_steps=iters, step_size=1e-3,
                      batch_size=b, distill_iters=0)
 
     first = learner()

@@ -7,8 +7,10 @@ data once, the first time it is scheduled (exactly the conjugate G-FVL update). 
 has contributed is the agent's private state: the protocol keeps it at the agent's node
 and hands it to the learner, which returns the new one (so the learner object holds only
 hyper-parameters and data, and an update lost on the way changes nothing). The same
-learner then runs under a random walk over Rayleigh-fading D2D links and under a
-parameter server, and each run returns a tidy DataFrame.
+learner then runs under a random walk over Rayleigh-fading D2D links, under a parameter
+server and, through ``GossipAdapter``, under gossip (every node keeps a copy of the
+posterior and mixes it with its neighbours'; the increments are scaled by K because the
+state adds the agents' contributions), and each run returns a tidy DataFrame.
 
 Run it:  python examples/custom_learner.py
 """
@@ -85,10 +87,25 @@ def run_parameter_server(K: int = 12, iterations: int = 24, seed: int = 0) -> pd
     return sim.run(ParameterServerProtocol(learner, StopRule(max_iterations=iterations))).frame
 
 
+def run_gossip(K: int = 12, rounds: int = 150, seed: int = 0) -> pd.DataFrame:
+    from bflnet.learners.gossip_adapter import GossipAdapter
+    from bflnet.protocols import ConsensusProtocol
+
+    sim = Simulation(seed, name="gaussian-mean-gossip")
+    graph = random_geometric(K, radius_m=45.0, area_m=100.0, rng=sim.streams.numpy("graph"))
+    sim.build_network(graph, channel=FixedRateChannel(rate_bps=250e3, latency_s=0.002),
+                      compute=FixedStepTime(1e-4))
+    learner = GaussianMean(make_data(K, seed), noise_var=1.0, theta=0.7)
+    gossip = GossipAdapter(learner, increment_scale=K)  # the same learner, consensus on it
+    return sim.run(ConsensusProtocol(gossip, "metropolis-hastings",
+                                     StopRule(max_iterations=rounds))).frame
+
+
 if __name__ == "__main__":
     for name, frame in (("random walk", run_random_walk()),
-                        ("parameter server", run_parameter_server())):
-        last = frame[frame.event == "iteration"].iloc[-1]
+                        ("parameter server", run_parameter_server()),
+                        ("gossip", run_gossip())):
+        last = frame[frame.event.isin(("iteration", "round"))].iloc[-1]
         print(f"{name}: {int(last.iteration)} iterations, {last.time_s:.3f} s simulated, "
               f"{int(last.cum_bits)} bits on air, posterior mean {last.posterior_mean:.4f} "
               f"± {last.posterior_sd:.4f}")

@@ -9,7 +9,7 @@ writes
   re-run, so a killed run resumes (``parts/timings.txt`` keeps each job's seconds);
 * ``out/cdbfl/shift.csv``: the parts together;
 * ``out/cdbfl/shift-s<seed>.png``: the reliability diagrams of each complete seed, and
-  small copies (dpi 100) in ``docs/figures/``;
+  with ``--figures DIR`` (e.g. the tracked ``docs/figures``) small copies (dpi 100) there;
 * ``out/cdbfl/summary.txt``: the numbers quoted in docs/reproductions.md.
 
 One CD-BFL or CF-FL job takes 75-90 minutes on one thread here (K·L = 80 LeNet forward
@@ -100,7 +100,8 @@ def overconfidence(frame: pd.DataFrame) -> pd.DataFrame:
 
 def summarise(frame: pd.DataFrame, settings: dict[str, Any]) -> list[str]:
     """The numbers docs/reproductions.md quotes: final metrics per method, the per-seed
-    comparisons of must-shows 2 and 3, and bits per round."""
+    comparisons (CD-BFL's accuracy against DSGLD's, CF-FL's ECE
+    under the shift against CD-BFL's), and bits per round."""
     last = final_rows(frame)
     pooled = frame[frame["event"] == "reliability"].groupby("run_id")["ece"].first()
     last = last.assign(pooled_shift_ece=last["run_id"].map(pooled)).join(
@@ -134,8 +135,9 @@ def summarise(frame: pd.DataFrame, settings: dict[str, Any]) -> list[str]:
     return lines
 
 
-def save_figures(frame: pd.DataFrame, out: Path, docs: bool) -> None:
-    """Each complete seed's reliability diagrams (the scenario's own plot)."""
+def save_figures(frame: pd.DataFrame, out: Path, docs: Path | None) -> None:
+    """Each complete seed's reliability diagrams (the scenario's own plot); small copies in
+    ``docs`` if given."""
     from bflnet.scenarios.cdbfl_shift import default_plot
 
     seeds = seed_of(frame)
@@ -145,14 +147,16 @@ def save_figures(frame: pd.DataFrame, out: Path, docs: bool) -> None:
             continue
         fig = default_plot(rows)
         fig.savefig(out / f"shift-s{seed}.png", dpi=150)
-        if docs:
-            (ROOT / "docs/figures").mkdir(parents=True, exist_ok=True)
-            fig.savefig(ROOT / f"docs/figures/cdbfl_shift_s{seed}.png", dpi=100)
+        if docs is not None:
+            docs.mkdir(parents=True, exist_ok=True)
+            fig.savefig(docs / f"cdbfl_shift_s{seed}.png", dpi=100)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny smoke test")
+    parser.add_argument("--figures", type=Path, help="also write small copies of the figures "
+                        "here (e.g. docs/figures, the ones the docs show); default: only out/")
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0 .. SEEDS-1")
     parser.add_argument("--seed-list", help="comma list of the seeds to run instead (the "
                         "summary still covers every part of seeds 0 .. SEEDS-1 on disk)")
@@ -187,7 +191,7 @@ def main() -> None:
         return
     frame = pd.concat([pd.read_csv(p) for p in found], ignore_index=True)
     frame.to_csv(out / "shift.csv", index=False)
-    save_figures(frame, out, docs=not args.quick)
+    save_figures(frame, out, docs=args.figures)
     lines = summarise(frame, QUICK if args.quick else PAPER)
     (out / "summary.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -7,7 +7,8 @@ thread each), and writes
 * ``out/dsvgd/parts/*.csv``: one table per (job, seed); a part on disk is not re-run, so a
   killed run resumes (``parts/timings.txt`` keeps each job's seconds);
 * ``out/dsvgd/fig3.csv``, ``fig4.csv``, ``fig5.csv``: the parts of each figure together;
-* ``out/dsvgd/*.png`` and small copies (dpi 100) in ``docs/figures/``;
+* ``out/dsvgd/*.png`` and, with ``--figures DIR`` (e.g. the tracked ``docs/figures``),
+  small copies (dpi 100) there;
 * ``out/dsvgd/summary.txt``: the numbers quoted in docs/reproductions.md.
 
     .venv/bin/python scripts/reproduce_dsvgd.py              # the documented settings
@@ -32,43 +33,43 @@ from parts_runner import pm, run_parts, seed_of
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Settings shared by Figs. 3 and 4 (reduced: N_k = 600, 2000 test examples, L = 10).
-VISION = {"per_agent": 600, "eval_size": 2000, "local_iters": 10, "step_size": 0.001}
+VISION = {"points_per_agent": 600, "eval_size": 2000, "local_steps": 10, "step_size": 0.001}
 # (step_size 0.001 and fedavg_lr 0.2 are the scenario defaults, repeated here for the record;
 # the first reproduction used 0.005, whose per-visit AdaGrad jitter made DSVGD decline)
-FIG3 = {**VISION, "iterations": 1000, "eval_every": 25}
-FIG4 = {**VISION, "particles": "5,10", "iterations": 1000, "eval_every": 100,
+FIG3 = {**VISION, "rounds": 1000, "eval_every": 25}
+FIG4 = {**VISION, "particles": "5,10", "rounds": 1000, "eval_every": 100,
         "fedavg_lr": 0.2}
 #: Fig. 4 at the letter's data scale: N_k = 6000 examples per agent, all 10 000 test images.
-FIG4_FULL = {**FIG4, "per_agent": 6000, "eval_size": 10_000}
+FIG4_FULL = {**FIG4, "points_per_agent": 6000, "eval_size": 10_000}
 #: Fig. 5 at the scenario's defaults: DSVGD learning phase (20 iterations), then compressed
 #: Forget-SVGD with the constant SVGD step (L = 10, step 0.001), stopped once the forgetting
 #: agents' own training accuracy is <= 10 % (at most 100 iterations); scratch 200.
-FIG5 = {"learn_iterations": 20, "unlearn_iterations": 100, "scratch_iterations": 200,
+FIG5 = {"learn_rounds": 20, "unlearn_rounds": 100, "scratch_rounds": 200,
         "eval_every": 5, "rate_multiples": "1,0.5"}
 #: The letter's AdaGrad (fresh each visit; step 0.003, L = 50), no stop: 100 iterations.
-FIG5A = {**FIG5, "step_rule": "adagrad", "step_size": 0.003, "local_iters": 50,
+FIG5A = {**FIG5, "step_rule": "adagrad", "step_size": 0.003, "local_steps": 50,
          "forget_stop_accuracy": None}
 #: As FIG5A without the learning phase: unlearning from the particles around the
 #: pre-trained last layer (AdaGrad's learning phase lowers the accuracy on this split).
-FIG5B = {**FIG5A, "learn_iterations": 0}
+FIG5B = {**FIG5A, "learn_rounds": 0}
 #: Constant step without a stop, evaluated at every iteration: from the pre-trained last
 #: layer (C) and after the learning phase (D), to show what happens after the stop point.
-FIG5C = {**FIG5, "learn_iterations": 0, "forget_stop_accuracy": None, "eval_every": 1}
-FIG5D = {**FIG5C, "learn_iterations": FIG5["learn_iterations"]}
+FIG5C = {**FIG5, "learn_rounds": 0, "forget_stop_accuracy": None, "eval_every": 1}
+FIG5D = {**FIG5C, "learn_rounds": FIG5["learn_rounds"]}
 QUICK = {
-    "fig3": {"per_agent": 100, "eval_size": 300, "local_iters": 2, "iterations": 20,
+    "fig3": {"points_per_agent": 100, "eval_size": 300, "local_steps": 2, "rounds": 20,
              "eval_every": 10},
-    "fig4": {"per_agent": 100, "eval_size": 300, "local_iters": 2, "particles": "5,10",
-             "iterations": 20, "eval_every": 10},
-    "fig5": {"pretrain_rounds": 5, "learn_iterations": 20, "unlearn_iterations": 10,
-             "scratch_iterations": 20, "eval_every": 5, "rate_multiples": "1,0.5",
-             "local_iters": 5},
+    "fig4": {"points_per_agent": 100, "eval_size": 300, "local_steps": 2, "particles": "5,10",
+             "rounds": 20, "eval_every": 10},
+    "fig5": {"pretrain_rounds": 5, "learn_rounds": 20, "unlearn_rounds": 10,
+             "scratch_rounds": 20, "eval_every": 5, "rate_multiples": "1,0.5",
+             "local_steps": 5},
 }
 QUICK["fig5a"] = {**QUICK["fig5"], "step_rule": "adagrad", "step_size": 0.003,
                   "forget_stop_accuracy": None}
-QUICK["fig5b"] = {**QUICK["fig5a"], "learn_iterations": 0}
-QUICK["fig5c"] = {**QUICK["fig5"], "learn_iterations": 0, "forget_stop_accuracy": None}
-QUICK["fig5d"] = {**QUICK["fig5c"], "learn_iterations": 20}
+QUICK["fig5b"] = {**QUICK["fig5a"], "learn_rounds": 0}
+QUICK["fig5c"] = {**QUICK["fig5"], "learn_rounds": 0, "forget_stop_accuracy": None}
+QUICK["fig5d"] = {**QUICK["fig5c"], "learn_rounds": 20}
 FIG5_VARIANTS = {"fig5": FIG5, "fig5a": FIG5A, "fig5b": FIG5B, "fig5c": FIG5C, "fig5d": FIG5D}
 
 
@@ -97,8 +98,9 @@ def jobs(seeds: int, quick: bool) -> list[Job]:
         for rate in ("1", "5"):
             out.append(Job("fig4", "dsvgd-vs-fedavg", f"R{rate}",
                            {**fig4, "rate_multiples": rate}, seed))
-            out.append(Job("fig4full", "dsvgd-vs-fedavg", f"R{rate}",
-                           {**fig4full, "rate_multiples": rate}, seed))
+            if not quick:  # (quick: the same settings as fig4)
+                out.append(Job("fig4full", "dsvgd-vs-fedavg", f"R{rate}",
+                               {**fig4full, "rate_multiples": rate}, seed))
     out += [Job("fig3", "dsvgd-sparsifiers", "all", fig3, s) for s in range(seeds)]
     for name, settings in FIG5_VARIANTS.items():
         overrides = QUICK[name] if quick else settings
@@ -157,7 +159,7 @@ def summarise_fig3(frame: pd.DataFrame, lines: list[str]) -> None:
 
 def summarise_fig4(frame: pd.DataFrame, lines: list[str]) -> None:
     last = int(frame["iteration"].max())
-    lines.append(f"## Fig. 4: DSVGD vs FedAvg after {last} iterations")
+    lines.append(f"## Fig. 4: DSVGD vs FedAvg after {last} rounds")
     rows = at_iteration(frame, last)
     for (method, n_p, rate), group in rows.groupby(["method", "n_particles", "rate_multiple"]):
         first = group.iloc[0]
@@ -332,11 +334,15 @@ def plot_fig5(frame: pd.DataFrame) -> Figure:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny smoke test")
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--figures", type=Path, help="also write small copies of the figures "
+                        "here (e.g. docs/figures, the ones the docs show); default: only out/")
+    parser.add_argument("--seeds", type=int, help="seeds 0 .. SEEDS-1 (default 3; --quick: 1)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--only", choices=("fig3", "fig4", "fig4full", *FIG5_VARIANTS),
                         action="append", help="run only these figures (repeatable)")
     args = parser.parse_args()
+    if args.seeds is None:
+        args.seeds = 1 if args.quick else 3
     out = ROOT / ("out/dsvgd-quick" if args.quick else "out/dsvgd")
     parts = out / "parts"
     parts.mkdir(parents=True, exist_ok=True)
@@ -360,9 +366,9 @@ def main() -> None:
         summarise(frame, lines)
         fig = plot(frame)
         fig.savefig(out / f"dsvgd_{name}.png", dpi=150)
-        if not args.quick:
-            (ROOT / "docs/figures").mkdir(parents=True, exist_ok=True)
-            fig.savefig(ROOT / f"docs/figures/dsvgd_{name}.png", dpi=100)
+        if args.figures is not None:
+            args.figures.mkdir(parents=True, exist_ok=True)
+            fig.savefig(args.figures / f"dsvgd_{name}.png", dpi=100)
     timings = parts / "timings.txt"
     if timings.exists():
         lines.append("seconds per job (one worker, one torch thread; last run of each): "

@@ -63,9 +63,9 @@ SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
         "multi": {"K": 4, "tau_max": 10, "rounds": 50},
     },
     "mnist": {
-        "single": {"K": 1, "tau_max": 1, "per_agent": 60_000, "eval_size": 10_000,
+        "single": {"K": 1, "tau_max": 1, "points_per_agent": 60_000, "eval_size": 10_000,
                    "rounds": 20},
-        "multi": {"K": 10, "tau_max": 10, "per_agent": 6_000, "eval_size": 10_000,
+        "multi": {"K": 10, "tau_max": 10, "points_per_agent": 6_000, "eval_size": 10_000,
                   "rounds": 10},
     },
 }
@@ -73,8 +73,8 @@ SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
 #: images): every client's shard is 9/10 of its share, so that tuning can hold out the
 #: other 1/10 as validation with the same shard sizes.
 MNIST_5K: dict[str, dict[str, Any]] = {
-    "single": {"K": 1, "tau_max": 1, "per_agent": 3_600, "eval_size": 1_000, "rounds": 20},
-    "multi": {"K": 10, "tau_max": 10, "per_agent": 360, "eval_size": 1_000, "rounds": 10},
+    "single": {"K": 1, "tau_max": 1, "points_per_agent": 3_600, "eval_size": 1_000, "rounds": 20},
+    "multi": {"K": 10, "tau_max": 10, "points_per_agent": 360, "eval_size": 1_000, "rounds": 10},
 }
 #: Validation images held out of the training set in the tuning stage.
 VALIDATION_SIZE = {"full": 6_000, "5k": 400}
@@ -84,9 +84,9 @@ QUICK: dict[str, dict[str, dict[str, Any]]] = {
                           "data": "synthetic", "sparsify_from": 2},
                "multi": {"K": 2, "tau_max": 2, "rounds": 4, "sweeps": 1,
                          "data": "synthetic", "sparsify_from": 2}},
-    "mnist": {"single": {"K": 1, "tau_max": 1, "rounds": 3, "sweeps": 1, "per_agent": 300,
+    "mnist": {"single": {"K": 1, "tau_max": 1, "rounds": 3, "sweeps": 1, "points_per_agent": 300,
                          "eval_size": 200, "dataset": "fashion-mnist", "sparsify_from": 2},
-              "multi": {"K": 2, "tau_max": 2, "rounds": 2, "sweeps": 1, "per_agent": 200,
+              "multi": {"K": 2, "tau_max": 2, "rounds": 2, "sweeps": 1, "points_per_agent": 200,
                         "eval_size": 200, "dataset": "fashion-mnist", "sparsify_from": 2}},
 }
 
@@ -151,7 +151,7 @@ def validation(task: str, settings: dict[str, Any], quick: bool) -> dict[str, An
         size = mnist_size()
         held = VALIDATION_SIZE[size]
         room = (MNIST_TRAIN[size] - held) // settings["K"]
-        out.update(per_agent=min(settings["per_agent"], room), eval_size=held)
+        out.update(points_per_agent=min(settings["points_per_agent"], room), eval_size=held)
     return out
 
 

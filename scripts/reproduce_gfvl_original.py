@@ -32,14 +32,14 @@ from bflnet.scenarios.registry import get_scenario
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = 30
 ORIGINAL = {"data": "agent-skewed", "reinforce_draws": "per-point", "baseline": "0"}
-FIG4 = {**ORIGINAL, "runs": RUNS, "local_iters": "1,50", "iterations": 20_000,
+FIG4 = {**ORIGINAL, "runs": RUNS, "local_steps_values": "1,50", "rounds": 20_000,
         "eval_every": 1000}
 FIG5 = {**ORIGINAL, "runs": RUNS, "unlearning": "iterative", "unlearn_schedule": "hold-token",
-        "unlearn_visits": 1000, "learn_iterations": 2000, "iterations": 1100,
+        "unlearn_visits": 1000, "learn_rounds": 2000, "rounds": 1100,
         "eval_every": 25}
-QUICK = {"fig4": {"runs": 3, "iterations": 1000}, "fig5": {"runs": 3, "learn_iterations": 200,
+QUICK = {"fig4": {"runs": 3, "rounds": 1000}, "fig5": {"runs": 3, "learn_rounds": 200,
                                                          "unlearn_visits": 50,
-                                                         "iterations": 100}}
+                                                         "rounds": 100}}
 
 
 def mean_se(values: pd.Series) -> str:
@@ -93,9 +93,9 @@ def main() -> None:
         say(f"  at the request: {mean_se(before)}")
         say(f"  when the forgetting agent hands the token on (plateau): "
             f"{mean_se(pd.Series(plateau))}; at slot {mean_se(lat)} after the request")
-        say(f"  retraining from scratch after {last} iterations: {mean_se(retrain)}")
+        say(f"  retraining from scratch after {last} rounds: {mean_se(retrain)}")
     if "fig4" in parts:
-        fig4 = run("gfvl-beta-exponential", {**FIG4, "iterations": args.fig4_steps,
+        fig4 = run("gfvl-beta-exponential", {**FIG4, "rounds": args.fig4_steps,
                     **(QUICK["fig4"] if args.quick else {})},
                    args.seed, say)
         fig4.to_csv(out / "fig4_original.csv", index=False)

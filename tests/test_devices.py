@@ -64,7 +64,7 @@ def test_learners_on_cuda_follow_the_cpu():  # pragma: no cover - no GPU in CI
         batched = fed.local_update_batch([0, 1, 2], w, [None] * 3,
                                          [np.random.default_rng(k) for k in range(3)])
         single = fed.local_update(0, w, None, np.random.default_rng(0))
-        svgd = DSVGD(model, data, 20, local_iters=5, batch_size=10)
+        svgd = DSVGD(model, data, 20, local_steps=5, batch_size=10)
         theta = svgd.init(np.random.default_rng(0))
         update = svgd.local_update(0, theta, None, np.random.default_rng(1))
         assert all(t.device.type == device for t in (batched[0].payload, single.payload,

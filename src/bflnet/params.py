@@ -18,6 +18,8 @@ import typing
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
+from bflnet.renames import rename_keys
+
 T = TypeVar("T")
 
 
@@ -117,6 +119,7 @@ def subset(cls: type[T], obj: Any) -> T:
 def with_overrides(params: T, overrides: dict[str, Any]) -> T:
     """``params`` with the fields in ``overrides`` replaced (validated again); a one-line
     error for a name that is not a field."""
+    overrides = rename_keys(type(params), overrides)  # old names: a deprecation line
     names = [f.name for f in dataclasses.fields(params)]  # type: ignore[arg-type]
     unknown = [k for k in overrides if k not in names]
     if unknown:

@@ -48,7 +48,7 @@ def test_round_robin_dsvgd_approaches_the_global_posterior(seed, step_rule, step
     model = GaussianMeanModel(d=1, prior_var=4.0, noise_var=4.0)
     data = gaussian_agents(model, [0.5, 1.0, 1.5], n_per_agent=5)
     mean, var = model.posterior(torch.cat([x for x, _ in data.values()]))  # var = 1/4
-    learner = DSVGD(model, data, 100, local_iters=100, step_size=step_size,
+    learner = DSVGD(model, data, 100, local_steps=100, step_size=step_size,
                     kde_bandwidth=0.1, step_rule=step_rule)
     driver = LocalDriver(learner, seed)
     theta0 = driver.state
@@ -64,7 +64,7 @@ def test_round_robin_dsvgd_approaches_the_global_posterior(seed, step_rule, step
 def test_first_update_commits_an_exact_factor_and_the_cavity_is_the_old_q():
     model = GaussianMeanModel(d=2, prior_var=4.0, noise_var=1.0)
     data = gaussian_agents(model, [1.0, -1.0], n_per_agent=4)
-    learner = DSVGD(model, data, 8, local_iters=10, kde_bandwidth=0.3)
+    learner = DSVGD(model, data, 8, local_steps=10, kde_bandwidth=0.3)
     driver = LocalDriver(learner, 0)
     theta0 = driver.state
     points = torch.randn(5, 2, generator=torch.Generator().manual_seed(3))
@@ -85,7 +85,7 @@ def test_first_update_commits_an_exact_factor_and_the_cavity_is_the_old_q():
 def test_distillation_tracks_q_new_over_q_old_times_the_old_factor():
     model = GaussianMeanModel(d=1, prior_var=4.0, noise_var=4.0)
     data = gaussian_agents(model, [1.0, 2.0], n_per_agent=5)
-    learner = DSVGD(model, data, 60, local_iters=60, step_size=0.05, kde_bandwidth=0.2)
+    learner = DSVGD(model, data, 60, local_steps=60, step_size=0.05, kde_bandwidth=0.2)
     driver = LocalDriver(learner, 0)
     theta = run_round_robin(driver, [0, 1], 2)
     old_local = driver.agent_state(0).local
@@ -104,7 +104,7 @@ def test_distillation_tracks_q_new_over_q_old_times_the_old_factor():
 def test_a_lost_update_leaves_the_factor_unchanged():
     model = GaussianMeanModel(d=1, prior_var=4.0)
     data = gaussian_agents(model, [1.0, 2.0], n_per_agent=3)
-    learner = DSVGD(model, data, 5, local_iters=5)
+    learner = DSVGD(model, data, 5, local_steps=5)
     driver = LocalDriver(learner, 0)
     driver.update(0)                                      # uplink lost: merge never sees it
     assert driver.agent_state(0).local is None
@@ -117,7 +117,7 @@ def test_a_lost_update_leaves_the_factor_unchanged():
 def test_payload_is_the_particle_delta_and_merge_averages_deltas():
     model = GaussianMeanModel(d=3, prior_var=2.0)
     data = gaussian_agents(model, [0.0, 1.0], n_per_agent=200)
-    learner = DSVGD(model, data, 4, local_iters=7, distill_iters=3, batch_size=50)
+    learner = DSVGD(model, data, 4, local_steps=7, distill_iters=3, batch_size=50)
     driver = LocalDriver(learner, 0)
     theta = driver.state
     u0, u1 = driver.update(0), driver.update(1)
@@ -152,7 +152,7 @@ def test_same_seed_same_particles():
     data = gaussian_agents(model, [1.0, -1.0], n_per_agent=30)
 
     def run(seed):
-        learner = DSVGD(model, data, 6, local_iters=5, batch_size=10)
+        learner = DSVGD(model, data, 6, local_steps=5, batch_size=10)
         return run_round_robin(LocalDriver(learner, seed), [0, 1], 4)
 
     assert torch.equal(run(3), run(3))
@@ -177,7 +177,7 @@ def test_runs_under_the_parameter_server_with_compressed_uplink():
     model = GaussianMeanModel(d=4, prior_var=4.0, noise_var=4.0)
     data = gaussian_agents(model, [1.5, 2.5], n_per_agent=10)
     mean, _ = model.posterior(torch.cat([x for x, _ in data.values()]))
-    learner = TrackedDSVGD(model, data, 20, local_iters=40, step_size=0.05,
+    learner = TrackedDSVGD(model, data, 20, local_steps=40, step_size=0.05,
                            kde_bandwidth=0.3, posterior_mean=mean)
     sim = Simulation(0)
     sim.build_network(nx.empty_graph(2), server=True)
@@ -204,7 +204,7 @@ def test_forget_svgd_moves_towards_the_posterior_without_the_agent():
     gap = abs(float(full_mean - keep_mean))                  # ≈ 0.7 posterior standard devs
     learned, unlearned = [], []
     for seed in range(6):     # one run's 100 particles scatter; statistics over seeds
-        learner = DSVGD(model, data, 100, local_iters=100, step_size=0.05, kde_bandwidth=0.05)
+        learner = DSVGD(model, data, 100, local_steps=100, step_size=0.05, kde_bandwidth=0.05)
         driver = LocalDriver(learner, seed)
         theta = run_round_robin(driver, [0, 1], 8)
         learned.append((float(theta.mean()), float(theta.var())))
@@ -228,7 +228,7 @@ def test_constant_step_rule_moves_by_step_size_times_the_svgd_direction():
     model = GaussianMeanModel(d=2, prior_var=4.0, noise_var=1.0, dtype=torch.float64)
     data = {0: (torch.tensor([[1.0, -1.0], [0.5, 0.0], [2.0, -1.5]], dtype=torch.float64),
                 torch.zeros(3))}
-    learner = DSVGD(model, data, 6, local_iters=1, step_size=0.01, kde_bandwidth=0.3,
+    learner = DSVGD(model, data, 6, local_steps=1, step_size=0.01, kde_bandwidth=0.3,
                     step_rule="constant", dtype=torch.float64)
     theta = learner.init(np.random.default_rng(3))
     t = theta.clone().requires_grad_(True)
@@ -250,13 +250,13 @@ class NaNModel(GaussianMeanModel):
 
 def test_nan_names_the_agent_and_the_iteration():
     data = {"a": (torch.zeros(3, 2), torch.zeros(3))}
-    learner = DSVGD(NaNModel(d=2), data, 4, local_iters=5)
+    learner = DSVGD(NaNModel(d=2), data, 4, local_steps=5)
     theta = learner.init(np.random.default_rng(0))
     with pytest.raises(ValueError, match=r"local iteration 1 of 5 \(agent 'a', learning update 1"):
         LocalDriver(learner, state=theta).update("a")
     bad = theta.clone()
     bad[1, 0] = float("nan")
-    learner = DSVGD(GaussianMeanModel(d=2), data, 4, local_iters=5)
+    learner = DSVGD(GaussianMeanModel(d=2), data, 4, local_steps=5)
     with pytest.raises(ValueError, match="agent 'a'.*NaN or inf"):
         LocalDriver(learner, state=bad).update("a")
     with pytest.raises(ValueError, match="non-finite global particles.*'a'"):
@@ -266,7 +266,7 @@ def test_nan_names_the_agent_and_the_iteration():
 def test_validation():
     model = GaussianMeanModel(d=2)
     data = {0: (torch.zeros(3, 2), torch.zeros(3))}
-    for kwargs, field in [({"local_iters": 0}, "local_iters"), ({"step_size": 0.0}, "step_size"),
+    for kwargs, field in [({"local_steps": 0}, "local_steps"), ({"step_size": 0.0}, "step_size"),
                           ({"kde_bandwidth": -1.0}, "kde_bandwidth"),
                           ({"temperature": float("inf")}, "temperature"),
                           ({"batch_size": 0}, "batch_size"), ({"adagrad_decay": 1.0}, "decay"),
@@ -299,7 +299,7 @@ def test_evaluate_uses_the_posterior_predictive():
     x = torch.randn(60, 3, generator=gen)
     y = (x[:, 0] > 0).long()
     model = LogisticRegression(n_in=3, n_out=2)
-    learner = DSVGD(model, {0: (x[:40], y[:40])}, 5, local_iters=30, step_size=0.05,
+    learner = DSVGD(model, {0: (x[:40], y[:40])}, 5, local_steps=30, step_size=0.05,
                     eval_data=(x[40:], y[40:]), eval_per_class=True)
     driver = LocalDriver(learner, 0)
     theta = driver.state
@@ -341,7 +341,7 @@ def test_hand_written_mlp_gradient_gives_the_same_particles_as_autograd(monkeypa
     monkeypatch.setattr(BayesianMLP, "log_likelihood_grad", counted)
 
     def run(model):
-        learner = DSVGD(model, data, 5, local_iters=15, distill_iters=5,
+        learner = DSVGD(model, data, 5, local_steps=15, distill_iters=5,
                         step_size=0.02, batch_size=16, dtype=torch.float64)
         driver = LocalDriver(learner, 2)
         start = driver.state
@@ -371,7 +371,7 @@ def test_an_agents_draws_do_not_depend_on_the_visit_order():
     # 0 (with its own stream) was updated before it or not.
     model = GaussianMeanModel(d=2, prior_var=4.0)
     data = gaussian_agents(model, [1.0, -1.0], n_per_agent=30)
-    learner = DSVGD(model, data, 6, local_iters=5, batch_size=10)
+    learner = DSVGD(model, data, 6, local_steps=5, batch_size=10)
     alone = LocalDriver(learner, 3)
     after = LocalDriver(learner, 3)
     after.update(0)
@@ -383,7 +383,7 @@ def test_interleaved_updates_of_one_agent_equal_the_same_updates_in_sequence():
     # is merged (two updates in flight); agent 1 updates in between, on its own stream.
     model = GaussianMeanModel(d=2, prior_var=4.0)
     data = gaussian_agents(model, [1.0, -1.0], n_per_agent=30)
-    learner = DSVGD(model, data, 6, local_iters=5, batch_size=10)
+    learner = DSVGD(model, data, 6, local_steps=5, batch_size=10)
     theta = learner.init(np.random.default_rng(0))
 
     def two_updates(interleave):

@@ -82,7 +82,7 @@ def small_dsvgd(n_particles, d_in):
     data = {k: (torch.randn(30, d_in, generator=gen), torch.randint(2, (30,), generator=gen))
             for k in range(2)}
     return DSVGD(LogisticRegression(d_in, 2), data, n_particles,
-                 DSVGDParams(local_iters=5, distill_iters=5, batch_size=10))
+                 DSVGDParams(local_steps=5, distill_iters=5, batch_size=10))
 
 
 @pytest.mark.parametrize("n_particles, d_in, numpy_path", [(6, 54, True), (40, 54, False)])
@@ -121,7 +121,7 @@ def test_small_dsvgd_on_a_large_set_agrees_with_the_torch_path(monkeypatch):
     data = {k: (torch.randn(n, 8, generator=gen), torch.randint(2, (n,), generator=gen))
             for k in range(2)}
     learner = DSVGD(LogisticRegression(8, 2), data, 6,
-                    DSVGDParams(local_iters=40, distill_iters=5, batch_size=50))
+                    DSVGDParams(local_steps=40, distill_iters=5, batch_size=50))
     theta = learner.init(np.random.default_rng(0))
     fast = learner.local_update(1, theta, None, np.random.default_rng(3)).payload
     monkeypatch.setattr(dsvgd_module, "SMALL_PROBLEM", 0)

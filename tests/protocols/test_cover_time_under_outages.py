@@ -1,5 +1,5 @@
 """The random walk's cover time under node churn against an independent simulation of the
-same process (issue 13, must-show 1's second half).
+same process.
 
 The independent simulation below shares no code with the simulator: plain Python over
 the same rules as the random-walk protocol with node outages (RandomWalkProtocol's

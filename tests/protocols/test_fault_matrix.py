@@ -1,4 +1,4 @@
-"""The fault matrix (issue 13, must-show 3): every fault against every protocol, the
+"""The fault matrix: every fault against every protocol, the
 asynchronous modes included. Each run finishes or stops with a one-line reason, every
 fault shows in the records, and no metric is NaN.
 

@@ -1,7 +1,6 @@
 """The random walk under node outages: the walk goes on over the live nodes, a holder that
 goes down loses its update and the token is regenerated, and conjugate G-FVL still
-reaches the exact posterior once every agent has been visited (issue 13, must-show 1's
-first half)."""
+reaches the exact posterior once every agent has been visited."""
 
 import networkx as nx
 import numpy as np

@@ -1,4 +1,4 @@
-"""Every scenario parameter survives adversarial values (issue 16): each value, given as
+"""Every scenario parameter survives adversarial values: each value, given as
 ``--set field=value``, gives a valid config or a one-line ``ValueError`` that names the
 field, quickly and without a large allocation; never another exception (a bug: exit 3).
 

@@ -9,7 +9,7 @@ import pytest
 from bflnet.scenarios.registry import get_scenario, run_scenario
 
 NAME = "async-fedavg"
-SMALL = {"K": 4, "per_agent": 40, "eval_size": 100, "hidden": 4, "local_steps": 2,
+SMALL = {"K": 4, "points_per_agent": 40, "eval_size": 100, "hidden": 4, "local_steps": 2,
          "batch_size": 8, "duration_s": 4.0, "compute_s_per_step": 0.1, "deadline_s": 0.5,
          "buffer_size": 2, "eval_every": 2}
 
@@ -60,7 +60,8 @@ def test_one_method_alone_is_the_same_run():
 @pytest.mark.parametrize(("overrides", "message"), [
     ({"buffer_size": 5}, "^buffer_size: must be <= K = 4, got 5$"),
     ({"methods": "sync,async"}, "^methods: each value must be one of sync, deadline, fedbuff"),
-    ({"K": 100, "per_agent": 1000}, "^per_agent: K·per_agent = 100000 exceeds"),
+    ({"K": 100, "points_per_agent": 1000},
+     "^points_per_agent: K·points_per_agent = 100000 exceeds"),
     ({"straggler_sigma": float("nan")}, "^straggler_sigma: must be"),
     ({"deadline_s": 0.0}, "^deadline_s: must be"),
     ({"compute_s_per_step": 0.0}, "^compute_s_per_step: must be"),

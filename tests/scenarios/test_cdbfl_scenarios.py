@@ -10,8 +10,8 @@ import pytest
 from bflnet.protocols.codecs import position_bits
 from bflnet.scenarios.registry import get_scenario, run_scenario
 
-TINY = {"K": 4, "per_node": 20, "eval_size": 100, "hidden": 8, "rounds": 6, "burn_in": 3,
-        "eval_every": 3, "local_steps_list": "1,3"}
+TINY = {"K": 4, "points_per_agent": 20, "eval_size": 100, "hidden": 8, "rounds": 6, "burn_in": 3,
+        "eval_every": 3, "local_steps_values": "1,3"}
 
 
 pytestmark = pytest.mark.usefixtures("use_tiny_fashion")
@@ -56,7 +56,7 @@ def test_same_seed_same_frame(frame):
 
 @pytest.mark.parametrize(("overrides", "message"), [
     ({"burn_in": 6}, "burn_in: must be < rounds = 6"),
-    ({"local_steps_list": "0,2"}, "local_steps_list: each value must be an integer"),
+    ({"local_steps_values": "0,2"}, "local_steps_values: each value must be an integer"),
     ({"keep_ratio": 0.0}, "keep_ratio: must be"),
     ({"zeta": 1.5}, "zeta: must be"),
 ])

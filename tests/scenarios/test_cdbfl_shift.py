@@ -12,7 +12,7 @@ from bflnet.learners.lenet import BayesianLeNet
 from bflnet.scenarios.cdbfl_common import CRITICAL_LABELS, make_model, synthetic_radar_test
 from bflnet.scenarios.registry import get_scenario, run_scenario
 
-TINY = {"K": 3, "per_node": 10, "eval_size": 30, "shift_size": 12, "hidden": 4,
+TINY = {"K": 3, "points_per_agent": 10, "eval_size": 30, "shift_size": 12, "hidden": 4,
         "rounds": 4, "burn_in": 2, "eval_every": 2, "local_steps": 2, "n_bins": 5}
 
 
@@ -70,8 +70,8 @@ def test_model_field_builds_the_named_network():
     ({"radar_dir": "/tmp"}, "radar_dir: only read with data=radar-files"),
     ({"data": "radar-files"}, "radar_dir: must name the folder"),
     ({"data": "fashion-mnist"}, "data: must be one of"),
-    ({"per_node": 60_000, "K": 4096}, "K, per_node, eval_size, shift_size: the run needs "
-                                     "about"),
+    ({"points_per_agent": 60_000, "K": 4096},
+     "K, points_per_agent, eval_size, shift_size: the run needs about"),
 ])
 def test_bad_config_is_a_one_line_error(overrides, message):
     with pytest.raises(ValueError) as info:

@@ -7,7 +7,7 @@ import pytest
 
 from bflnet.scenarios.registry import get_scenario, run_scenario
 
-SMALL = {"K": 6, "runs": 3, "iterations": 120, "downtimes": "0,0.3"}
+SMALL = {"K": 6, "runs": 3, "rounds": 120, "downtimes": "0,0.3"}
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def test_every_fault_is_a_row_and_rows_are_in_time_order(frame):
 
 def test_devices_that_lose_their_state_count_their_data_twice():
     frame = run_scenario("churn-gfvl", {**SMALL, "downtimes": "0.4", "keep_state": False,
-                                        "iterations": 200}, seed=2)
+                                        "rounds": 200}, seed=2)
     lost = frame[(frame.event == "fault") & (frame.kind == "node_down")]
     assert (lost["lost"] == "agent_state").all() and len(lost) > 0
     final = frame[frame.event == "iteration"].groupby("run")["kl"].last()

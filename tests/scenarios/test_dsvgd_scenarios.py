@@ -16,15 +16,15 @@ from bflnet.scenarios.dsvgd_common import budget_codec, mlp_dim, sparsity_groups
 from bflnet.scenarios.forget_svgd import class_assignment, head_dim
 from bflnet.scenarios.registry import get_scenario, run_scenario
 
-SMALL = {"per_agent": 50, "eval_size": 200, "hidden": 8, "local_iters": 2, "K": 4,
+SMALL = {"points_per_agent": 50, "eval_size": 200, "hidden": 8, "local_steps": 2, "K": 4,
          "eval_every": 2}
 TINY = {
-    "dsvgd-sparsifiers": {**SMALL, "particles": 4, "iterations": 3},
+    "dsvgd-sparsifiers": {**SMALL, "particles": 4, "rounds": 3},
     "dsvgd-vs-fedavg": {**SMALL, "particles": "2,4", "rate_multiples": "0.5,5",
-                        "iterations": 3},
-    "forget-svgd": {"per_agent": 20, "eval_size": 300, "hidden": 16, "local_iters": 2,
+                        "rounds": 3},
+    "forget-svgd": {"points_per_agent": 20, "eval_size": 300, "hidden": 16, "local_steps": 2,
                     "particles": 4, "pretrain_rounds": 2, "pretrain_local_steps": 2,
-                    "learn_iterations": 3, "unlearn_iterations": 3, "scratch_iterations": 4,
+                    "learn_rounds": 3, "unlearn_rounds": 3, "scratch_rounds": 4,
                     "eval_every": 2},
 }
 COMMON = ["run_id", "iteration", "time_s", "cum_bits", "cum_bits_up", "cum_bits_down",
@@ -121,15 +121,15 @@ def test_forget_svgd_phases_and_class_assignment(frames):
         # learn, forget, unlearn: one timeline whose clock and bits run on through the request
         learning = run[run["method"] == "learning"]
         assert learning["since_request"].max() == 0
-        assert learning["iteration"].tolist() == list(range(params["learn_iterations"] + 1))
+        assert learning["iteration"].tolist() == list(range(params["learn_rounds"] + 1))
         request = run[run["event"] == "forget_request"]
         assert request["node"].tolist() == [8, 9]           # the last n_forgetting of K = 10
-        assert (request["iteration"] == params["learn_iterations"]).all()
+        assert (request["iteration"] == params["learn_rounds"]).all()
         last = learning.iloc[-1]
         assert (request["time_s"] == last["time_s"]).all()
         assert (request["cum_bits"] == last["cum_bits"]).all()
         unlearning = run[(run["method"] == "forget-svgd") & (run["event"] == "iteration")]
-        assert unlearning["iteration"].iloc[0] == params["learn_iterations"] + 1
+        assert unlearning["iteration"].iloc[0] == params["learn_rounds"] + 1
         assert unlearning["time_s"].iloc[0] > last["time_s"]
         assert unlearning["cum_bits"].iloc[0] > last["cum_bits"]
         assert (unlearning["forget_pending"] == 2).all()    # DSVGD's unlearning has no end
@@ -178,7 +178,7 @@ def test_budget_mode_helpers():
     ("dsvgd-sparsifiers", {"sharing_fraction": 0.3}, "sharing_fraction"),
     ("dsvgd-sparsifiers", {"rate_multiple": 0.0}, "rate_multiple"),
     ("dsvgd-sparsifiers", {"rate_multiple": 0.001}, "rate_multiple"),
-    ("dsvgd-sparsifiers", {"per_agent": 0}, "per_agent"),
+    ("dsvgd-sparsifiers", {"points_per_agent": 0}, "points_per_agent"),
     ("dsvgd-vs-fedavg", {"particles": "2,x"}, "particles"),
     ("dsvgd-vs-fedavg", {"rate_multiples": "1,-5"}, "rate_multiples"),
     ("dsvgd-vs-fedavg", {"methods": "dsvgd,sgd"}, "methods"),
@@ -202,20 +202,20 @@ def test_default_plots_draw(frames):
 
 
 def test_forget_svgd_without_a_learning_phase_unlearns_from_the_initial_particles():
-    params = {**TINY["forget-svgd"], "learn_iterations": 0, "rate_multiples": "1",
-              "scratch_iterations": 1, "forget_stop_accuracy": None}
+    params = {**TINY["forget-svgd"], "learn_rounds": 0, "rate_multiples": "1",
+              "scratch_rounds": 1, "forget_stop_accuracy": None}
     frame = run_scenario("forget-svgd", params, seed=1)
     learning = frame[frame["method"] == "learning"]
     assert len(learning) == 1 and learning["iteration"].iloc[0] == 0
     forget = frame[frame["method"] == "forget-svgd"]
     assert (forget[forget["event"] == "forget_request"]["iteration"] == 0).all()
     steps = forget[forget["event"] == "iteration"]
-    assert steps["iteration"].tolist() == list(range(1, params["unlearn_iterations"] + 1))
+    assert steps["iteration"].tolist() == list(range(1, params["unlearn_rounds"] + 1))
 
 
 def test_forget_svgd_stops_at_the_first_iteration_the_agents_data_are_forgotten():
-    params = {**TINY["forget-svgd"], "learn_iterations": 0, "rate_multiples": "1",
-              "scratch_iterations": 1, "unlearn_iterations": 6, "eval_every": 1,
+    params = {**TINY["forget-svgd"], "learn_rounds": 0, "rate_multiples": "1",
+              "scratch_rounds": 1, "unlearn_rounds": 6, "eval_every": 1,
               "pretrain_rounds": 20, "step_size": 0.003}
     full = run_scenario("forget-svgd", {**params, "forget_stop_accuracy": None}, seed=2)
     timeline = full[full["run_id"].str.startswith("forget")].reset_index(drop=True)

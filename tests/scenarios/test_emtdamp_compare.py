@@ -83,7 +83,7 @@ def test_mnist_runs_on_the_tiny_idx_files(tiny_fashion_dir, tmp_path, monkeypatc
     import shutil
     shutil.copytree(tiny_fashion_dir, tmp_path / "mnist")
     monkeypatch.setenv(ENV_VAR, str(tmp_path))
-    frame = run_scenario("emtdamp-mnist", {**TINY, "K": 2, "per_agent": 100, "eval_size": 50,
+    frame = run_scenario("emtdamp-mnist", {**TINY, "K": 2, "points_per_agent": 100, "eval_size": 50,
                                            "methods": "emtdamp,group-lasso"}, seed=0)
     rows = rounds_of(frame)
     assert set(rows["method"]) == {"emtdamp", "group-lasso"}
@@ -99,7 +99,7 @@ def test_mnist_runs_on_the_tiny_idx_files(tiny_fashion_dir, tmp_path, monkeypatc
     ("emtdamp-boston", {"boston_csv": "a\x00b"}, "boston_csv: must be a file path"),
     ("emtdamp-boston", {"graph": "star"}, "graph: not used by emtdamp-boston"),
     ("emtdamp-boston", {"lr": float("inf")}, "lr: must be"),
-    ("emtdamp-mnist", {"K": 100, "per_agent": 1000}, "per_agent: K·per_agent"),
+    ("emtdamp-mnist", {"K": 100, "points_per_agent": 1000}, "points_per_agent: K·points_per_agent"),
     ("emtdamp-mnist", {"group_lasso": 1e308}, "group_lasso: must be"),
 ])
 def test_bad_settings_are_one_line_errors(scenario, overrides, message):

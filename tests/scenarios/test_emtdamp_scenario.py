@@ -20,7 +20,7 @@ def test_boston_synthetic_rows_carry_time_bits_and_finite_metrics():
 
 
 def test_fashion_mnist_task_runs_on_the_tiny_set(use_tiny_fashion):
-    frame = run_scenario("emtdamp", {"task": "fashion-mnist", "K": 2, "per_agent": 100,
+    frame = run_scenario("emtdamp", {"task": "fashion-mnist", "K": 2, "points_per_agent": 100,
                                      "eval_size": 50, "rounds": 2, "sweeps": 1}, seed=0)
     rounds = frame[frame["event"] == "iteration"]
     assert np.isfinite(rounds[["accuracy", "noise_var", "clips"]].to_numpy()).all()
@@ -28,11 +28,12 @@ def test_fashion_mnist_task_runs_on_the_tiny_set(use_tiny_fashion):
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"per_agent": 10}, "per_agent: used only with task=fashion-mnist"),
+    ({"points_per_agent": 10}, "points_per_agent: used only with task=fashion-mnist"),
     ({"likelihood": "probit"}, "likelihood: not used by emtdamp; the task decides"),
     ({"graph": "star"}, "graph: not used by emtdamp"),
     ({"K": 405}, "K: must be <= 404"),
-    ({"task": "fashion-mnist", "K": 100, "per_agent": 1000}, "per_agent: K·per_agent"),
+    ({"task": "fashion-mnist", "K": 100, "points_per_agent": 1000},
+     "points_per_agent: K·points_per_agent"),
     ({"uplink_bits": 16}, "uplink_bits: must be"),
     ({"target_density": float("nan")}, "target_density: must be"),
 ])
@@ -42,7 +43,7 @@ def test_bad_settings_are_one_line_errors(overrides, message):
 
 
 def test_boston_shaped_50_rounds_with_k_4_have_no_nan_and_finite_clips():
-    """Issue 11, must-show 2: the 13-64-64-1 network, K = 4, 50 rounds, with pruning to
+    """The 13-64-64-1 network, K = 4, 50 rounds, with pruning to
     half the neurons from round 10; every row finite, the clips counted."""
     frame = run_scenario("emtdamp", {"target_density": 0.5}, seed=0)
     rounds = frame[frame["event"] == "iteration"]

@@ -27,11 +27,11 @@ from bflnet.scenarios.unlearning_latency import (
 
 HOP = 0.005 + 128 / 1e6  # 5 ms latency + 2 float64 at 1 Mbit/s
 TINY = {
-    "gfvl-beta-bernoulli": {"runs": 2, "iterations": 30},
-    "gfvl-beta-exponential": {"runs": 2, "iterations": 40, "local_iters": "1,4",
+    "gfvl-beta-bernoulli": {"runs": 2, "rounds": 30},
+    "gfvl-beta-exponential": {"runs": 2, "rounds": 40, "local_steps_values": "1,4",
                               "eval_every": 8},
-    "gfvl-unlearning": {"runs": 2, "learn_iterations": 30, "iterations": 20, "eval_every": 10},
-    "unlearning-latency": {"runs": 5, "learn_iterations": 10},
+    "gfvl-unlearning": {"runs": 2, "learn_rounds": 30, "rounds": 20, "eval_every": 10},
+    "unlearning-latency": {"runs": 5, "learn_rounds": 10},
 }
 COLUMNS = {
     "gfvl-beta-bernoulli": ["graph", "run", "run_seed", "event", "iteration", "time_s",
@@ -89,7 +89,7 @@ def test_one_graph_alone_gives_the_same_rows_as_in_the_multi_graph_call(tiny_fra
 def test_conjugate_kl_is_exact_from_the_cover_slot_on():
     K = 10
     frame = run_scenario("gfvl-beta-bernoulli", {"graphs": "complete,ring", "runs": 2,
-                                                 "iterations": 150}, seed=5)
+                                                 "rounds": 150}, seed=5)
     closed = complete_graph_cover_time(K) + 1
     assert np.allclose(frame[frame.graph == "complete"].theory_cover_iterations, closed,
                        rtol=1e-12)
@@ -116,11 +116,11 @@ def test_each_recorded_hop_takes_compute_plus_latency_plus_bits_over_rate():
     link = {"channel": "fixed", "rate_bps": 1e6, "latency_s": 0.005, "compute_s_per_step": 0.01}
     # MH on a star: leaves reject the hub 4 times in 5, so the token often stays put.
     bb = run_scenario("gfvl-beta-bernoulli", {**link, "graphs": "star", "K": 6, "runs": 3,
-                                              "iterations": 40}, seed=1)
+                                              "rounds": 40}, seed=1)
     assert (bb.node.diff() == 0).any()
     assert_hop_times(bb, lambda run: np.full(len(run), 0.01))
     ex = run_scenario("gfvl-beta-exponential", {**link, "graph": "ring", "K": 5, "runs": 2,
-                                                "iterations": 24, "local_iters": "1,3",
+                                                "rounds": 24, "local_steps_values": "1,3",
                                                 "eval_every": 1}, seed=2)
     assert set(ex.L) == {1, 3}
     assert_hop_times(ex, lambda run: 0.01 * run.L.to_numpy())
@@ -141,8 +141,8 @@ def test_beta_exponential_runs_every_L_on_the_same_budget_of_local_iterations(ti
 
 def test_unlearning_subtracts_the_agent_at_its_first_visit_and_retraining_starts_over():
     # Agent 9's data have mean 0.9 against 0.5 elsewhere: forgetting it matters.
-    frame = run_scenario("gfvl-unlearning", {"runs": 2, "learn_iterations": 300,
-                                             "iterations": 120, "rho": 0.05,
+    frame = run_scenario("gfvl-unlearning", {"runs": 2, "learn_rounds": 300,
+                                             "rounds": 120, "rho": 0.05,
                                              "forget_theta": 0.9}, seed=0)
     unl = frame[frame.method == "unlearning"]
     ret = frame[frame.method == "retraining"]
@@ -214,7 +214,7 @@ def test_latency_rows_follow_the_channel_and_carry_the_theory():
 @pytest.mark.slow
 def test_mean_unlearning_latency_on_the_complete_graph_is_1_over_K_plus_K_minus_1():
     # Var(L) = 72.1 for K = 10, so 16000 runs put 3 % of 9.1 at about 4 standard errors.
-    frame = run_scenario("unlearning-latency", {"runs": 16000, "learn_iterations": 0,
+    frame = run_scenario("unlearning-latency", {"runs": 16000, "learn_rounds": 0,
                                                 "retrain": False, "channel": "ideal"}, seed=7)
     target = 1 / 10 + 10 - 1
     assert abs(frame.unlearn_iterations.mean() - target) < 0.03 * target
@@ -224,7 +224,7 @@ def test_mean_unlearning_latency_on_the_complete_graph_is_1_over_K_plus_K_minus_
 
 @pytest.mark.slow
 def test_mean_retraining_latency_is_the_exact_cover_of_the_remaining_agents():
-    frame = run_scenario("unlearning-latency", {"runs": 2000, "learn_iterations": 0,
+    frame = run_scenario("unlearning-latency", {"runs": 2000, "learn_rounds": 0,
                                                 "channel": "ideal"}, seed=8)
     exact = frame.theory_retrain_iterations.iloc[0]
     mean, se = frame.retrain_iterations.mean(), frame.retrain_iterations.std() / math.sqrt(2000)
@@ -238,7 +238,7 @@ def test_latencies_with_a_non_uniform_start_law_match_the_markov_chain():
     # Simple random walk on a star: the hub is occupied every other slot, so the law of
     # the node at slot learn_iterations + 1 is far from uniform.
     params = {"graph": "star", "K": 6, "walk": "uniform-neighbour", "forget": "3",
-              "learn_iterations": 5, "runs": 1500, "channel": "ideal"}
+              "learn_rounds": 5, "runs": 1500, "channel": "ideal"}
     frame = run_scenario("unlearning-latency", params, seed=9)
     P = make_walk("uniform-neighbour", make_graph("star", 6, None)).transition_matrix()
     law = np.full(6, 1 / 6) @ np.linalg.matrix_power(P, 5)
@@ -262,9 +262,9 @@ def test_run_id_for_plots_tells_runs_apart_inside_and_across_sweep_runs():
     ("gfvl-beta-bernoulli", {"graphs": "ring,,star"}, "^graphs: must be a non-empty comma"),
     ("gfvl-beta-bernoulli", {"theta_true": 1.5},
      "^theta_true: must be a finite number >= 0 and <= 1"),
-    ("gfvl-beta-bernoulli", {"iterations": 0}, "^iterations: must be an integer >= 1"),
-    ("gfvl-beta-exponential", {"local_iters": "1,0"}, "^local_iters: each value must be an "
-                                                      "integer >= 1, got '0'$"),
+    ("gfvl-beta-bernoulli", {"rounds": 0}, "^rounds: must be an integer >= 1"),
+    ("gfvl-beta-exponential", {"local_steps_values": "1,0"},
+     "^local_steps_values: each value must be an integer >= 1, got '0'$"),
     ("gfvl-beta-exponential", {"baseline": "mean"}, "^baseline: must be 'loo' or a finite"),
     ("gfvl-beta-exponential", {"samples": 1}, "^samples: must be an integer >= 2"),
     ("gfvl-unlearning", {"forget": "10"}, "^forget: agent ids must be in 0..9, got 10$"),
@@ -280,13 +280,13 @@ def test_bad_config_is_a_one_line_error_naming_the_field(name, overrides, messag
 
 
 def test_cli_reports_a_bad_list_in_one_line(capsys):
-    assert main(["run", "gfvl-beta-exponential", "--set", "local_iters=1,x"]) == 2
+    assert main(["run", "gfvl-beta-exponential", "--set", "local_steps_values=1,x"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "local_iters: each value must be an integer" in err
+    assert err.count("\n") == 1 and "local_steps_values: each value must be an integer" in err
 
 
 def test_lost_tokens_cost_time_and_bits_but_keep_one_row_per_iteration():
-    params = {"graphs": "ring", "runs": 2, "iterations": 40, "loss_prob": 0.3,
+    params = {"graphs": "ring", "runs": 2, "rounds": 40, "loss_prob": 0.3,
               "max_attempts": 1}
     lossy = run_scenario("gfvl-beta-bernoulli", params, seed=6)
     clean = run_scenario("gfvl-beta-bernoulli", {**params, "loss_prob": 0.0,
@@ -300,7 +300,7 @@ def test_lost_tokens_cost_time_and_bits_but_keep_one_row_per_iteration():
 
 # ------------------------------------------------------------------ the original set-ups
 
-TINY_UNLEARN = {"K": 5, "runs": 2, "learn_iterations": 30, "iterations": 40,
+TINY_UNLEARN = {"K": 5, "runs": 2, "learn_rounds": 30, "rounds": 40,
                 "points_per_agent": 10, "eval_every": 5, "samples": 60, "baseline": "loo",
                 "data": "agent-skewed"}
 
@@ -324,7 +324,7 @@ def test_hold_token_keeps_the_forgetting_agent_scheduled_until_it_is_done():
 
 def test_walk_schedule_spreads_the_unlearning_visits_over_the_walk():
     params = {**TINY_UNLEARN, "unlearning": "iterative", "unlearn_visits": 3,
-              "unlearn_schedule": "walk", "iterations": 80}
+              "unlearn_schedule": "walk", "rounds": 80}
     unl = _iteration_rows(run_scenario("gfvl-unlearning", params, seed=2), "unlearning")
     for _, run in unl.groupby("run"):
         done = run.unlearned_at.iloc[0]
@@ -335,7 +335,7 @@ def test_walk_schedule_spreads_the_unlearning_visits_over_the_walk():
 
 def test_iterative_unlearning_moves_q_towards_the_retrained_posterior():
     params = {**TINY_UNLEARN, "unlearning": "iterative", "unlearn_visits": 60, "rho": 0.05,
-              "learn_iterations": 400, "iterations": 120}
+              "learn_rounds": 400, "rounds": 120}
     unl = _iteration_rows(run_scenario("gfvl-unlearning", params, seed=4), "unlearning")
     for _, run in unl.groupby("run"):
         done = run.unlearned_at.iloc[0]
@@ -358,7 +358,7 @@ def test_retraining_without_the_forgotten_agent_never_schedules_it():
 
 
 def test_per_point_draws_and_skewed_data_reach_the_learner():
-    base = {"K": 4, "runs": 1, "iterations": 30, "local_iters": "1", "points_per_agent": 10,
+    base = {"K": 4, "runs": 1, "rounds": 30, "local_steps_values": "1", "points_per_agent": 10,
             "eval_every": 10}
     frames = [run_scenario("gfvl-beta-exponential", {**base, **extra}, seed=0)
               for extra in ({}, {"reinforce_draws": "per-point"}, {"data": "agent-skewed"})]

@@ -67,13 +67,13 @@ CONTEXT: dict[str, dict[str, object]] = {
 TINY: dict[str, dict[str, object]] = {
     "consensus-averaging": {"K": 6, "rounds": 5},
     "cover-time": {"K": 6, "runs": 3},
-    "gfvl-beta-bernoulli": {"K": 6, "graphs": "complete", "runs": 1, "iterations": 8,
+    "gfvl-beta-bernoulli": {"K": 6, "graphs": "complete", "runs": 1, "rounds": 8,
                             "points_per_agent": 5},
-    "gfvl-beta-exponential": {"K": 6, "runs": 1, "iterations": 8, "local_iters": "1,2",
+    "gfvl-beta-exponential": {"K": 6, "runs": 1, "rounds": 8, "local_steps_values": "1,2",
                               "points_per_agent": 5, "eval_every": 2},
-    "gfvl-unlearning": {"K": 6, "runs": 1, "learn_iterations": 5, "iterations": 5,
+    "gfvl-unlearning": {"K": 6, "runs": 1, "learn_rounds": 5, "rounds": 5,
                         "points_per_agent": 5, "eval_every": 2},
-    "unlearning-latency": {"K": 6, "runs": 3, "learn_iterations": 3, "max_iterations": 500},
+    "unlearning-latency": {"K": 6, "runs": 3, "learn_rounds": 3, "max_rounds": 500},
     "mobile-gossip": {"K": 6, "duration_s": 3.0, "speeds": "0,3", "rate": 2.0, "area_m": 20.0,
                       "radius_m": 20.0},
 }

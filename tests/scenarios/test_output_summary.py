@@ -42,7 +42,7 @@ def test_runs_named_by_run_id_show_each_last_row():
 
 
 def test_every_setting_of_a_numeric_list_parameter_shows():
-    """``local_iters=1,50``: a numeric setting column ``L`` before the repeat index
+    """``local_steps_values=1,50``: a numeric setting column ``L`` before the repeat index
     ``run`` (both settings share run indices): one line per setting, each the mean of
     its own runs' last rows."""
     rows = []

@@ -7,18 +7,18 @@ import pytest
 from bflnet.protocols.progress import SHOW_AFTER_S
 from bflnet.scenarios.registry import run_scenario
 
-SMALL = {"per_agent": 20, "eval_size": 50, "hidden": 4, "local_iters": 1, "K": 3,
+SMALL = {"points_per_agent": 20, "eval_size": 50, "hidden": 4, "local_steps": 1, "K": 3,
          "eval_every": 2}
 TINY = {
-    "dsvgd-sparsifiers": {**SMALL, "particles": 2, "iterations": 2,
+    "dsvgd-sparsifiers": {**SMALL, "particles": 2, "rounds": 2,
                           "sparsifiers": "shared", "sharing_fraction": 1.0},
-    "dsvgd-vs-fedavg": {**SMALL, "particles": "2", "rate_multiples": "1", "iterations": 2},
-    "forget-svgd": {"per_agent": 20, "eval_size": 50, "hidden": 4, "local_iters": 1,
+    "dsvgd-vs-fedavg": {**SMALL, "particles": "2", "rate_multiples": "1", "rounds": 2},
+    "forget-svgd": {"points_per_agent": 20, "eval_size": 50, "hidden": 4, "local_steps": 1,
                     "particles": 2, "pretrain_rounds": 2, "pretrain_local_steps": 1,
-                    "learn_iterations": 1, "unlearn_iterations": 1, "scratch_iterations": 1,
+                    "learn_rounds": 1, "unlearn_rounds": 1, "scratch_rounds": 1,
                     "rate_multiples": "1", "sharing_fractions": "1"},
-    "cdbfl-local-steps": {"K": 3, "per_node": 20, "eval_size": 50, "hidden": 4, "rounds": 2,
-                          "burn_in": 1, "local_steps_list": "1", "dsgld": False},
+    "cdbfl-local-steps": {"K": 3, "points_per_agent": 20, "eval_size": 50, "hidden": 4, "rounds": 2,
+                          "burn_in": 1, "local_steps_values": "1", "dsgld": False},
 }
 
 pytestmark = pytest.mark.usefixtures("use_tiny_fashion")

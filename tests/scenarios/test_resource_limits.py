@@ -33,17 +33,17 @@ def one_error_line(capsys) -> str:
     ("gfvl-beta-exponential", ["theta_true=1e308"], "theta_true"),
     ("gfvl-unlearning", ["theta_true=1e308"], "theta_true"),
     ("consensus-averaging", ["graph=random-geometric", "area_m=1e308"], "area_m"),
-    ("unlearning-latency", ["learn_iterations=1e308"], "learn_iterations"),
+    ("unlearning-latency", ["learn_rounds=1e308"], "learn_rounds"),
     ("gfvl-beta-bernoulli", ["prior_b=1e308"], "prior_b"),
     ("dsvgd-vs-fedavg", ["fedavg_lr=1e308"], "fedavg_lr"),
     ("dsvgd-vs-fedavg", ["fedavg_local_steps=1e308"], "fedavg_local_steps"),
     ("gfvl-beta-exponential", ["samples=1e308"], "samples"),
-    ("gfvl-unlearning", ["local_iters=1e308"], "local_iters"),
+    ("gfvl-unlearning", ["local_steps=1e308"], "local_steps"),
     ("gfvl-unlearning", ["samples=10000000"], "samples"),
     ("cover-time", ["runs=1e308"], "runs"),
     ("consensus-averaging", ["rounds=1e308"], "rounds"),
     ("consensus-averaging", ["rounds=100000000"], "rounds"),
-    ("unlearning-latency", ["max_iterations=100000000"], "max_iterations"),
+    ("unlearning-latency", ["max_rounds=100000000"], "max_rounds"),
 ])
 def test_named_cases_give_one_line_naming_the_field(name, settings, field, capsys, recwarn):
     args = ["run", name, "--no-progress"]

@@ -21,11 +21,11 @@ def _csv(frame) -> str:
 
 
 @pytest.mark.parametrize("params", [
-    {"runs": 4, "learn_iterations": 37},
-    {"runs": 3, "learn_iterations": 0},
-    {"runs": 3, "learn_iterations": 25, "channel": "fixed", "loss_prob": 0.3},
-    {"runs": 3, "learn_iterations": 25, "channel": "gilbert-elliott", "ge_p_good_to_bad": 0.2},
-    {"runs": 3, "learn_iterations": 25, "channel": "rayleigh", "mean_snr_db": 30.0,
+    {"runs": 4, "learn_rounds": 37},
+    {"runs": 3, "learn_rounds": 0},
+    {"runs": 3, "learn_rounds": 25, "channel": "fixed", "loss_prob": 0.3},
+    {"runs": 3, "learn_rounds": 25, "channel": "gilbert-elliott", "ge_p_good_to_bad": 0.2},
+    {"runs": 3, "learn_rounds": 25, "channel": "rayleigh", "mean_snr_db": 30.0,
      "graph": "ring", "walk": "uniform-neighbour"},
 ])
 def test_learn_save_load_unlearn_is_learn_then_unlearn(tmp_path: Path, params) -> None:
@@ -43,9 +43,9 @@ def test_unlearn_many_from_one_learnt_state(tmp_path: Path) -> None:
     """Another forget request from the same learnt state: the same as learning again with
     that request (the learning does not depend on which agent is forgotten later)."""
     scenario = get_scenario(NAME)
-    scenario.run(scenario.config({"runs": 3, "learn_iterations": 30}), seed=1,
+    scenario.run(scenario.config({"runs": 3, "learn_rounds": 30}), seed=1,
                  save_state=tmp_path / "s")
-    other = scenario.config({"runs": 3, "learn_iterations": 30, "forget": "0,4"})
+    other = scenario.config({"runs": 3, "learn_rounds": 30, "forget": "0,4"})
     loaded = scenario.run(other, seed=1, load_state=tmp_path / "s")
     assert _csv(loaded) == _csv(scenario.run(other, seed=1))
     assert loaded["unlearn_iterations"].notna().all()
@@ -55,11 +55,11 @@ def test_states_hold_no_pickle(tmp_path: Path) -> None:
     import numpy as np
 
     scenario = get_scenario(NAME)
-    scenario.run(scenario.config({"runs": 2, "learn_iterations": 20}), seed=0,
+    scenario.run(scenario.config({"runs": 2, "learn_rounds": 20}), seed=0,
                  save_state=tmp_path / "s")
     record = json.loads((tmp_path / "s" / "state.json").read_text())
     assert record["scenario"] == NAME and record["seed"] == 0
-    assert record["config"]["learn_iterations"] == 20 and len(record["runs"]) == 2
+    assert record["config"]["learn_rounds"] == 20 and len(record["runs"]) == 2
     with np.load(tmp_path / "s" / "arrays.npz", allow_pickle=False) as npz:
         assert "run0.state" in npz.files and npz["run0.state"].shape == (2,)
 
@@ -73,14 +73,14 @@ def _error(argv: list[str], capsys) -> str:
 
 def test_cli_round_trip_and_refusals(tmp_path: Path, capsys) -> None:
     state, a, b = tmp_path / "s", tmp_path / "a.csv", tmp_path / "b.csv"
-    base = ["run", NAME, "--set", "runs=3", "--set", "learn_iterations=20", "--no-progress"]
+    base = ["run", NAME, "--set", "runs=3", "--set", "learn_rounds=20", "--no-progress"]
     assert main([*base, "--save-state", str(state), "--out", str(a)]) == 0
     assert main([*base, "--load-state", str(state), "--out", str(b)]) == 0
     assert a.read_text() == b.read_text()
     capsys.readouterr()
     assert "already holds a saved state" in _error([*base, "--save-state", str(state)], capsys)
     assert "--seed 0" in _error([*base, "--seed", "1", "--load-state", str(state)], capsys)
-    assert "learn_iterations=20" in _error(
+    assert "learn_rounds=20" in _error(
         ["run", NAME, "--set", "runs=3", "--load-state", str(state)], capsys)
     other = _error(["run", "gfvl-beta-bernoulli", "--load-state", str(state)], capsys)
     assert "cannot save or load states" in other and NAME in other
@@ -97,7 +97,7 @@ def test_scenario_of_another_state_refused(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="saved by scenario 'x'"):
         check_compatible({"scenario": "x", "seed": 0, "config": {}}, NAME, {}, 0, ())
-    assert state_scenarios() == ["gfvl-unlearning", NAME]
+    assert state_scenarios() == ["forget-svgd", "gfvl-unlearning", NAME]
 
 
 def test_unwritable_save_dir(tmp_path: Path) -> None:
@@ -122,7 +122,7 @@ def test_gfvl_unlearning_rows_after_the_request(tmp_path: Path) -> None:
     on (and its retraining rows), byte for byte; iterative unlearning from the same state
     is the one-go iterative run's."""
     scenario = get_scenario("gfvl-unlearning")
-    params = {"runs": 2, "learn_iterations": 60, "iterations": 40, "eval_every": 7,
+    params = {"runs": 2, "learn_rounds": 60, "rounds": 40, "eval_every": 7,
               "samples": 4, "loss_prob": 0.2}
     config = scenario.config(params)
     plain = scenario.run(config, seed=2, save_state=tmp_path / "s")
@@ -148,7 +148,7 @@ def test_gfvl_unlearning_rows_after_the_request(tmp_path: Path) -> None:
     (("agent_states",), [[0, {"fields": {"eta": {"value": 1}}}]], "fields ['eta']"),
 ])
 def test_a_tampered_state_is_one_line(tmp_path: Path, capsys, path, value, message) -> None:
-    base = ["run", NAME, "--set", "runs=2", "--set", "learn_iterations=20", "--no-progress"]
+    base = ["run", NAME, "--set", "runs=2", "--set", "learn_rounds=20", "--no-progress"]
     state = tmp_path / "s"
     assert main([*base, "--save-state", str(state)]) == 0
     record = json.loads((state / "state.json").read_text())
@@ -162,8 +162,8 @@ def test_a_tampered_state_is_one_line(tmp_path: Path, capsys, path, value, messa
 
 
 @pytest.mark.parametrize(("name", "sets"), [
-    (NAME, ["runs=2", "learn_iterations=20"]),
-    ("gfvl-unlearning", ["runs=1", "learn_iterations=30", "iterations=20", "samples=4"]),
+    (NAME, ["runs=2", "learn_rounds=20"]),
+    ("gfvl-unlearning", ["runs=1", "learn_rounds=30", "rounds=20", "samples=4"]),
 ])
 def test_rerun_of_a_loaded_run_loads_again(tmp_path: Path, capsys, name, sets) -> None:
     base = ["run", name, "--no-progress", *[x for s in sets for x in ("--set", s)]]

@@ -1,5 +1,5 @@
 """With every fault at rate zero the results are those of the protocols before fault
-support existed, byte for byte (issue 13, must-show 4): the faults cost nothing when off.
+support existed, byte for byte: the faults cost nothing when off.
 
 The golden tables in tests/data/faults_off/ were written by :func:`runs` with
 ``faults=False`` on commit 6cdcd5e, the last one before any fault code (node and link

@@ -4,7 +4,7 @@ compressed-DSVGD letter, Sec. II.
 The **global state** is the ``(N_p, d)`` particle tensor Θ (float32 torch by default) that
 represents ``q(θ)`` through its KDE. The scheduled agent ``k``:
 
-1. runs ``L = local_iters`` AdaGrad-SVGD steps (eqs. 5-6) from Θ^(i−1) on the tilted target
+1. runs ``L = local_steps`` AdaGrad-SVGD steps (eqs. 5-6) from Θ^(i−1) on the tilted target
    of eq. 7 with the sum of the per-example losses (N_k times the average loss, so that the
    fixed point is the global posterior)::
 
@@ -120,7 +120,7 @@ class DSVGD(GlobalStateLearner):
     >>> from bflnet.learners.toy_models import GaussianMeanModel
     >>> model = GaussianMeanModel(d=1, prior_var=4.0)
     >>> data = {k: (torch.full((5, 1), 1.0), torch.zeros(5)) for k in range(2)}
-    >>> learner = DSVGD(model, data, 20, DSVGDParams(local_iters=100, step_size=0.05))
+    >>> learner = DSVGD(model, data, 20, DSVGDParams(local_steps=100, step_size=0.05))
     >>> theta = learner.init(np.random.default_rng(0))
     >>> factors = {k: learner.init_agent(k, None) for k in (0, 1)}
     >>> for k in (0, 1, 0, 1):
@@ -141,8 +141,8 @@ class DSVGD(GlobalStateLearner):
         self.n_particles = check_int("n_particles", n_particles, ge=1)
         self.params = with_overrides(params if params is not None else DSVGDParams(), hyper)
         p = self.params
-        self.local_iters, self.step_size, self.step_rule = p.local_iters, p.step_size, p.step_rule
-        self.local_particle_iters = p.local_iters if p.distill_iters is None else p.distill_iters
+        self.local_steps, self.step_size, self.step_rule = p.local_steps, p.step_size, p.step_rule
+        self.local_particle_iters = p.local_steps if p.distill_iters is None else p.distill_iters
         self.kde_bandwidth, self.temperature = p.kde_bandwidth, p.temperature
         self.batch_size, self.svgd_bandwidth = p.batch_size, p.svgd_bandwidth
         self.adagrad_decay, self.adagrad_fudge = p.adagrad_decay, p.adagrad_fudge
@@ -199,10 +199,10 @@ class DSVGD(GlobalStateLearner):
         if factor.local is not None:
             terms += [KDETerm(factor.local, -1.0), KDETerm(factor.reference, 1.0)]
         score, scale = self._data_score(agent, factor, torch_generator(rng, torch.device("cpu")),
-                                        self.local_iters)
-        new = self._svgd(theta, self.local_iters, score=score, score_scale=scale,
+                                        self.local_steps)
+        new = self._svgd(theta, self.local_steps, score=score, score_scale=scale,
                          kde_terms=terms, context=f" ({where}, tilted target)")
-        flops = self.local_iters * (
+        flops = self.local_steps * (
             svgd_iteration_flops(self.n_particles, self.d, len(terms) * self.n_particles)
             + self.n_particles * self.sampler.size(agent) * self._model_flops())
         if factor.local is None:  # t̃_k^(0) = r_k = q^(i-1): the target is q^(i) itself
@@ -216,7 +216,7 @@ class DSVGD(GlobalStateLearner):
             flops += self.local_particle_iters * svgd_iteration_flops(
                 self.n_particles, self.d, 3 * self.n_particles, with_score=False)
         new_factor = AgentFactor(local, reference, factor.unlearning, factor.visits + 1)
-        return Update(new - theta, Work(steps=self.local_iters, flops=flops), agent,
+        return Update(new - theta, Work(steps=self.local_steps, flops=flops), agent,
                       agent_state=new_factor)
 
     def merge(self, state: Any, updates: Sequence[Update]) -> Tensor:

@@ -5,6 +5,7 @@ learner's checks, ``bflnet describe``, ``--set`` and sweeps."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from bflnet.params import param, validate
 
@@ -21,9 +22,12 @@ class DSVGDParams:
     """DSVGD's hyper-parameters (scenario configs embed them, so their fields are also
     ``--set`` parameters)."""
 
-    local_iters: int = param(200, "SVGD steps L per local update", ge=1, le=10**7)
+    #: Old parameter names, still accepted (bflnet.renames).
+    RENAMED: ClassVar[dict[str, str]] = {"local_iters": "local_steps"}
+
+    local_steps: int = param(200, "SVGD steps L per local update", ge=1, le=10**7)
     distill_iters: int | None = param(None, "distillation SVGD steps per visit (none: = "
-                                      "local_iters)", ge=0, le=10**7)
+                                      "local_steps)", ge=0, le=10**7)
     step_size: float = param(0.05, "SVGD step size (constant step, or AdaGrad master step)",
                              gt=0, le=1e6)
     step_rule: str = param("adagrad", "SVGD step rule: 'adagrad' (fresh each visit) or "

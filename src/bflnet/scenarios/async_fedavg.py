@@ -70,6 +70,8 @@ FASHION_TRAIN, FASHION_TEST = 60_000, 10_000
 @dataclass(frozen=True)
 class AsyncFedAvgConfig(ServerOnly, NetworkSettings):
     """Parameters of ``async-fedavg``."""
+    #: Old parameter names, still accepted (bflnet.renames).
+    RENAMED: ClassVar[dict[str, str]] = {"per_agent": "points_per_agent"}
 
     SCENARIO: ClassVar[str] = NAME
     K: int = param(10, "number of agents", ge=2, le=1000)
@@ -88,7 +90,7 @@ class AsyncFedAvgConfig(ServerOnly, NetworkSettings):
                              le=1000)
     staleness_weighted: bool = param(True, "fedbuff: weight each update 1/sqrt(1 + "
                                      "staleness)")
-    per_agent: int = param(200, "training examples per agent", ge=1, le=FASHION_TRAIN)
+    points_per_agent: int = param(200, "training examples per agent", ge=1, le=FASHION_TRAIN)
     eval_size: int = param(1000, "test examples used for evaluation", ge=1, le=FASHION_TEST)
     hidden: int = param(16, "hidden units of the MLP", ge=1, le=4096)
     local_steps: int = param(5, "SGD steps per local update", ge=1, le=10**5)
@@ -109,8 +111,9 @@ class AsyncFedAvgConfig(ServerOnly, NetworkSettings):
                              f"got {bad[0]!r}")
         if self.buffer_size > self.K:
             raise ValueError(f"buffer_size: must be <= K = {self.K}, got {self.buffer_size}")
-        if self.K * self.per_agent > FASHION_TRAIN:
-            raise ValueError(f"per_agent: K·per_agent = {self.K * self.per_agent} exceeds "
+        if self.K * self.points_per_agent > FASHION_TRAIN:
+            raise ValueError(f"points_per_agent: K·points_per_agent = "
+                             f"{self.K * self.points_per_agent} exceeds "
                              f"the {FASHION_TRAIN} training examples")
 
 
@@ -180,7 +183,7 @@ def run(config: AsyncFedAvgConfig, *, seed: int = 0, progress: bool = False) -> 
     from bflnet.simulator.simulation import Simulation
 
     torch.set_num_threads(config.threads)
-    data = iid_fashion_mnist(config.K, config.per_agent, config.eval_size,
+    data = iid_fashion_mnist(config.K, config.points_per_agent, config.eval_size,
                              RngStreams(seed).numpy("data"))
     model = BayesianMLP(784, config.hidden, 10, device=resolve_device(config.device))
     stop = StopRule(max_time_s=config.duration_s)

@@ -54,6 +54,8 @@ ROW_EVENTS = ("init", "round")
 @dataclass(frozen=True)
 class CDBFLSettings(CDBFLParams, NetworkSettings):
     """Network, data and CD-BFL settings (:class:`CDBFLParams` embedded)."""
+    #: Old parameter names, still accepted (bflnet.renames).
+    RENAMED: ClassVar[dict[str, str]] = {"per_node": "points_per_agent"}
 
     SHARED_MEDIUM: ClassVar[bool] = True
 
@@ -71,7 +73,7 @@ class CDBFLSettings(CDBFLParams, NetworkSettings):
     model: str = param("mlp", "Bayesian network: mlp (hidden units), lenet (LeNet-5, 1.42 M "
                        "parameters on radar maps), lenet-2.7m (the paper's size; time and "
                        "memory grow with the size)", choices=MODELS)
-    per_node: int = param(50, "training examples per device (paper: 50)", ge=1, le=60_000)
+    points_per_agent: int = param(50, "training examples per device (paper: 50)", ge=1, le=60_000)
     eval_size: int = param(1000, "test examples the predictive is measured on", ge=1,
                            le=10_000)
     hidden: int = param(100, "hidden units of the MLP (fashion-mnist; time and "
@@ -115,13 +117,14 @@ class CDBFLSettings(CDBFLParams, NetworkSettings):
         if self.data == "radar-files" and not self.radar_dir:
             raise ValueError("radar_dir: must name the folder of the maps when "
                              "data=radar-files")
-        train = self.K * self.per_node
+        train = self.K * self.points_per_agent
         if self.data == "fashion-mnist" and train > 60_000:
-            raise ValueError(f"per_node: K·per_node = {train} exceeds the 60000 training "
-                             f"images")
+            raise ValueError(f"points_per_agent: K·points_per_agent = {train} exceeds the "
+                             f"60000 training images")
         if self.data != "fashion-mnist":
             pixels = RADAR_PIXELS
-            check_memory("K, per_node, eval_size" + (f", {extra_field}" if extra_field else ""),
+            fields = "K, points_per_agent, eval_size" + (f", {extra_field}" if extra_field else "")
+            check_memory(fields,
                          (train + self.eval_size + extra_maps) * pixels * FLOAT32,
                          "the radar maps")
 
@@ -175,18 +178,19 @@ def make_model(config: CDBFLSettings, height: int, width: int) -> Any:
 
 def split_iid(x: np.ndarray, y: np.ndarray, config: CDBFLSettings, rng: np.random.Generator
               ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """``K`` disjoint i.i.d. shards of ``per_node`` examples, flattened to rows."""
+    """``K`` disjoint i.i.d. shards of ``points_per_agent`` examples, flattened to rows."""
     from bflnet.data import iid
 
-    if config.K * config.per_node > len(y):
-        raise ValueError(f"per_node: K·per_node = {config.K * config.per_node} exceeds the "
+    if config.K * config.points_per_agent > len(y):
+        raise ValueError(f"points_per_agent: K·points_per_agent = "
+                         f"{config.K * config.points_per_agent} exceeds the "
                          f"{len(y)} training examples")
-    parts = iid(len(y), config.K, rng, per_agent=config.per_node)
+    parts = iid(len(y), config.K, rng, per_agent=config.points_per_agent)
     return {k: (x[p].reshape(len(p), -1), y[p]) for k, p in enumerate(parts)}
 
 
 def fashion_workspace(config: CDBFLSettings, rng: np.random.Generator) -> Workspace:
-    """``K`` disjoint i.i.d. shards of ``per_node`` Fashion-MNIST training images, a test
+    """``K`` disjoint i.i.d. shards of ``points_per_agent`` Fashion-MNIST training images, a test
     subset, and the model."""
     from bflnet.data import load_fashion_mnist
 
@@ -230,14 +234,15 @@ def radar_file_test(config: CDBFLSettings, n: int, day: int, rng: np.random.Gene
 
 def radar_workspace(config: CDBFLSettings, rng: np.random.Generator) -> Workspace:
     """Day-0 radar maps, synthetic or the real ones in ``radar_dir``: ``K`` i.i.d. shards
-    of ``per_node`` training maps (the paper: 50 each), ``eval_size`` day-0 test maps,
+    of ``points_per_agent`` training maps (the paper: 50 each), ``eval_size`` day-0 test maps,
     and the model on 256 x 63 maps."""
     import numpy as np
 
     from bflnet.data.radar import MAP_SHAPE, load_radar_maps, radar_maps
 
     if config.data == "radar-synthetic":
-        x, y = radar_maps(config.K * config.per_node, rng, day=0, world_seed=config.world_seed)
+        x, y = radar_maps(config.K * config.points_per_agent, rng, day=0,
+                          world_seed=config.world_seed)
         test = synthetic_radar_test(config, config.eval_size, 0, rng)
     else:
         devices = load_radar_maps(config.radar_dir, day=0, split="train")

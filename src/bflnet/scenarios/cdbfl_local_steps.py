@@ -1,5 +1,5 @@
 """Scenario ``cdbfl-local-steps`` (CD-BFL paper, Fig. 3): CD-BFL with L local steps per
-round, for each L in ``local_steps_list``, against uncompressed DSGLD, on K devices over
+round, for each L in ``local_steps_values``, against uncompressed DSGLD, on K devices over
 D2D links; accuracy, ECE and NLL of the devices' posterior predictives against rounds,
 simulated seconds and bits.
 
@@ -48,19 +48,28 @@ COLUMNS = ("run_id", "method", "local_steps", "message_bits")
 @dataclass(frozen=True)
 class CDBFLLocalStepsConfig(CDBFLSettings):
     """Parameters of ``cdbfl-local-steps``."""
+    #: Old parameter names, still accepted (bflnet.renames).
+    RENAMED: ClassVar[dict[str, str]] = {"local_steps_list": "local_steps_values"}
 
-    local_steps_list: str = param("1,8", "comma list of L, the local steps per round, one "
+    local_steps_values: str = param("1,8", "comma list of L, the local steps per round, one "
                                   "CD-BFL run each (paper: 1..12)")
     dsgld: bool = param(True, "also run uncompressed DSGLD (the paper's baseline)")
 
     SCENARIO: ClassVar[str] = NAME
+    #: Comma lists that emulate a sweep axis (``bflnet describe`` explains them).
+    LIST_AXES: ClassVar[dict[str, str]] = {
+        "local_steps_values": "one CD-BFL run per L, told apart by the column local_steps "
+        "(the integer parameter local_steps is not used here: this list decides). `bflnet "
+        "sweep cdbfl-local-steps --grid local_steps_values=1,8 --set dsgld=false` runs each L "
+        "as its own sweep point instead (with dsgld=true every point also reruns the DSGLD "
+        "baseline)"}
 
     def __post_init__(self) -> None:
         validate(self)
         self.check_network_fields()
         self.check_rounds()
         self.check_data_fields()
-        int_list("local_steps_list", self.local_steps_list, 1, 10**6)
+        int_list("local_steps_values", self.local_steps_values, 1, 10**6)
 
 
 def default_plot(frame: pd.DataFrame) -> Figure:
@@ -109,7 +118,7 @@ def run(config: CDBFLLocalStepsConfig, *, seed: int = 0, progress: bool = False
     d = space.model.d
     setup.close()
     frames = []
-    for steps in int_list("local_steps_list", config.local_steps_list, 1, 10**6):
+    for steps in int_list("local_steps_values", config.local_steps_values, 1, 10**6):
         params = replace(subset(CDBFLParams, config), local_steps=steps)
         learner = CDBFL(space.model, space.nodes, params, eval_sets=space.eval_sets)
         codec = codec_for(config, d)

@@ -80,11 +80,13 @@ def downtime_list(text: str) -> list[float]:
 @dataclass(frozen=True)
 class ChurnGFVLConfig(GFVLSettings):
     """Parameters of ``churn-gfvl``."""
+    #: Old parameter names, still accepted (bflnet.renames).
+    RENAMED: ClassVar[dict[str, str]] = {"iterations": "rounds"}
 
     SCENARIO: ClassVar[str] = NAME
 
     graph: str = param("ring", "topology of the D2D graph", choices=GRAPHS)
-    iterations: int = param(300, "random-walk iterations per run", ge=1, le=10**7)
+    rounds: int = param(300, "random-walk iterations per run", ge=1, le=10**7)
     theta_true: float = param(0.3, "Bernoulli parameter of every agent's data", ge=0, le=1)
     downtimes: str = param("0,0.1,0.2,0.4", "comma list of long-run down fractions in [0, 1), "
                            "one curve each (0: no churn)")
@@ -103,7 +105,7 @@ class ChurnGFVLConfig(GFVLSettings):
     def footprint(self) -> Footprint:
         """Data, a run's rows and every (downtime, run)'s kept rows (one per iteration;
         the fault rows at most double them)."""
-        rows = self.iterations + 1.0
+        rows = self.rounds + 1.0
         jobs = len(downtime_list(self.downtimes)) * float(self.runs)
         return self.gfvl_footprint(self.runs, 2 * rows, 2 * jobs * rows)
 
@@ -159,7 +161,7 @@ def run(config: ChurnGFVLConfig, *, seed: int = 0, progress: bool = False) -> pd
     require_connected(graph)
     walk = make_walk(config.walk, graph)
     net_kwargs = config.network_kwargs(graph)
-    stop = StopRule(max_iterations=config.iterations)
+    stop = StopRule(max_iterations=config.rounds)
     jobs = [(d, r, s) for d in downtime_list(config.downtimes)
             for r, s in enumerate(run_seeds(seed, config.runs))]
     rows: list[dict[str, Any]] = []

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from bflnet.errors import SimulationError, SweepError, WriteError
+from bflnet.renames import old_names
 from bflnet.scenarios.cli_plots import plot, plot_network
 from bflnet.scenarios.config import ValidationBug, describe_fields
 from bflnet.scenarios.config_file import run_request, sweep_request
@@ -69,8 +70,15 @@ def describe(name: Annotated[str, typer.Argument(help="scenario name")],
     rows = describe_fields(scenario.config_cls)
     width = max(len(r["name"]) for r in rows)
     for r in rows:
+        old = old_names(scenario.config_cls, r["name"])
+        formerly = f" (old name, deprecated: {', '.join(old)})" if old else ""
         typer.echo(f"  {r['name']:<{width}}  default {r['default']!r}; {r['allowed']}. "
-                   f"{r['help']}")
+                   f"{r['help']}{formerly}")
+    axes = getattr(scenario.config_cls, "LIST_AXES", {})
+    if axes:
+        typer.echo("\ncomma lists that run several settings in one call, and --grid:")
+        for field, text in axes.items():
+            typer.echo(f"  {field}: {text}")
     if scenario.server_schedule is not None:
         typer.echo(f"\nparameter server's agent selection: {scenario.server_schedule}")
     if scenario.state_free is not None:

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from bflnet.params import allowed_text, base_type, field_types, param, shown, validate
+from bflnet.renames import current_name, rename_keys
 
 __all__ = ["ValidationBug", "as_dict", "describe_fields", "field_types", "make_config",
            "param", "parse_overrides", "parse_value", "validate"]
@@ -46,6 +47,7 @@ def parse_value(cls: type, name: str, text: str) -> Any:
 
 def _parse_value(cls: type, name: str, text: str) -> Any:
     types_ = field_types(cls)
+    name = current_name(cls, name)
     if name not in types_:
         raise ValueError(f"unknown parameter {shown(name)}; allowed: {', '.join(types_)}")
     base, optional = base_type(types_[name])
@@ -79,17 +81,22 @@ def _parse_value(cls: type, name: str, text: str) -> Any:
 def parse_overrides(cls: type, pairs: Iterable[str]) -> dict[str, Any]:
     """``["K=20", "graph=ring"]`` → ``{"K": 20, "graph": "ring"}`` with typed values."""
     out: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
     for pair in pairs:
         if "=" not in pair:
             raise ValueError(f"--set: expected key=value, got {shown(pair)}")
-        key, text = pair.split("=", 1)
-        out[key.strip()] = parse_value(cls, key.strip(), text)
+        given, text = pair.split("=", 1)
+        key = rename_keys(cls, {given.strip(): None}).popitem()[0]
+        if spelled.setdefault(key, given.strip()) != given.strip():
+            old = given.strip() if key != given.strip() else spelled[key]
+            raise ValueError(f"{key}: given twice ({old!r} is its old name)")
+        out[key] = parse_value(cls, key, text)
     return out
 
 
 def make_config(cls: type, overrides: Mapping[str, Any] | None = None) -> Any:
     """An instance of ``cls`` with ``overrides`` (unknown keys give a one-line error)."""
-    overrides = dict(overrides or {})
+    overrides = rename_keys(cls, overrides or {})
     names = [f.name for f in dataclasses.fields(cls)]
     unknown = [k for k in overrides if k not in names]
     if unknown:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bflnet.input_files import read_bytes
+from bflnet.renames import current_name, rename_keys
 from bflnet.scenarios.config import describe_fields, field_types, parse_overrides, parse_value
 from bflnet.scenarios.registry import DEFAULT_SCENARIO, get_scenario
 
@@ -141,6 +142,7 @@ def toml_value(cls: type, name: str, value: Any) -> Any:
     """The TOML ``value`` of field ``name`` of config class ``cls``, typed exactly as
     ``--set name=...`` would type it; a one-line error naming the field otherwise."""
     types_ = field_types(cls)
+    name = current_name(cls, name)
     if name not in types_:
         return parse_value(cls, name, "")  # raises the --set error for an unknown name
     tp = types_[name]
@@ -164,13 +166,14 @@ def _errors_name(path: Path) -> Iterator[None]:
 
 def toml_params(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
     """A ``[params]`` table, typed field by field with :func:`toml_value`."""
-    return {name: toml_value(cls, name, value) for name, value in params.items()}
+    return {name: toml_value(cls, name, value)
+            for name, value in rename_keys(cls, params).items()}
 
 
 def toml_grid(cls: type, grid: Mapping[str, Any]) -> dict[str, list[Any]]:
     """A ``[grid]`` table of non-empty lists, each value typed with :func:`toml_value`."""
     out = {}
-    for name, values in grid.items():
+    for name, values in rename_keys(cls, grid).items():
         if not isinstance(values, list) or not values:
             raise ValueError(f"grid: {name} must be a non-empty list of values, got {values!r}")
         out[name] = [toml_value(cls, name, value) for value in values]

@@ -127,7 +127,7 @@ class D2DMediumConfig(CDBFLSettings):
                             "broadcast per device and round)")
     hidden: int = param(16, "hidden units of the MLP (time and memory grow linearly)", ge=1,
                         le=4096)
-    per_node: int = param(20, "training examples per device", ge=1, le=60_000)
+    points_per_agent: int = param(20, "training examples per device", ge=1, le=60_000)
     eval_size: int = param(300, "test examples the predictive is measured on", ge=1,
                            le=10_000)
     rounds: int = param(40, "rounds of each run (CD-BFL and consensus)", ge=1, le=10**6)
@@ -227,9 +227,9 @@ class D2DMediumConfig(CDBFLSettings):
                     bytes=ROW_BYTES * rows)
         if "cdbfl" in self.task_list():
             d = 784.0 * self.hidden + 11.0 * self.hidden + 10.0
-            data = (k * self.per_node + self.eval_size) * 784.0 * FLOAT32
+            data = (k * self.points_per_agent + self.eval_size) * 784.0 * FLOAT32
             fp = fp.add(f"{count(k)} devices' copies of a {count(d)}-parameter MLP and the "
-                        f"data", ("K", "hidden", "per_node"),
+                        f"data", ("K", "hidden", "points_per_agent"),
                         bytes=8 * FLOAT32 * k * d + data, work=k * d / 100.0)
         return fp
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.devices import DEVICES, resolve_device
 from bflnet.learners.hyper import DSVGDParams, FedAvgParams
@@ -93,9 +93,12 @@ class DSVGDSettings(ServerOnly, DSVGDParams, NetworkSettings):
     """Network settings (K = 10 agents, a server; 1 Mbit/s, 5 ms fixed uplinks) plus the
     letter's Fashion-MNIST model and DSVGD's hyper-parameters (:class:`DSVGDParams`,
     embedded), at a reduced default scale."""
+    #: Old parameter names, still accepted (bflnet.renames).
+    RENAMED: ClassVar[dict[str, str]] = {
+        "per_agent": "points_per_agent", "local_iters": "local_steps"}
 
     K: int = param(10, "number of agents (letter: 10)", ge=2, le=FASHION_TRAIN)
-    per_agent: int = param(600, "training examples per agent N_k (letter: 6000)", ge=1,
+    points_per_agent: int = param(600, "training examples per agent N_k (letter: 6000)", ge=1,
                            le=FASHION_TRAIN)
     eval_size: int = param(2000, "test examples used for evaluation (letter: all 10000)",
                            ge=1, le=FASHION_TEST)
@@ -103,7 +106,7 @@ class DSVGDSettings(ServerOnly, DSVGDParams, NetworkSettings):
                             le=10**9)
     hidden: int = param(100, "hidden units of the MLP (letter: 100; time and memory grow "
                         "linearly: 1000 is ~10x slower per iteration)", ge=1, le=10**7)
-    local_iters: int = param(10, "SVGD steps L per visit (letter: not given; learner "
+    local_steps: int = param(10, "SVGD steps L per visit (letter: not given; learner "
                              "default 200)", ge=1, le=10**7)
     step_size: float = param(1e-3, "SVGD step size (AdaGrad master step; letter: AdaGrad, "
                              "step not given)", gt=0, le=1e6)
@@ -119,11 +122,11 @@ class DSVGDSettings(ServerOnly, DSVGDParams, NetworkSettings):
                           extra_bytes: float = 0.0) -> None:
         """Refuse a run whose particles (global, and each agent's local and reference
         particles: 2K + 8 copies of N_p × d float32, counting the SVGD work arrays), images
-        (K·per_agent + eval_size of 784 float32) and ``extra_bytes`` would not fit in this
+        (K·points_per_agent + eval_size of 784 float32) and ``extra_bytes`` would not fit in this
         machine's memory."""
         copies = 2 * self.K + 8
         particles = FLOAT32 * n_particles * d * copies
-        images = FLOAT32 * 784 * (self.K * self.per_agent + self.eval_size)
+        images = FLOAT32 * 784 * (self.K * self.points_per_agent + self.eval_size)
         check_memory(fields, particles + images + extra_bytes,
                      f"{copies} copies of {n_particles} x {d} float32 particles: "
                      f"{human_bytes(particles)}; images {human_bytes(images)}"
@@ -222,11 +225,11 @@ def eval_subset(size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.nda
 
 def iid_fashion_mnist(K: int, per_agent: int, eval_size: int,
                       rng: np.random.Generator) -> VisionData:
-    """``K`` i.i.d. shards of ``per_agent`` Fashion-MNIST training examples (disjoint) and
+    """``K`` i.i.d. shards of ``points_per_agent`` Fashion-MNIST training examples (disjoint) and
     ``eval_size`` test examples."""
     from bflnet.data import iid, load_fashion_mnist
     if K * per_agent > FASHION_TRAIN:
-        raise ValueError(f"per_agent: K·N_k = {K * per_agent} exceeds the {FASHION_TRAIN} "
+        raise ValueError(f"points_per_agent: K·N_k = {K * per_agent} exceeds the {FASHION_TRAIN} "
                          f"training examples")
     x, y = load_fashion_mnist(split="train")
     parts = iid(len(y), K, rng, per_agent=per_agent)
@@ -243,7 +246,7 @@ def iid_setup(name: str, config: DSVGDSettings, seed: int, progress: bool
     setup = setup_bar(name, None, progress)
     setup.set_postfix_str("loading torch and data")
     streams = RngStreams(seed)
-    data = iid_fashion_mnist(config.K, config.per_agent, config.eval_size,
+    data = iid_fashion_mnist(config.K, config.points_per_agent, config.eval_size,
                              streams.numpy("data"))
     model = mlp(config)
     setup.close()

@@ -13,8 +13,8 @@ in between are 1/5 and 1/2; the default is 1/2.
 All sparsifiers of one call share the data split, the initial particles, the minibatch
 sequence and the channel (the same root seed): a paired comparison. Defaults are reduced
 for speed (N_k = 600, 2000 test examples, L = 10 SVGD steps per visit, 300 iterations);
-the letter's scale is ``--set per_agent=6000 eval_size=10000 iterations=1000`` (and a
-larger ``local_iters``).
+the letter's scale is ``--set points_per_agent=6000 eval_size=10000 rounds=1000`` (and a
+larger ``local_steps``).
 
 One row per (sparsifier, iteration): ``run_id``, ``sparsifier``, ``sharing_fraction``
 (effective: 1/groups), ``groups``, ``n_particles``, ``rate_multiple``, ``budget_bits``
@@ -61,6 +61,8 @@ COLUMNS = ("run_id", "sparsifier", "sharing_fraction", "groups", "n_particles",
 @dataclass(frozen=True)
 class DSVGDSparsifiersConfig(DSVGDSettings):
     """Parameters of ``dsvgd-sparsifiers``."""
+    #: Old parameter names, still accepted (bflnet.renames).
+    RENAMED: ClassVar[dict[str, str]] = {"iterations": "rounds"}
 
     SCENARIO: ClassVar[str] = NAME
 
@@ -73,7 +75,7 @@ class DSVGDSparsifiersConfig(DSVGDSettings):
     sharing_fraction: float = param(0.5, "alpha of alpha-shared sparsification: 1/g, g "
                                     "dividing N_p (letter: between 1/N_p and 1, not given)",
                                     gt=0, le=1)
-    iterations: int = param(300, "DSVGD iterations (letter: 1000)", ge=1, le=10**8)
+    rounds: int = param(300, "DSVGD iterations (letter: 1000)", ge=1, le=10**8)
 
     def __post_init__(self) -> None:
         validate(self)
@@ -123,7 +125,7 @@ def run(config: DSVGDSparsifiersConfig, *, seed: int = 0, progress: bool = False
                               config.n_bits)
         learner = dsvgd_learner(config, model, data, config.particles)
         result = run_parameter_server(NAME, config, seed, learner, range(config.K),
-                                      budget.codec, config.iterations, progress=progress)
+                                      budget.codec, config.rounds, progress=progress)
         frames.append(result.frame.assign(
             run_id=f"{sparsifier}-s{seed}", sparsifier=sparsifier,
             sharing_fraction=1.0 / groups, groups=groups, n_particles=config.particles,

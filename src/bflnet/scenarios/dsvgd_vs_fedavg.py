@@ -7,12 +7,12 @@ DSVGD uses the ``sparsifier`` (default alpha-shared with ``sharing_fraction`` 1/
 e.g. shared for N_p = 5, per-particle for N_p = 2; the column ``groups`` says which).
 FedAvg sends its ``(1, d)`` model update with top-k + the same quantiser (``n_rows = 1``,
 one pattern), the largest ``k`` within the same ``R_u``; it runs ``fedavg_local_steps``
-SGD steps (default: ``local_iters``, as many as DSVGD's SVGD steps) with ``fedavg_lr`` on
+SGD steps (default: ``local_steps``, as many as DSVGD's SVGD steps) with ``fedavg_lr`` on
 minibatches of ``batch_size``, one agent per iteration, like DSVGD (the letter gives no
 FedAvg hyper-parameters). All runs of one call share the data split and the channel.
 
 Defaults are reduced for speed (N_k = 600, 2000 test examples, L = 10, 100 iterations);
-the letter's Fig. 4 is ``--set iterations=1000 per_agent=6000 eval_size=10000``.
+the letter's Fig. 4 is ``--set rounds=1000 points_per_agent=6000 eval_size=10000``.
 
 One row per (method, N_p, rate_multiple, iteration): ``run_id``, ``method``
 (``dsvgd``/``fedavg``), ``n_particles`` (1 for FedAvg), ``rate_multiple``, ``groups``,
@@ -60,6 +60,8 @@ COLUMNS = ("run_id", "method", "n_particles", "rate_multiple", "groups", "sharin
 @dataclass(frozen=True)
 class DSVGDvsFedAvgConfig(DSVGDSettings):
     """Parameters of ``dsvgd-vs-fedavg``."""
+    #: Old parameter names, still accepted (bflnet.renames).
+    RENAMED: ClassVar[dict[str, str]] = {"iterations": "rounds"}
 
     SCENARIO: ClassVar[str] = NAME
 
@@ -71,11 +73,11 @@ class DSVGDvsFedAvgConfig(DSVGDSettings):
     sparsifier: str = param("alpha-shared", "DSVGD sparsifier", choices=SPARSIFIERS)
     sharing_fraction: float = param(0.5, "alpha of alpha-shared sparsification (falls back "
                                     "to the largest divisor of N_p below 1/alpha)", gt=0, le=1)
-    iterations: int = param(100, "iterations of every run (letter: 1000)", ge=1, le=10**8)
+    rounds: int = param(100, "iterations of every run (letter: 1000)", ge=1, le=10**8)
     fedavg_lr: float = param(0.2, "FedAvg SGD learning rate (letter: not given)", gt=0,
                              le=1e3)
     fedavg_local_steps: int | None = param(None, "FedAvg SGD steps per visit (none: "
-                                           "local_iters)", ge=1, le=10**7)
+                                           "local_steps)", ge=1, le=10**7)
 
     def __post_init__(self) -> None:
         validate(self)
@@ -147,7 +149,7 @@ SCHEMA = Schema.of(
 def run(config: DSVGDvsFedAvgConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     _, data, model = iid_setup(NAME, config, seed, progress)
     methods = comma_list("methods", config.methods)
-    steps = config.fedavg_local_steps or config.local_iters
+    steps = config.fedavg_local_steps or config.local_steps
     frames = []
     for rate in float_list("rate_multiples", config.rate_multiples):
         runs: list[tuple[str, int]] = []
@@ -166,7 +168,7 @@ def run(config: DSVGDvsFedAvgConfig, *, seed: int = 0, progress: bool = False) -
                                          lr=config.fedavg_lr)
             budget = budget_codec(rate, model.d, n_p, groups, config.n_bits)
             result = run_parameter_server(NAME, config, seed, learner, range(config.K),
-                                          budget.codec, config.iterations, progress=progress)
+                                          budget.codec, config.rounds, progress=progress)
             frames.append(result.frame.assign(
                 run_id=f"{method}-Np{n_p}-R{rate:g}-s{seed}", method=method, n_particles=n_p,
                 rate_multiple=rate, groups=groups, sharing_fraction=1.0 / groups,

@@ -8,7 +8,7 @@ Tasks (``task``):
   training examples split evenly over ``K`` clients, 102 test examples), Gaussian
   likelihood, batch 101. Paper: ``K = 4``, ``τ_max = 10``.
 * ``fashion-mnist``: 784-128-10 classification with the probit-product likelihood,
-  batch 100, ``K`` i.i.d. shards of ``per_agent`` Fashion-MNIST images (the paper uses
+  batch 100, ``K`` i.i.d. shards of ``points_per_agent`` Fashion-MNIST images (the paper uses
   MNIST with ``K = 10``); pixels are divided by 255 and centred by the pooled training
   mean (TDAMP needs centred inputs, docs/em-tdamp.md Sec. 6.6).
 
@@ -72,6 +72,8 @@ FASHION_TRAIN, FASHION_TEST = 60_000, 10_000
 class EMTDAMPConfig(ServerOnly, EMTDAMPParams, NetworkSettings):
     """Parameters of ``emtdamp``: the task, the clients, EM-TDAMP's hyper-parameters and
     the links to the server."""
+    #: Old parameter names, still accepted (bflnet.renames).
+    RENAMED: ClassVar[dict[str, str]] = {"per_agent": "points_per_agent"}
 
     SCENARIO: ClassVar[str] = NAME
 
@@ -82,7 +84,7 @@ class EMTDAMPConfig(ServerOnly, EMTDAMPParams, NetworkSettings):
     K: int = param(4, "number of clients (paper: 4 for Boston, 10 for MNIST)", ge=1,
                    le=FASHION_TRAIN)
     rounds: int = param(50, "communication rounds", ge=1, le=10**7)
-    per_agent: int = param(1000, "fashion-mnist: training images per client", ge=1,
+    points_per_agent: int = param(1000, "fashion-mnist: training images per client", ge=1,
                            le=FASHION_TRAIN)
     eval_size: int = param(2000, "fashion-mnist: test images used for evaluation", ge=1,
                            le=FASHION_TEST)
@@ -110,11 +112,12 @@ class EMTDAMPConfig(ServerOnly, EMTDAMPParams, NetworkSettings):
             if self.K > BOSTON_TRAIN:
                 raise ValueError(f"K: must be <= {BOSTON_TRAIN} (one training example per "
                                  f"client at least) for task=boston-synthetic")
-            for name, default in (("per_agent", 1000), ("eval_size", 2000)):
+            for name, default in (("points_per_agent", 1000), ("eval_size", 2000)):
                 if getattr(self, name) != default:
                     raise ValueError(f"{name}: used only with task=fashion-mnist")
-        elif self.K * self.per_agent > FASHION_TRAIN:
-            raise ValueError(f"per_agent: K·per_agent = {self.K * self.per_agent} exceeds "
+        elif self.K * self.points_per_agent > FASHION_TRAIN:
+            raise ValueError(f"points_per_agent: K·points_per_agent = "
+                             f"{self.K * self.points_per_agent} exceeds "
                              f"the {FASHION_TRAIN} training images")
 
     def learner_params(self) -> EMTDAMPParams:
@@ -141,7 +144,7 @@ def task_data(config: EMTDAMPConfig, rng: np.random.Generator
     from bflnet.scenarios.dsvgd_common import eval_subset
     from bflnet.scenarios.server_rounds import centred_shards
     images, labels = load_fashion_mnist(split="train")
-    parts = iid(len(labels), config.K, rng, per_agent=config.per_agent)
+    parts = iid(len(labels), config.K, rng, per_agent=config.points_per_agent)
     test_x, test_y = eval_subset(config.eval_size, rng)
     shards, test = centred_shards(images, labels, parts, (test_x, test_y))
     return dict(enumerate(shards)), test

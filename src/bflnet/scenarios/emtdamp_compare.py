@@ -23,7 +23,7 @@ directory; 404/102 split drawn from the run's seed, features and target standard
 by the training statistics), split evenly over ``K`` clients; test NMSE. ``data=synthetic``
 uses :func:`bflnet.data.regression.boston_shaped` instead (``data_source`` says so).
 **emtdamp-mnist**: 784-128-10, probit-product likelihood for EM-TDAMP and softmax for the
-baselines, batch 100, ``K`` i.i.d. shards of ``per_agent`` MNIST images (IDX files, or the
+baselines, batch 100, ``K`` i.i.d. shards of ``points_per_agent`` MNIST images (IDX files, or the
 5 000-image fallback, :mod:`bflnet.data.digits`; ``dataset=fashion-mnist`` for
 Fashion-MNIST), pixels / 255 centred by the pooled training mean (all methods); test
 error on ``eval_size`` test images.
@@ -36,9 +36,9 @@ set.
 Defaults are reduced to finish in about a minute on 2 cores. The paper's settings:
 
 * Fig. 6/7 (one client): ``--set K=1 --set tau_max=1`` (Boston: ``rounds`` ~ 100; MNIST:
-  ``--set per_agent=60000 --set eval_size=10000``),
+  ``--set points_per_agent=60000 --set eval_size=10000``),
 * Fig. 10/11 (several clients): Boston ``--set K=4 --set tau_max=10``; MNIST ``--set K=10
-  --set per_agent=6000 --set tau_max=10 --set eval_size=10000``,
+  --set points_per_agent=6000 --set tau_max=10 --set eval_size=10000``,
 * Figs. 7/11 (loss against sparsity): one run per ``target_density`` in {1, 0.5, 0.3,
   0.2, 0.1}.
 
@@ -188,6 +188,8 @@ class BostonConfig(CompareSettings):
 @dataclass(frozen=True)
 class MnistConfig(CompareSettings):
     """Parameters of ``emtdamp-mnist`` (module docs)."""
+    #: Old parameter names, still accepted (bflnet.renames).
+    RENAMED: ClassVar[dict[str, str]] = {"per_agent": "points_per_agent"}
 
     SCENARIO: ClassVar[str] = "emtdamp-mnist"
     TASK: ClassVar[str] = "mnist"
@@ -200,7 +202,7 @@ class MnistConfig(CompareSettings):
                             le=10**6)
     dataset: str = param("mnist", "mnist (IDX files, or the 5000-image fallback) or "
                          "fashion-mnist", choices=("mnist", "fashion-mnist"))
-    per_agent: int = param(1000, "training images per client (paper: 60000 / K)", ge=1,
+    points_per_agent: int = param(1000, "training images per client (paper: 60000 / K)", ge=1,
                            le=MNIST_TRAIN)
     eval_size: int = param(2000, "test (or validation) images evaluated (paper: 10000)",
                            ge=1, le=MNIST_TEST)
@@ -209,8 +211,9 @@ class MnistConfig(CompareSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.K * self.per_agent > MNIST_TRAIN:
-            raise ValueError(f"per_agent: K·per_agent = {self.K * self.per_agent} exceeds the "
+        if self.K * self.points_per_agent > MNIST_TRAIN:
+            raise ValueError(f"points_per_agent: K·points_per_agent = "
+                             f"{self.K * self.points_per_agent} exceeds the "
                              f"{MNIST_TRAIN} training images")
 
 
@@ -248,15 +251,16 @@ def mnist_task(config: MnistConfig, rng: np.random.Generator
     from bflnet.scenarios.server_rounds import centred_shards
     digits = load_digits(rng, config.dataset, fallback_test=config.fallback_test)
     images, labels = digits.train
-    need = config.K * config.per_agent + (config.eval_size if config.evaluate_on ==
+    need = config.K * config.points_per_agent + (config.eval_size if config.evaluate_on ==
                                           "validation" else 0)
     if need > len(labels):
-        raise ValueError(f"per_agent: needs {need} training images, {digits.source} has "
+        raise ValueError(f"points_per_agent: needs {need} training images, {digits.source} has "
                          f"{len(labels)}")
     order = rng.permutation(len(labels))
-    parts = [order[k * config.per_agent:(k + 1) * config.per_agent] for k in range(config.K)]
+    n = config.points_per_agent
+    parts = [order[k * n:(k + 1) * n] for k in range(config.K)]
     if config.evaluate_on == "validation":
-        held = order[config.K * config.per_agent:need]
+        held = order[config.K * config.points_per_agent:need]
         test_x, test_y = images[held], labels[held]
     else:
         test_x, test_y = digits.test

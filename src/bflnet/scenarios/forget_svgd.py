@@ -3,7 +3,7 @@ two agents' data from a Bayesian last layer, against training that layer from sc
 without them.
 
 **Data (the letter's non-i.i.d. set-up, one reading of it).** K = 10 agents with
-``per_agent = 100`` Fashion-MNIST training examples from two classes each (50 + 50). The
+``points_per_agent = 100`` Fashion-MNIST training examples from two classes each (50 + 50). The
 letter says "the two agents with labels 2 and 9 request that their contribution be
 unlearned"; we read it as: the forgetting agents (the last ``n_forgetting = 2``, ids 8
 and 9) both hold classes {2, 9} (``forget_classes``), so together they hold *all* the
@@ -27,11 +27,11 @@ unlearning could take their accuracy to zero.)
    (``LogisticRegression(100, 10)``, d = 1010) on the features, starting (``head_init``
    "pretrained") from the pre-trained network's last layer plus N(0, ``head_init_std``²)
    noise per particle (a Bayesian last layer around the pre-trained one, as in the
-   letter's ref. [17]; "scaled": from the random init), ``learn_iterations``
+   letter's ref. [17]; "scaled": from the random init), ``learn_rounds``
    round-robin iterations over all agents, the forgetting agents first in each round (so
    a round, and the phase, ends with a visit of an agent that stays), uncompressed float32
    uplink (the letter does not compress this phase).
-3. ``method="forget-svgd"``: after iteration ``learn_iterations`` the forgetting agents ask
+3. ``method="forget-svgd"``: after iteration ``learn_rounds`` the forgetting agents ask
    to be forgotten (a :class:`~bflnet.protocols.ForgetRequest`: their factors restart at
    t_k ≡ 1 in unlearning mode), and from then on the server schedules only them; they run
    Forget-SVGD (eq. 8) in turn,
@@ -39,15 +39,15 @@ unlearning could take their accuracy to zero.)
    ``1/sharing_fraction`` patterns; 1 is shared, 1/40 per-particle), until the
    posterior-predictive accuracy on each forgetting agent's own training data is at most
    ``forget_stop_accuracy`` (checked, and the test metrics recorded, at every iteration;
-   the agents can check this themselves), or ``unlearn_iterations`` iterations.
+   the agents can check this themselves), or ``unlearn_rounds`` iterations.
 4. ``method="scratch"``, same (``rate_multiple``, ``sharing_fraction``): DSVGD of the last
    layer from the initial particles on the 8 remaining agents only (same features, same
-   compressed uplink), ``scratch_iterations`` iterations.
+   compressed uplink), ``scratch_rounds`` iterations.
 
 Defaults are reduced where the letter is silent or for speed: 100 pre-training rounds,
-20 + at most 100 + 200 iterations, L = ``local_iters`` = 10 SVGD steps per visit with
+20 + at most 100 + 200 iterations, L = ``local_steps`` = 10 SVGD steps per visit with
 the *constant* step 0.001 (``--set`` any of them; ``step_rule=adagrad`` is the letter's
-AdaGrad). With ``learn_iterations=0`` phase 2 is skipped (the request comes before the
+AdaGrad). With ``learn_rounds=0`` phase 2 is skipped (the request comes before the
 first iteration) and the agents unlearn from the initial particles.
 
 **Known behaviour** (docs/reproductions.md has numbers and the reasons):
@@ -77,6 +77,7 @@ a forgetting agent's own training data).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -122,6 +123,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from bflnet.learners.dsvgd import DSVGD
+    from bflnet.scenarios.states import States
 
 # torch and the torch learners are imported lazily, inside the functions that use them, so
 # that importing the scenarios (``bflnet list``, ``bflnet describe``) stays fast.
@@ -136,16 +138,20 @@ COLUMNS = ("run_id", "method", "rate_multiple", "sharing_fraction", "groups", "b
 @dataclass(frozen=True)
 class ForgetSVGDConfig(DSVGDSettings):
     """Parameters of ``forget-svgd``."""
+    #: Old parameter names, still accepted (bflnet.renames).
+    RENAMED: ClassVar[dict[str, str]] = {
+        "learn_iterations": "learn_rounds", "unlearn_iterations": "unlearn_rounds",
+        "scratch_iterations": "scratch_rounds"}
 
     SCENARIO: ClassVar[str] = NAME
 
-    per_agent: int = param(100, "training examples per agent, half from each of its two "
+    points_per_agent: int = param(100, "training examples per agent, half from each of its two "
                            "classes (letter: 100)", ge=2, le=60_000)
     eval_size: int = param(10_000, "test examples used for evaluation (letter: all 10000)",
                            ge=1, le=10_000)
     eval_every: int = param(5, "evaluate every this many iterations (and the last)", ge=1,
                             le=10**9)
-    local_iters: int = param(10, "SVGD steps L per visit", ge=1, le=10**7)
+    local_steps: int = param(10, "SVGD steps L per visit", ge=1, le=10**7)
     step_size: float = param(0.001, "SVGD step size (constant step, or AdaGrad master "
                              "step)", gt=0, le=1e6)
     step_rule: str = param("constant", "SVGD step rule: 'constant' (theta += step_size * "
@@ -162,15 +168,15 @@ class ForgetSVGDConfig(DSVGDSettings):
     pretrain_local_steps: int = param(10, "SGD steps per agent per pre-training round", ge=1,
                                       le=10**7)
     pretrain_lr: float = param(0.1, "SGD learning rate of the pre-training", gt=0, le=1e3)
-    learn_iterations: int = param(20, "DSVGD iterations of the last layer before the "
+    learn_rounds: int = param(20, "DSVGD iterations of the last layer before the "
                                   "request (0: none, unlearn from the initial particles)",
                                   ge=0, le=10**8)
-    unlearn_iterations: int = param(100, "Forget-SVGD iterations at most", ge=1, le=10**8)
+    unlearn_rounds: int = param(100, "Forget-SVGD iterations at most", ge=1, le=10**8)
     forget_stop_accuracy: float | None = param(
         0.1, "Forget-SVGD stops once the posterior-predictive accuracy on every forgetting "
         "agent's own training data is at most this (checked every iteration); none: run "
-        "all unlearn_iterations", ge=0, le=1)
-    scratch_iterations: int = param(200, "iterations of training from scratch without the "
+        "all unlearn_rounds", ge=0, le=1)
+    scratch_rounds: int = param(200, "iterations of training from scratch without the "
                                     "forgetting agents", ge=1, le=10**8)
     head_init: str = param("pretrained", "initial particles of the last layer: "
                            "'pretrained' (the FedAvg MLP's last layer + noise) or 'scaled' "
@@ -191,11 +197,11 @@ class ForgetSVGDConfig(DSVGDSettings):
         if self.n_forgetting >= self.K:
             raise ValueError(f"n_forgetting: must be < K={self.K}, got {self.n_forgetting}")
         remaining = N_CLASSES - len(forget)
-        share = self.per_agent // min(2, remaining)
-        if self.n_forgetting * (self.per_agent // len(forget)) > 6000 or share * \
+        share = self.points_per_agent // min(2, remaining)
+        if self.n_forgetting * (self.points_per_agent // len(forget)) > 6000 or share * \
                 (2 * (self.K - self.n_forgetting)) > 6000 * remaining:
-            raise ValueError(f"per_agent, K: {self.K} agents x {self.per_agent} examples "
-                             f"per agent exceed the 6000 training examples per class")
+            raise ValueError(f"points_per_agent, K: {self.K} agents x {self.points_per_agent} "
+                             f"examples per agent exceed the 6000 training examples per class")
         d = head_dim(self.hidden)
         # particles of the last layer; the FedAvg pre-training keeps K + 4 copies of the MLP
         self.check_fits_memory("hidden, particles, K", d, self.particles,
@@ -297,13 +303,29 @@ SCHEMA = Schema.of(
 )
 
 
+#: The fields the FedAvg pre-training reads (with the seed): what a saved state
+#: (``--save-state``: the pre-trained network) depends on. A run that loads it
+#: (``--load-state``) may change every other field.
+PRETRAIN_FIELDS = ("K", "n_forgetting", "forget_classes", "points_per_agent", "hidden",
+                   "pretrain_rounds", "pretrain_local_steps", "pretrain_lr", "batch_size",
+                   "threads", "device")
+STATE_FREE = tuple(f.name for f in dataclasses.fields(ForgetSVGDConfig)
+                   if f.name not in PRETRAIN_FIELDS)
+#: The saved pre-trained network's array in the state directory.
+PRETRAINED = "pretrained.w"
+
+
 @register(NAME, ForgetSVGDConfig,
           "Compressed Forget-SVGD (letter Fig. 5): accuracy on the unlearned labels (2, 9) "
           "and the remaining labels, vs training the last layer from scratch.",
           plot=default_plot, datasets=("fashion-mnist",), columns=SCHEMA,
           server_schedule=ONE_PER_ITERATION + "; after the forget request only the "
-          "forgetting agents, in turn")
-def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+          "forgetting agents, in turn", state_free=STATE_FREE)
+def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False,
+        states: States | None = None) -> pd.DataFrame:
+    """The table (module docs). With ``states``: save the FedAvg pre-trained network
+    (``states.saving``), or start from a saved one instead of pre-training
+    (``states.loaded``); the rest of the run, and so the table, is the same."""
     import numpy as np
 
     from bflnet.data import by_label, load_fashion_mnist
@@ -329,7 +351,7 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
     staying = list(range(K - n_fg))
     rng = streams.numpy("data")
     x, y = load_fashion_mnist(split="train")
-    parts = by_label(y, K, class_assignment(K, n_fg, forget), config.per_agent, rng)
+    parts = by_label(y, K, class_assignment(K, n_fg, forget), config.points_per_agent, rng)
     raw = VisionData({k: (x[p], y[p]) for k, p in enumerate(parts)},
                      eval_subset(config.eval_size, rng))
 
@@ -339,11 +361,17 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
                                                lr=config.pretrain_lr,
                                                batch_size=config.batch_size))
     w = pre.init(streams.numpy("pretrain"))
-    pre_rngs = {k: streams.numpy(f"pretrain.agent.{k}") for k in range(K)}
-    setup.set_postfix_str("FedAvg pre-training")
-    for _ in range(config.pretrain_rounds):
-        w = pre.merge(w, [pre.local_update(k, w, None, pre_rngs[k]) for k in range(K)])
-        setup.update()
+    if states is not None and states.loaded is not None:
+        w = _loaded_network(states.loaded[1], w)  # learnt once: no pre-training
+        setup.update(config.pretrain_rounds)
+    else:
+        pre_rngs = {k: streams.numpy(f"pretrain.agent.{k}") for k in range(K)}
+        setup.set_postfix_str("FedAvg pre-training")
+        for _ in range(config.pretrain_rounds):
+            w = pre.merge(w, [pre.local_update(k, w, None, pre_rngs[k]) for k in range(K)])
+            setup.update()
+    if states is not None and states.saving:
+        states.arrays[PRETRAINED] = w.detach().cpu().numpy().copy()
     setup.set_postfix_str("features")
     pretrain_accuracy = predictive_metrics(net, w, *raw.eval)["accuracy"]
     feats = VisionData({k: (_features(net, w, xk), yk) for k, (xk, yk) in raw.agents.items()},
@@ -368,7 +396,7 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
         start = trained + config.head_init_std * torch.randn(
             config.particles, head.d, generator=gen, dtype=trained.dtype).to(trained.device)
     full = learner(order, start, check=forgetting)
-    request = config.learn_iterations
+    request = config.learn_rounds
     stop = config.forget_stop_accuracy
     frames = []
     for fraction in float_list("sharing_fractions", config.sharing_fractions):
@@ -382,7 +410,7 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
                           eval_every=KEEP if stop is None else 1)
             timeline = run_parameter_server(
                 NAME, config, seed, full, order, RawCodec(32),
-                request + config.unlearn_iterations,
+                request + config.unlearn_rounds,
                 until=None if stop is None else (
                     lambda m, limit=stop: "forget_pending" in m
                     and m.get("forget_train_acc", 1.0) <= limit),
@@ -395,7 +423,7 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
                 since_request=timeline["iteration"] - request, **tags))
             # 4. the last layer from scratch without the forgetting agents
             scratch = run_parameter_server(NAME, config, seed, learner(staying), staying,
-                                           budget.codec, config.scratch_iterations,
+                                           budget.codec, config.scratch_rounds,
                                            progress=progress)
             frames.append(scratch.frame.assign(
                 run_id=f"scratch-R{rate:g}-a{fraction:g}-s{seed}", method="scratch",
@@ -403,3 +431,20 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False) -> p
     frame = _label_groups(tidy(frames, COLUMNS), forget)
     frame["pretrain_accuracy"] = pretrain_accuracy
     return tidy([frame], COLUMNS)
+
+
+def _loaded_network(arrays: dict[str, Any], template: Any) -> Any:
+    """The saved pre-trained network, as a tensor like ``template`` (a fresh ``w``); a
+    one-line error if the state directory has none or one of another shape or type."""
+    import numpy as np
+    import torch
+
+    if PRETRAINED not in arrays:
+        raise ValueError(f"--load-state: the saved state has no pre-trained network "
+                         f"({PRETRAINED!r})")
+    saved = arrays[PRETRAINED]
+    want = template.detach().cpu().numpy()
+    if saved.shape != want.shape or saved.dtype != want.dtype:
+        raise ValueError(f"--load-state: the saved network is {saved.dtype} of shape "
+                         f"{saved.shape}; this config's is {want.dtype} of shape {want.shape}")
+    return torch.from_numpy(np.array(saved)).to(template.device)

@@ -77,8 +77,15 @@ KL_FLOOR = 1e-16
 @dataclass(frozen=True)
 class GFVLBetaBernoulliConfig(GFVLSettings):
     """Parameters of ``gfvl-beta-bernoulli``."""
+    #: Old parameter names, still accepted (bflnet.renames).
+    RENAMED: ClassVar[dict[str, str]] = {"iterations": "rounds"}
 
     SCENARIO: ClassVar[str] = NAME
+    #: Comma lists that emulate a sweep axis (``bflnet describe`` explains them).
+    LIST_AXES: ClassVar[dict[str, str]] = {
+        "graphs": "one curve per topology, told apart by the column graph; every topology "
+        "uses the same run seeds. `bflnet sweep gfvl-beta-bernoulli --grid graphs=star,ring` "
+        "runs each topology as its own sweep point instead (a one-value list each)"}
     DECIDED_ELSEWHERE: ClassVar[dict[str, str]] = {
         "graph": "the graphs parameter (a comma list) decides"}
 
@@ -86,7 +93,7 @@ class GFVLBetaBernoulliConfig(GFVLSettings):
                        "by graphs", choices=GRAPHS)
     graphs: str = param("star,ring,complete",
                         "comma list of topologies, one curve each (paper: star, ring, complete)")
-    iterations: int = param(60, "random-walk iterations per run", ge=1, le=10**8)
+    rounds: int = param(60, "random-walk iterations per run", ge=1, le=10**8)
     theta_true: float = param(0.3, "Bernoulli parameter of every agent's data (the paper "
                               "does not give it)", ge=0, le=1)
     stop_kl: float = param(0.0, "end a run early once kl <= stop_kl (0: never)", ge=0, le=1e6)
@@ -104,7 +111,7 @@ class GFVLBetaBernoulliConfig(GFVLSettings):
         """Data, rows (one per iteration of every topology's runs) and seeds; the exact
         cover-time theory is computed for K <= 12 only."""
         jobs = len(self.graphs_in_use()) * float(self.runs)
-        rows = self.iterations + 1.0
+        rows = self.rounds + 1.0
         return self.gfvl_footprint(self.runs, rows, jobs * rows)
 
 
@@ -164,7 +171,7 @@ def run(config: GFVLBetaBernoulliConfig, *, seed: int = 0,
         walk = make_walk(config.walk, graph)
         setups.append((name, graph, walk, variant.network_kwargs(graph),
                        theory_cover_slot(walk)))
-    stop = StopRule(max_iterations=config.iterations,
+    stop = StopRule(max_iterations=config.rounds,
                     until=(lambda m: m["kl"] <= config.stop_kl) if config.stop_kl > 0 else None)
     seeds = run_seeds(seed, config.runs)
     jobs = [(setup, r, s) for setup in setups for r, s in enumerate(seeds)]

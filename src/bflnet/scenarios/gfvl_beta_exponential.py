@@ -17,8 +17,8 @@ points) or ``per-point`` (the original code: S independent draws per data point;
 variance at c = 0, N times the draws). ``data``: ``iid`` (default) or ``agent-skewed``
 (agent i's points have means t ~ Beta(K + 1 − i, i); ``theta_true`` unused).
 
-**Budget.** ``iterations`` is the number of iterations of the L = 1 run; every L runs
-``ceil(iterations / L)`` iterations, so all curves span the same total local iterations
+**Budget.** ``rounds`` is the number of iterations of the L = 1 run; every L runs
+``ceil(rounds / L)`` iterations, so all curves span the same total local iterations
 L·i (the paper's x axis) and the same compute.
 
 **Time.** A visit costs ``L · compute_s_per_step`` (default 1 ms per step) and a hand-over
@@ -90,13 +90,22 @@ _X_LABELS = {"total_local_iterations": "total local iterations L·i",
 @dataclass(frozen=True)
 class GFVLBetaExponentialConfig(GFVLSettings):
     """Parameters of ``gfvl-beta-exponential``."""
+    #: Old parameter names, still accepted (bflnet.renames).
+    RENAMED: ClassVar[dict[str, str]] = {
+        "iterations": "rounds", "local_iters": "local_steps_values"}
 
     SCENARIO: ClassVar[str] = NAME
+    #: Comma lists that emulate a sweep axis (``bflnet describe`` explains them).
+    LIST_AXES: ClassVar[dict[str, str]] = {
+        "local_steps_values": "one run per L, told apart by the column L; every L uses the "
+        "same run seeds. `bflnet sweep gfvl-beta-exponential --grid local_steps_values=1,10` "
+        "runs each L as its own sweep point instead (a one-value list each): for the same "
+        "seed the same rows as --set local_steps_values=1,10, plus the sweep's columns"}
 
-    local_iters: str = param("1,10,20,50", "comma list of local steps L per visit, one "
+    local_steps_values: str = param("1,10,20,50", "comma list of local steps L per visit, one "
                              "curve each (paper: 1, 10, 20, 50)")
-    iterations: int = param(5000, "iterations of the L = 1 run; each L runs "
-                            "ceil(iterations / L), the same total local iterations", ge=1,
+    rounds: int = param(5000, "iterations of the L = 1 run; each L runs "
+                            "ceil(rounds / L), the same total local iterations", ge=1,
                             le=10**8)
     theta_true: float = param(0.5, "mean of the exponential data (the paper does not give "
                               "it)", gt=0, le=MAX_MEAN)
@@ -114,15 +123,15 @@ class GFVLBetaExponentialConfig(GFVLSettings):
     def __post_init__(self) -> None:
         validate(self)
         self.check_network_fields()
-        int_list("local_iters", self.local_iters, 1)
+        int_list("local_steps_values", self.local_steps_values, 1)
         parse_baseline(self.baseline)
         self.check_data()
 
     def footprint(self) -> Footprint:
-        """Data and Monte Carlo draws, a run's rows (``ceil(iterations / L)``) and the
+        """Data and Monte Carlo draws, a run's rows (``ceil(rounds / L)``) and the
         kept rows of every L's runs."""
-        steps = [math.ceil(self.iterations / L)
-                 for L in int_list("local_iters", self.local_iters, 1)]
+        steps = [math.ceil(self.rounds / L)
+                 for L in int_list("local_steps_values", self.local_steps_values, 1)]
         draws = self.samples * (self.points_per_agent if self.reinforce_draws == "per-point"
                                 else 1)
         return self.gfvl_footprint(self.runs, max(steps) + 1.0,
@@ -141,7 +150,7 @@ def default_plot(frame: pd.DataFrame, x: str = "total_local_iterations") -> Figu
 
 
 SCHEMA = Schema.of(
-    col("L", "count", "natural-gradient steps per visit (local_iters)"),
+    col("L", "count", "natural-gradient steps per visit (local_steps_values)"),
     RUN, RUN_SEED, ITERATION,
     col("total_local_iterations", "count", "L x iteration"),
     EVENT.means("init (the prior, iteration 0) or iteration (one token visit)"),
@@ -171,7 +180,7 @@ def run(config: GFVLBetaExponentialConfig, *, seed: int = 0,
     net_kwargs = config.network_kwargs(graph)
     c = parse_baseline(config.baseline)
     seeds = run_seeds(seed, config.runs)
-    jobs = [(L, r, s) for L in int_list("local_iters", config.local_iters, 1)
+    jobs = [(L, r, s) for L in int_list("local_steps_values", config.local_steps_values, 1)
             for r, s in enumerate(seeds)]
     rows: list[dict[str, Any]] = []
     for L, r, run_seed in progress_runs(jobs, progress, NAME):
@@ -181,7 +190,7 @@ def run(config: GFVLBetaExponentialConfig, *, seed: int = 0,
                                         alpha=config.alpha, rho=config.rho, S=config.samples,
                                         L=L, c=c, metrics="state",
                                         reinforce_draws=config.reinforce_draws)
-        iterations = math.ceil(config.iterations / L)
+        iterations = math.ceil(config.rounds / L)
         keep = {0, *crossings(iterations, L, config.eval_every)}
         sim = Simulation(run_seed, name=f"{NAME} L={L} run {r}")
         sim.build_network(graph, **net_kwargs)

@@ -83,7 +83,7 @@ class GFVLSettings(NetworkSettings):
 
     def gfvl_footprint(self, runs: float, rows_per_run: float, kept_rows: float,
                        draws: float = 0.0,
-                       row_fields: tuple[str, ...] = ("iterations",)) -> Footprint:
+                       row_fields: tuple[str, ...] = ("rounds",)) -> Footprint:
         """The network's footprint plus a run's data (``points_per_agent`` float64 per
         agent), the Monte Carlo ``draws`` of one natural-gradient step, a run's recorded
         rows (``rows_per_run``), the rows kept over the ``runs`` runs (``kept_rows``) and

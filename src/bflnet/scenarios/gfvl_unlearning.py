@@ -2,7 +2,7 @@
 subtraction (Sec. IV) versus retraining from scratch without it.
 
 Model, data and learner as in ``gfvl-beta-exponential`` (K = 10, complete graph, Beta(2, 2)
-prior, exponential data with mean ``theta_true``, ρ = 5e-3, S = 30, ``local_iters`` steps
+prior, exponential data with mean ``theta_true``, ρ = 5e-3, S = 30, ``local_steps`` steps
 per visit). ``forget`` names the agent(s) to forget: ``"last"`` (default) is agent K − 1,
 i.e. the paper's agent k = 10 in its 1-based numbering is our agent id 9.
 ``forget_theta`` optionally gives the forgotten agents' data another mean (default: the
@@ -10,18 +10,18 @@ same as everyone's, as in the paper; then forgetting moves the posterior only a 
 
 Per run, two simulations over the same channel and the same data:
 
-- ``method="unlearning"``: G-FVL learns for ``learn_iterations`` iterations; right after
-  merge ``learn_iterations`` the forget is requested. Every agent keeps running G-FVL; the
+- ``method="unlearning"``: G-FVL learns for ``learn_rounds`` iterations; right after
+  merge ``learn_rounds`` the forget is requested. Every agent keeps running G-FVL; the
   first time the forgotten agent is scheduled it returns −η_k (η becomes η₀ + Σ_{k'≠k}
-  η_k', eq. 21) and from then on only forwards. Then ``iterations`` more iterations.
+  η_k', eq. 21) and from then on only forwards. Then ``rounds`` more iterations.
 - ``method="retraining"``: G-FVL from the prior with the forgotten agents' data excluded
-  (``learner.without``), for ``iterations`` iterations: with ``retrain_graph=forwarder``
+  (``learner.without``), for ``rounds`` iterations: with ``retrain_graph=forwarder``
   (default) they still forward the token; with ``retrain_graph=without`` the walk runs on
   the graph without them (an error if that graph is disconnected, e.g. a star's hub).
 
 ``unlearning=iterative`` (the original code) replaces the subtraction by natural-gradient
 steps on the removed-likelihood free energy (:mod:`bflnet.learners.gfvl`): the forgetting
-agent runs ``unlearn_visits`` visits of ``local_iters`` steps each. Schedules:
+agent runs ``unlearn_visits`` visits of ``local_steps`` steps each. Schedules:
 ``unlearn_schedule=hold-token`` (default; the original code) — once the token reaches the
 forgetting agent it keeps it (is scheduled again, no hand-over) until its
 ``unlearn_visits`` visits are done, so the other agents wait; ``walk`` — the token keeps
@@ -30,7 +30,7 @@ meanwhile. ``reinforce_draws`` and ``data`` as in ``gfvl-beta-exponential``.
 
 One row per (method, run, evaluated iteration): ``method``, ``run``, ``run_seed``,
 ``event`` (``init`` for iteration 0, else ``iteration``), ``iteration`` (of that
-simulation), ``since_request`` (iteration − learn_iterations for
+simulation), ``since_request`` (iteration − learn_rounds for
 unlearning, negative while learning; = iteration for retraining, which starts at the
 request), ``time_s``, ``cum_bits``, ``cum_bits_delivered``, ``time_since_request_s``,
 ``bits_since_request`` (the same from the request on), ``node``, ``kl_retrained`` =
@@ -47,7 +47,7 @@ iteration in the first 100 after the request.
 **Learn once, unlearn many.** ``--save-state DIR`` also saves, per run, the unlearning
 simulation as it stands at the request (global and agents' states, token position, clock,
 bit counters, random streams); ``--load-state DIR`` (same seed and config, except
-``unlearning``, ``unlearn_visits``, ``unlearn_schedule``, ``iterations``,
+``unlearning``, ``unlearn_visits``, ``unlearn_schedule``, ``rounds``,
 ``retrain_graph``, ``eval_every``) skips the learning and continues from there: its
 unlearning rows from ``since_request = 0`` on, and its retraining rows, are byte-identical
 to the saving run's (the learning rows are not repeated).
@@ -118,6 +118,9 @@ DENSE = 100
 @dataclass(frozen=True)
 class GFVLUnlearningConfig(GFVLSettings):
     """Parameters of ``gfvl-unlearning``."""
+    #: Old parameter names, still accepted (bflnet.renames).
+    RENAMED: ClassVar[dict[str, str]] = {
+        "learn_iterations": "learn_rounds", "iterations": "rounds", "local_iters": "local_steps"}
 
     SCENARIO: ClassVar[str] = NAME
 
@@ -125,9 +128,9 @@ class GFVLUnlearningConfig(GFVLSettings):
                         "K = 10) or a comma list of 0-based ids")
     forget_theta: float | None = param(None, "mean of the forgotten agents' data (none: "
                                        "theta_true, as in the paper)", gt=0, le=MAX_MEAN)
-    learn_iterations: int = param(5000, "iterations of learning before the forget request",
+    learn_rounds: int = param(5000, "iterations of learning before the forget request",
                                   ge=0, le=10**8)
-    iterations: int = param(5000, "iterations after the request (and of retraining)", ge=1,
+    rounds: int = param(5000, "iterations after the request (and of retraining)", ge=1,
                             le=10**8)
     theta_true: float = param(0.5, "mean of the exponential data (the paper does not give "
                               "it)", gt=0, le=MAX_MEAN)
@@ -136,7 +139,7 @@ class GFVLUnlearningConfig(GFVLSettings):
     rho: float = param(5e-3, "natural-gradient step size (paper: 5e-3)", gt=0, le=1)
     samples: int = param(30, "Monte Carlo samples S per gradient (paper: 30)", ge=2,
                          le=MAX_SAMPLES)
-    local_iters: int = param(1, "local natural-gradient steps L per visit", ge=1, le=10**7)
+    local_steps: int = param(1, "local natural-gradient steps L per visit", ge=1, le=10**7)
     reinforce_draws: str = param("per-agent", "REINFORCE sampling unit: 'per-agent' (S "
                                  "draws per agent, eq. 18) or 'per-point' (S draws per data "
                                  "point, the original code)", choices=REINFORCE_DRAWS)
@@ -144,7 +147,7 @@ class GFVLUnlearningConfig(GFVLSettings):
                             "(natural-gradient steps on the removed-likelihood free energy, "
                             "the original code)", choices=UNLEARNING)
     unlearn_visits: int = param(1, "iterative: visits of the forgetting agent, each of "
-                                "local_iters steps", ge=1, le=10**7)
+                                "local_steps steps", ge=1, le=10**7)
     unlearn_schedule: str = param("hold-token", "iterative: 'hold-token' (the forgetting "
                                   "agent keeps the token until done, the original code) or "
                                   "'walk' (the token keeps walking)", choices=SCHEDULES)
@@ -169,12 +172,12 @@ class GFVLUnlearningConfig(GFVLSettings):
     def footprint(self) -> Footprint:
         """Data and Monte Carlo draws; a run's rows (learning, then unlearning, then
         retraining) and the evaluated rows kept over the runs."""
-        last = self.learn_iterations + self.iterations + 1.0
-        kept = last / self.eval_every + 2.0 * DENSE + self.iterations / self.eval_every
+        last = self.learn_rounds + self.rounds + 1.0
+        kept = last / self.eval_every + 2.0 * DENSE + self.rounds / self.eval_every
         draws = self.samples * (self.points_per_agent if self.reinforce_draws == "per-point"
                                 else 1)
         return self.gfvl_footprint(self.runs, last, float(self.runs) * kept, draws=draws,
-                                   row_fields=("learn_iterations", "iterations",
+                                   row_fields=("learn_rounds", "rounds",
                                                "eval_every"))
 
 
@@ -237,7 +240,7 @@ SCHEMA = Schema.of(
 ORIGIN = ("iteration", "time_s", "cum_bits", "cum_bits_delivered", "eta_0", "eta_1")
 #: What a run loading saved states (``--load-state``) may change: how the request is
 #: served and what follows it; the learning before it is the saved one.
-STATE_FREE = ("eval_every", "iterations", "retrain_graph", "unlearn_schedule",
+STATE_FREE = ("eval_every", "rounds", "retrain_graph", "unlearn_schedule",
               "unlearn_visits", "unlearning")
 
 
@@ -264,7 +267,7 @@ def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False,
     walk = make_walk(config.walk, graph)
     net_kwargs = config.network_kwargs(graph)
     common = dict(a=config.prior_a, b=config.prior_b, alpha=config.alpha, rho=config.rho,
-                  S=config.samples, L=config.local_iters, c=parse_baseline(config.baseline),
+                  S=config.samples, L=config.local_steps, c=parse_baseline(config.baseline),
                   reinforce_draws=config.reinforce_draws)
     retrain_graph, retrain_walk, retrain_kwargs = graph, walk, net_kwargs
     if config.retrain_graph == "without":
@@ -275,7 +278,7 @@ def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False,
         retrain_walk = make_walk(config.walk, retrain_graph)
         retrain_kwargs = config.network_kwargs(retrain_graph)
     hold = config.unlearning == "iterative" and config.unlearn_schedule == "hold-token"
-    request, after = config.learn_iterations, config.iterations
+    request, after = config.learn_rounds, config.rounds
     rows: list[dict[str, Any]] = []
     for r, run_seed in enumerate(progress_runs(run_seeds(seed, config.runs), progress, NAME)):
         data = _data(config, K, forget, RngStreams(run_seed).numpy("data"))

@@ -244,7 +244,7 @@ def _per_run_summary(rows: pd.DataFrame, key: str, max_rows: int) -> str:
 def _settings(rows: pd.DataFrame, key: str) -> list[str]:
     """The columns that tell runs with one repeat index ``key`` apart: the text-valued ones
     (e.g. ``graph``, ``method``) and those a scenario puts before ``key`` (the setting of
-    a list parameter, e.g. ``L`` of ``local_iters=1,50``)."""
+    a list parameter, e.g. ``L`` of ``local_steps_values=1,50``)."""
     first = list(rows.columns[:list(rows.columns).index(key)])
     return [c for c in rows.columns if c not in (*RUN_KEYS, "event", "node")
             and (c in first or not pd.api.types.is_numeric_dtype(rows[c]))]

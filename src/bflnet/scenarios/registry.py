@@ -9,6 +9,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bflnet.renames import rename_keys
 from bflnet.scenarios.config import make_config
 from bflnet.scenarios.resources import Footprint, check_footprint
 
@@ -26,8 +27,8 @@ PlotFunction = Callable[["pd.DataFrame"], "Figure"]
 #: their heavy imports inside ``run``, so that ``bflnet list`` starts fast).
 SCENARIO_MODULES = (
     "async_fedavg", "cdbfl_local_steps", "cdbfl_shift", "churn_gfvl", "consensus_averaging",
-    "cover_time", "d2d_medium", "dsvgd_sparsifiers", "dsvgd_vs_fedavg", "emtdamp",
-    "emtdamp_compare", "forget_svgd", "ota_langevin",
+    "cover_time", "custom_learner", "d2d_medium", "dsvgd_sparsifiers", "dsvgd_vs_fedavg",
+    "emtdamp", "emtdamp_compare", "forget_svgd", "ota_langevin",
     "gfvl_beta_bernoulli", "gfvl_beta_exponential", "gfvl_unlearning", "mobile_gossip",
     "unlearning_latency", "wflmc_gaussian",
 )
@@ -99,7 +100,10 @@ class Scenario:
             st.check_save_dir(save_state, force=force)
         if load_state is not None:
             handle.loaded = st.read_state_dir(load_state)
-            st.check_compatible(handle.loaded[0], self.name, fields, seed, self.state_free)
+            saved = dict(handle.loaded[0])
+            if isinstance(saved.get("config"), dict):  # saved by an older bflnet: old names
+                saved["config"] = rename_keys(self.config_cls, saved["config"])
+            st.check_compatible(saved, self.name, fields, seed, self.state_free)
         with setup_status(self.name, footprint.summary(), progress):
             frame = self.run_fn(config, seed=seed, progress=progress, states=handle)
         if save_state is not None:
@@ -130,20 +134,56 @@ def register(name: str, config: type, description: str,
     return wrap
 
 
+_BUILT_IN: set[str] = set()
+
+
 def _load_scenarios() -> None:
+    if _BUILT_IN:
+        return
     for module in SCENARIO_MODULES:
         import_module(f"bflnet.scenarios.{module}")
+    _BUILT_IN.update(_REGISTRY)  # and any registered from Python before the first look-up
+
+
+def plugin_scenarios() -> dict[str, Any]:
+    """The scenarios other distributions register through the ``bflnet.scenarios`` entry
+    points (:mod:`bflnet.plugins`), by name, not imported; a name clash is a warning."""
+    from bflnet import plugins
+
+    _load_scenarios()
+    return plugins.by_name(plugins.SCENARIOS, frozenset(_BUILT_IN))
+
+
+def _load_plugin(name: str) -> None:
+    """Import the plugin that registers scenario ``name`` (a one-line error naming it if
+    it fails or registers something else)."""
+    plugin = plugin_scenarios().get(name)
+    if plugin is None:
+        return
+    obj = plugin.load()
+    if name in _REGISTRY:  # the module registered it with @register
+        return
+    if isinstance(obj, Scenario):
+        _REGISTRY[name] = obj if obj.name == name else Scenario(
+            name, obj.config_cls, obj.run_fn, obj.description, obj.plot, obj.datasets,
+            obj.columns, obj.state_free, obj.server_schedule)
+        return
+    raise ValueError(f"plugin scenario {plugin.label()}: registers no scenario {name!r} "
+                     f"(it must call bflnet.scenarios.register({name!r}, ...) when imported, "
+                     f"or be a Scenario; got {type(obj).__name__})")
 
 
 def get_scenario(name: str) -> Scenario:
     """The scenario called ``name``; a one-line error listing the known names otherwise."""
     if name not in _REGISTRY:
         _load_scenarios()
+    if name not in _REGISTRY:
+        _load_plugin(name)
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ValueError(f"unknown scenario {name!r}; known: {', '.join(sorted(_REGISTRY))}") \
-            from None
+        raise ValueError(f"unknown scenario {name!r}; known: "
+                         f"{', '.join(scenario_names())}") from None
 
 
 def state_scenarios() -> list[str]:
@@ -153,16 +193,28 @@ def state_scenarios() -> list[str]:
 
 
 def scenario_names() -> list[str]:
-    """The registered scenarios' names, sorted."""
+    """The registered scenarios' names (the plugins' included), sorted."""
     _load_scenarios()
-    return sorted(_REGISTRY)
+    return sorted(set(_REGISTRY) | set(plugin_scenarios()))
 
 
 def scenario_lines() -> list[str]:
     """``bflnet list``'s output: one line per scenario, ``name: description``, the default
-    one marked."""
-    return [f"{name}{' (default)' if name == DEFAULT_SCENARIO else ''}: "
-            f"{_REGISTRY[name].description}" for name in scenario_names()]
+    one marked (a plugin not imported yet: where it comes from); then the learners that
+    ``custom-learner`` runs."""
+    plugins = plugin_scenarios()
+    lines = []
+    for name in scenario_names():
+        if name in _REGISTRY:
+            text = _REGISTRY[name].description
+        else:
+            plugin = plugins[name]
+            text = f"plugin from {plugin.dist} ({plugin.value}); bflnet describe {name}"
+        lines.append(f"{name}{' (default)' if name == DEFAULT_SCENARIO else ''}: {text}")
+    from bflnet.learners.catalog import learner_lines
+
+    return [*lines, "", "learners (bflnet run custom-learner --set learner=NAME):",
+            *learner_lines()]
 
 
 def run_scenario(name: str, overrides: Mapping[str, Any] | None = None, *, seed: int = 0,

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from bflnet.renames import rename_keys
 from bflnet.scenarios.config import field_types
 from bflnet.scenarios.config_file import toml_value
 from bflnet.scenarios.output import (
@@ -137,6 +138,10 @@ def _check_params(cls: type, key: str, params: Any, *, full: bool) -> dict[str, 
     """The stored parameters typed; a one-line error naming ``key`` and the field."""
     if not isinstance(params, dict):
         raise ValueError(f"{key}: must be an object of parameters, got {_short(params)}")
+    try:
+        params = rename_keys(cls, params)  # a record of an older bflnet: old names
+    except ValueError as exc:
+        raise ValueError(f"{key}: {exc}") from None
     typed = {name: _check_value(cls, key, name, value) for name, value in params.items()}
     if full:
         missing = [name for name in field_types(cls) if name not in params]

@@ -74,6 +74,7 @@ import pyarrow.parquet as pq
 
 from bflnet.atomic import write_files
 from bflnet.errors import SweepError
+from bflnet.renames import rename_keys
 from bflnet.scenarios import get_scenario, run_scenario
 from bflnet.scenarios.config import make_config, parse_value
 from bflnet.scenarios.interrupt import (
@@ -187,8 +188,8 @@ def plan_sweep(name: str, grid: Mapping[str, Sequence[Any]], seeds: int | Sequen
     footprint too: a point too large for this machine is refused before any run)."""
     scenario = get_scenario(name)
     cls = scenario.config_cls
-    fixed_values = {k: _typed(cls, k, v) for k, v in (fixed or {}).items()}
-    grid_values = _typed_grid(cls, grid)
+    fixed_values = {k: _typed(cls, k, v) for k, v in rename_keys(cls, fixed or {}).items()}
+    grid_values = _typed_grid(cls, rename_keys(cls, grid))
     both = [k for k in grid_values if k in fixed_values]
     if both:
         raise ValueError(f"grid: {both[0]} is both swept and fixed")
@@ -220,6 +221,7 @@ def parse_grid(cls: type, pairs: Sequence[str]) -> dict[str, list[Any]]:
         if "=" not in pair:
             raise ValueError(f"--grid: expected key=v1,v2,..., got {pair!r}")
         key, text = (part.strip() for part in pair.split("=", 1))
+        key = rename_keys(cls, {key: None}).popitem()[0]
         if key in grid:
             raise ValueError(f"--grid: {key} is given twice")
         grid[key] = [parse_value(cls, key, v) for v in text.split(",")]

@@ -8,7 +8,7 @@ over the random walk on ``graph`` with the scenario's channel (``data=agent-skew
 agent i's points have P(1) = t ~ Beta(K + 1 − i, i) each; the latencies do not depend on
 the data). Per run, two simulations:
 
-- **unlearning**: learn for ``learn_iterations`` iterations, then request the forget of
+- **unlearning**: learn for ``learn_rounds`` iterations, then request the forget of
   ``forget`` (``"last"``: agent K − 1, the paper's agent K; or a comma list of 0-based ids)
   right after that merge; run until every forgotten agent has been scheduled and has
   subtracted its η_k (Sec. IV, exact).
@@ -27,10 +27,10 @@ only forwards; ``paper_retrain_iterations`` is the paper's value + 1 (1-based),
 ``theory_retrain_iterations`` the exact expectation.
 
 ``unlearn_time_s`` and ``unlearn_bits`` run from the request (the end of slot
-``learn_iterations``'s computation) to the end of the computation of the forgetting slot:
+``learn_rounds``'s computation) to the end of the computation of the forgetting slot:
 L hand-overs (none for a walk that stays put) and L visits; ``retrain_time_s`` and
 ``retrain_bits`` from the start to the end of slot ``retrain_iterations``: that many visits
-and one hand-over fewer. NaN when a phase did not finish within ``max_iterations``.
+and one hand-over fewer. NaN when a phase did not finish within ``max_rounds``.
 
 One row per run: ``run``, ``run_seed``, ``unlearn_iterations``, ``unlearn_time_s``,
 ``unlearn_bits``, ``unlearn_kl_retrained`` (KL(q ‖ retrained posterior) once the forget is
@@ -38,8 +38,8 @@ merged: ~0 if every other agent had contributed during learning), ``retrain_iter
 ``retrain_time_s``, ``retrain_bits``, and, the same on every row:
 
 - ``theory_unlearn_iterations``: the expected 1-based slot at which the forgotten agent is
-  first scheduled, the walk's node at slot ``learn_iterations + 1`` having the law
-  uniform · P^learn_iterations (:func:`expected_first_hitting`; 1/K + K − 1 on the complete
+  first scheduled, the walk's node at slot ``learn_rounds + 1`` having the law
+  uniform · P^learn_rounds (:func:`expected_first_hitting`; 1/K + K − 1 on the complete
   graph). Several forgotten agents: the expected slot at which all have been scheduled
   (:func:`expected_targets_cover`).
 - ``theory_retrain_iterations``: the expected 1-based slot at which every remaining agent
@@ -53,7 +53,7 @@ merged: ~0 if every other agent had contributed during learning), ``retrain_iter
 saves, per run, the simulation as it stands right after learning (global and agents'
 states, token position, clock, bit counters, random streams; :mod:`bflnet.protocols.
 checkpoint`); ``--load-state DIR`` (same seed and config, except ``forget``,
-``max_iterations``, ``retrain``, ``threshold``) skips the learning and continues from
+``max_rounds``, ``retrain``, ``threshold``) skips the learning and continues from
 there: with the same settings its table is byte-identical to the saving run's, and other
 forget requests run from the same learnt posterior.
 """
@@ -98,6 +98,9 @@ TARGETS_MAX = 16
 @dataclass(frozen=True)
 class UnlearningLatencyConfig(GFVLSettings):
     """Parameters of ``unlearning-latency``."""
+    #: Old parameter names, still accepted (bflnet.renames).
+    RENAMED: ClassVar[dict[str, str]] = {
+        "learn_iterations": "learn_rounds", "max_iterations": "max_rounds"}
 
     SCENARIO: ClassVar[str] = NAME
 
@@ -106,10 +109,10 @@ class UnlearningLatencyConfig(GFVLSettings):
                         "or a comma list of 0-based ids")
     threshold: float = param(1e-6, "retraining is done once KL(q ‖ retrained posterior) < "
                              "threshold", gt=0, le=1e6)
-    learn_iterations: int = param(50, "iterations of learning before the forget request",
+    learn_rounds: int = param(50, "iterations of learning before the forget request",
                                   ge=0, le=10**8)
     retrain: bool = param(True, "also retrain from scratch in every run (else NaN columns)")
-    max_iterations: int = param(100_000, "give up a phase after this many iterations (its "
+    max_rounds: int = param(100_000, "give up a phase after this many iterations (its "
                                 "columns are then NaN)", ge=1, le=10**8)
     theta_true: float = param(0.3, "Bernoulli parameter of the data", ge=0, le=1)
 
@@ -122,14 +125,14 @@ class UnlearningLatencyConfig(GFVLSettings):
     def footprint(self) -> Footprint:
         """Data, a run's rows (learning, unlearning, retraining) and one kept row a run,
         and the theory: the walk's dense K x K transition matrix, its power at the request
-        (about 2 log2(learn_iterations) matrix products) and
+        (about 2 log2(learn_rounds) matrix products) and
         the hitting-time system (a dense K x K solve)."""
         size = self.graph_size()
         k = size.nodes
-        rows = 2.0 * (self.learn_iterations + self.max_iterations + 1.0)
-        power = 4 * k ** 3 * max(1.0, math.log2(max(self.learn_iterations, 1)))
+        rows = 2.0 * (self.learn_rounds + self.max_rounds + 1.0)
+        power = 4 * k ** 3 * max(1.0, math.log2(max(self.learn_rounds, 1)))
         return self.gfvl_footprint(self.runs, rows, float(self.runs),
-                                   row_fields=("learn_iterations", "max_iterations")).add(
+                                   row_fields=("learn_rounds", "max_rounds")).add(
             f"theory on a dense {count(k)} x {count(k)} transition matrix", size.fields,
             bytes=6 * FLOAT64 * k * k, work=k * k, flops=power + k ** 3)
 
@@ -212,7 +215,7 @@ def expected_targets_cover(P: Any, targets: Sequence[int], start: Any = "uniform
     return float(1.0 + sum(p0[v] * E[tbit[v], v] for v in range(K)))
 
 
-def theory(walk: Walk, forget: Sequence[int], learn_iterations: int) -> dict[str, float]:
+def theory(walk: Walk, forget: Sequence[int], learn_rounds: int) -> dict[str, float]:
     """The theory columns (see the module docstring)."""
     import numpy as np
 
@@ -220,7 +223,7 @@ def theory(walk: Walk, forget: Sequence[int], learn_iterations: int) -> dict[str
     P = walk.transition_matrix()
     K = walk.K
     complete = walk.graph.number_of_edges() == K * (K - 1) // 2
-    at_request = np.full(K, 1.0 / K) @ np.linalg.matrix_power(P, learn_iterations)
+    at_request = np.full(K, 1.0 / K) @ np.linalg.matrix_power(P, learn_rounds)
     at_request = at_request / at_request.sum()
     if len(forget) == 1:
         unlearn = expected_first_hitting(P, forget[0], start=at_request)
@@ -280,7 +283,7 @@ SCHEMA = Schema.of(
     RUN, RUN_SEED,
     col("event", "label", "run: one row per run"),
     col("unlearn_iterations", "count", "1-based slot after the request at which the forget "
-        "is merged (NaN: not within max_iterations)"),
+        "is merged (NaN: not within max_rounds)"),
     col("unlearn_time_s", "s", "simulated seconds from the request to the end of that "
         "slot's computation"),
     col("unlearn_bits", "bits", "bits on the air from the request to then"),
@@ -301,7 +304,7 @@ SCHEMA = Schema.of(
 
 #: What a run loading saved states (``--load-state``) may change: the unlearning request
 #: and what follows it; the learning before it is the saved one.
-STATE_FREE = ("forget", "max_iterations", "retrain", "threshold")
+STATE_FREE = ("forget", "max_rounds", "retrain", "threshold")
 
 
 @register(NAME, UnlearningLatencyConfig,
@@ -324,15 +327,15 @@ def run(config: UnlearningLatencyConfig, *, seed: int = 0, progress: bool = Fals
     forget = forget_agents(config.forget, K)
     walk = make_walk(config.walk, graph)
     net_kwargs = config.network_kwargs(graph)
-    columns = theory(walk, forget, config.learn_iterations)
+    columns = theory(walk, forget, config.learn_rounds)
     data = config.bernoulli_data(K, RngStreams(seed).numpy("data"))
     learner = GFVL.beta_bernoulli(data, a=config.prior_a, b=config.prior_b,
                                   alpha=config.alpha, forget_agents=forget, metrics="state")
     retrained = learner.without(forget, metrics="kl")
-    request = config.learn_iterations
+    request = config.learn_rounds
     requests = [ForgetRequest(forget, after_iteration=request)]
-    unlearn_stop = StopRule(max_iterations=request + config.max_iterations, forgotten=True)
-    retrain_stop = StopRule(max_iterations=config.max_iterations,
+    unlearn_stop = StopRule(max_iterations=request + config.max_rounds, forgotten=True)
+    retrain_stop = StopRule(max_iterations=config.max_rounds,
                             until=lambda m: m["kl"] < config.threshold)
     nan = math.nan
     out: list[dict[str, Any]] = []

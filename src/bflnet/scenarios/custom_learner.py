@@ -1,0 +1,165 @@
+"""Scenario ``custom-learner``: any registered learner under a random walk, a parameter
+server or gossip, over the network the settings describe.
+
+The learner is named by ``learner``: a built-in one (``gaussian-mean``) or one that an
+installed distribution registers through the ``bflnet.learners`` entry points (a factory
+``make(K, points_per_agent, rng) -> GlobalStateLearner``, :mod:`bflnet.learners.catalog`).
+The same learner object runs under each ``protocol``:
+
+- ``random-walk``: the global state travels with a token (the ``walk`` rule);
+- ``parameter-server``: a server schedules one agent per round, in turn (uplinks of the
+  ``channel``; the D2D graph is not used);
+- ``gossip``: every node keeps a copy of the global state and mixes it with its
+  neighbours' (:class:`~bflnet.learners.gossip_adapter.GossipAdapter`; increments scaled
+  by K for a learner whose state adds the agents' contributions, ``additive = True``).
+
+One row per round (``iteration``) with the learner's ``evaluate`` metrics (for
+``gaussian-mean``: ``posterior_mean``, ``posterior_sd``, ``mean_error``), ``time_s`` and
+``cum_bits``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from bflnet.protocols.stopping import StopRule
+from bflnet.protocols.walk_names import WALK_NAMES
+from bflnet.scenarios.config import param, validate
+from bflnet.scenarios.network_settings import NetworkSettings
+from bflnet.scenarios.registry import register
+from bflnet.scenarios.resources import FLOAT64, ROW_BYTES, Footprint
+from bflnet.scenarios.schema import (
+    BASE,
+    CUM_BITS_DOWN,
+    CUM_BITS_UP,
+    DROPPED,
+    NODE,
+    SCHEDULED,
+    UPDATES,
+    Schema,
+    col,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+NAME = "custom-learner"
+PROTOCOLS = ("random-walk", "parameter-server", "gossip")
+
+
+def _known_learner(name: str) -> None:
+    from bflnet.learners.catalog import learner_names
+    from bflnet.params import shown
+
+    names = learner_names()
+    if name not in names:
+        raise ValueError(f"learner: must be one of {', '.join(names)} (built-in or a "
+                         f"bflnet.learners plugin), got {shown(name)}")
+
+
+@dataclass(frozen=True)
+class CustomLearnerConfig(NetworkSettings):
+    """Parameters of ``custom-learner``."""
+
+    SCENARIO: ClassVar[str] = NAME
+
+    learner: str = param("gaussian-mean", "the learner: a built-in one or a bflnet.learners "
+                         "plugin (bflnet list shows them)")
+    protocol: str = param("random-walk", "how the learner's state moves", choices=PROTOCOLS)
+    rounds: int = param(100, "iterations (random walk, server) or gossip rounds", ge=1,
+                        le=10**7)
+    points_per_agent: int = param(20, "data points per agent", ge=1, le=10**6)
+    walk: str = param("metropolis-hastings", "random-walk rule (protocol=random-walk)",
+                      choices=WALK_NAMES)
+    mixing: str = param("metropolis-hastings", "mixing-matrix rule (protocol=gossip)",
+                        choices=("metropolis-hastings", "max-degree", "uniform"))
+    eval_every: int = param(1, "evaluate every this many rounds (and the last)", ge=1,
+                            le=10**7)
+
+    def __post_init__(self) -> None:
+        validate(self)
+        self.check_network_fields()
+        _known_learner(self.learner)
+
+    def footprint(self) -> Footprint:
+        """The network, the agents' data (``points_per_agent`` float64 each) and one row
+        per round."""
+        k = self.agents()
+        points = k * self.points_per_agent
+        rows = self.rounds + 1.0
+        return super().footprint().add(
+            f"{points:.3g} data points", ("K", "points_per_agent"), bytes=FLOAT64 * points,
+            work=points).add(f"{rows:.3g} recorded rows", ("rounds",),
+                             bytes=ROW_BYTES * rows * (2.0 if self.protocol == "gossip"
+                                                       else 1.0))
+
+
+SCHEMA = Schema.of(
+    *BASE,
+    col("posterior_mean", "1", "learner=gaussian-mean: posterior mean of theta (gossip: of "
+        "the nodes' mean state)", "init", "iteration", "round",
+        when="learner=gaussian-mean"),
+    col("posterior_sd", "1", "learner=gaussian-mean: posterior standard deviation",
+        "init", "iteration", "round", when="learner=gaussian-mean"),
+    col("mean_error", "1", "learner=gaussian-mean: |posterior mean - exact posterior mean "
+        "with every agent's data|", "init", "iteration", "round", when="learner=gaussian-mean"),
+    NODE.means("the token holder (random-walk) or the server (parameter-server)")
+    .only_when("protocol=random-walk or protocol=parameter-server"),
+    CUM_BITS_UP.only_when("protocol=parameter-server"),
+    CUM_BITS_DOWN.only_when("protocol=parameter-server"),
+    SCHEDULED.on("iteration").only_when("protocol=parameter-server"),
+    UPDATES.on("iteration").only_when("protocol=parameter-server"),
+    DROPPED.on("round").only_when("protocol=gossip"),
+    col("disagreement", "1", "largest |node's state - the nodes' mean state| (max norm)",
+        "init", "round", when="protocol=gossip"),
+)
+
+
+@register(NAME, CustomLearnerConfig,
+          "Any registered learner (built-in or a bflnet.learners plugin) under a random walk, "
+          "a parameter server or gossip; the learner's metrics per round.", columns=SCHEMA,
+          server_schedule="protocol=parameter-server: one agent per round, in turn "
+                          "(RoundRobinSelector(1))")
+def run(config: CustomLearnerConfig, *, seed: int = 0, progress: bool = False
+        ) -> pd.DataFrame:
+    import networkx as nx
+
+    from bflnet.learners.catalog import make_learner
+    from bflnet.protocols.topologies import require_connected
+    from bflnet.simulator.simulation import Simulation
+
+    sim = Simulation(seed, name=NAME)
+    if config.protocol == "parameter-server":
+        graph = nx.empty_graph(config.K)
+    else:
+        graph = config.build_graph(sim.streams.numpy("graph"))
+        require_connected(graph)
+    learner = make_learner(config.learner, graph.number_of_nodes(), config.points_per_agent,
+                           sim.streams.numpy("data"))
+    stop = StopRule(max_iterations=config.rounds)
+    kwargs = config.network_kwargs(graph)
+    if config.protocol == "random-walk":
+        from bflnet.protocols.random_walk import RandomWalkProtocol
+        from bflnet.protocols.walks import make_walk
+
+        sim.build_network(graph, **kwargs)
+        protocol = RandomWalkProtocol(learner, make_walk(config.walk, graph), stop,
+                                      eval_every=config.eval_every, progress=progress)
+    elif config.protocol == "parameter-server":
+        from bflnet.protocols.parameter_server import ParameterServerProtocol
+        from bflnet.protocols.scheduling import RoundRobinSelector
+
+        sim.build_network(graph, server=True, **kwargs)
+        protocol = ParameterServerProtocol(learner, stop, selector=RoundRobinSelector(1),
+                                           eval_every=config.eval_every, progress=progress)
+    else:
+        from bflnet.learners.gossip_adapter import GossipAdapter
+        from bflnet.protocols.consensus import ConsensusProtocol
+
+        scale = graph.number_of_nodes() if getattr(learner, "additive", False) else 1.0
+        sim.build_network(graph, **kwargs)
+        protocol = ConsensusProtocol(GossipAdapter(learner, increment_scale=scale),
+                                     config.mixing, stop, eval_every=config.eval_every,
+                                     progress=progress)
+    return sim.run(protocol).frame

@@ -1,0 +1,56 @@
+"""forget-svgd saves and loads its learnt state (the FedAvg pre-trained network): learn and
+save, then load and unlearn, gives the table of learn-then-unlearn in one run, byte for
+byte; a load may change the unlearning settings but not what the pre-training read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bflnet.scenarios.cli import main
+from bflnet.scenarios.registry import get_scenario
+
+pytestmark = pytest.mark.usefixtures("use_tiny_fashion")
+
+NAME = "forget-svgd"
+TINY = {"points_per_agent": 20, "eval_size": 300, "hidden": 16, "local_steps": 2,
+        "particles": 4, "pretrain_rounds": 2, "pretrain_local_steps": 2, "learn_rounds": 3,
+        "unlearn_rounds": 3, "scratch_rounds": 2, "eval_every": 2, "rate_multiples": "1"}
+
+
+def _csv(frame) -> str:
+    return frame.to_csv(index=False)
+
+
+def test_learn_save_load_unlearn_is_the_one_run_table(tmp_path: Path) -> None:
+    scenario = get_scenario(NAME)
+    config = scenario.config(TINY)
+    one_run = scenario.run(config, seed=4)
+    saved = scenario.run(config, seed=4, save_state=tmp_path / "s")
+    assert _csv(saved) == _csv(one_run)  # saving changes nothing
+    loaded = scenario.run(config, seed=4, load_state=tmp_path / "s")
+    assert _csv(loaded) == _csv(one_run)
+    with np.load(tmp_path / "s" / "arrays.npz", allow_pickle=False) as npz:
+        assert npz.files == ["pretrained.w"]
+        w = npz["pretrained.w"]
+    # the loaded network is what the run uses (not a pre-training run again)
+    np.savez(tmp_path / "s" / "arrays.npz", **{"pretrained.w": np.zeros_like(w)})
+    zeroed = scenario.run(config, seed=4, load_state=tmp_path / "s")
+    assert zeroed["pretrain_accuracy"].iloc[0] != one_run["pretrain_accuracy"].iloc[0]
+    np.savez(tmp_path / "s" / "arrays.npz", **{"pretrained.w": w})
+    # another unlearning request from the same learnt network: as its own one run
+    other = scenario.config({**TINY, "rate_multiples": "0.5", "unlearn_rounds": 2})
+    again = scenario.run(other, seed=4, load_state=tmp_path / "s")
+    assert _csv(again) == _csv(scenario.run(other, seed=4))
+
+
+def test_a_load_may_not_change_what_the_pretraining_read(tmp_path: Path, capsys) -> None:
+    base = ["run", NAME, *(f"--set={k}={v}" for k, v in TINY.items()), "--no-progress"]
+    assert main([*base, "--save-state", str(tmp_path / "s")]) == 0
+    capsys.readouterr()
+    assert main([*base, "--set", "pretrain_lr=0.5", "--load-state",
+                 str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "the state was saved with pretrain_lr=" in err

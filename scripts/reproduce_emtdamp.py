@@ -44,8 +44,14 @@ import pandas as pd
 from parts_runner import pm, run_parts
 
 ROOT = Path(__file__).resolve().parents[1]
-METHODS = ("emtdamp", "fedavg", "group-lasso", "group-snip")
-BASELINES = METHODS[1:]
+METHODS = ("emtdamp-paper", "emtdamp", "fedavg", "group-lasso", "group-snip")
+BASELINES = METHODS[2:]
+#: ``emtdamp-paper``: EM-TDAMP with the paper's sparsity mechanism (docs/em-tdamp.md,
+#: Sec. 4.5): rho_0 < 1 with Module B active, one budget over the network, the paper's
+#: reset from the first merge, the cap reaching the budget at half the rounds.
+PAPER_MODE = {"sparsity_mode": "paper", "initial_activity": 0.9, "sparsify_from": 1}
+#: The untuned Adam of the faster-convergence claim (Adam's default step).
+UNTUNED_LR = 1e-3
 RHOS = (1.0, 0.5, 0.3, 0.2, 0.1)
 TUNE_RHOS = (1.0, 0.2)
 LRS = (1e-3, 3e-3, 1e-2)
@@ -117,7 +123,8 @@ def execute(job: Job) -> tuple[Job, pd.DataFrame, float]:
 
     start = time.perf_counter()
     frame = run_scenario(SCENARIO[job.task], job.overrides, seed=job.seed)
-    frame = frame.assign(stage=job.stage, setting=job.setting, label=job.label)
+    frame = frame.assign(stage=job.stage, setting=job.setting, label=job.label,
+                         method=job.method)
     return job, frame, time.perf_counter() - start
 
 
@@ -133,6 +140,10 @@ def mnist_size() -> str:
     return "full"
 
 
+#: How the baselines' groups are chosen (``--budget-scope``).
+SCOPE = {"value": "network"}
+
+
 def base(task: str, setting: str, quick: bool, rho: float, method: str) -> dict[str, Any]:
     if quick:
         settings = QUICK[task][setting]
@@ -140,7 +151,13 @@ def base(task: str, setting: str, quick: bool, rho: float, method: str) -> dict[
         settings = MNIST_5K[setting]
     else:
         settings = SETTINGS[task][setting]
-    return {**settings, "target_density": rho, "methods": method}
+    out = {**settings, "target_density": rho, "methods": method}
+    if method == "emtdamp-paper":
+        out.update(PAPER_MODE, methods="emtdamp",
+                   budget_rounds=max(1, settings["rounds"] // 2))
+    elif method in BASELINES:
+        out["budget_scope"] = SCOPE["value"]
+    return out
 
 
 def validation(task: str, settings: dict[str, Any], quick: bool) -> dict[str, Any]:
@@ -199,17 +216,22 @@ def overrides_of(label: str) -> dict[str, Any]:
 
 
 def test_jobs(experiments: list[tuple[str, str]], quick: bool, seeds: int,
-              tuned: dict[str, Any]) -> list[Job]:
-    """Every method at every ρ and seed, the baselines with their tuned values."""
+              tuned: dict[str, Any], rhos: tuple[float, ...] = RHOS) -> list[Job]:
+    """Every method at every ρ and seed, the baselines with their tuned values; at ρ = 1
+    also FedAvg with Adam's default step (``fedavg-untuned``, lr 1e-3)."""
     out = []
     for seed in range(seeds):
         for task, setting in experiments:
-            for rho in RHOS:
+            for rho in rhos:
+                if rho == 1.0:
+                    out.append(Job("test", task, setting, rho, "fedavg-untuned", seed,
+                                   {**base(task, setting, quick, rho, "fedavg"),
+                                    "lr": UNTUNED_LR}, f"lr{UNTUNED_LR:g}"))
                 for method in METHODS:
                     key = f"{task}-{setting}-{method}"
-                    if method != "emtdamp" and key not in tuned:
+                    if method in BASELINES and key not in tuned:
                         continue  # tuning not finished
-                    label = tuned[key]["label"] if method != "emtdamp" else ""
+                    label = tuned[key]["label"] if method in BASELINES else ""
                     out.append(Job("test", task, setting, rho, method, seed,
                                    {**base(task, setting, quick, rho, method),
                                     **overrides_of(label)}, label))
@@ -285,7 +307,7 @@ def save_figures(frame: pd.DataFrame, out: Path) -> None:
         fig = Figure(figsize=(12.0, 3.6), layout="constrained")
         FigureCanvasAgg(fig)
         axes = fig.subplots(1, 3)
-        colour = {m: f"C{i}" for i, m in enumerate(METHODS)}
+        colour = {m: f"C{i}" for i, m in enumerate((*METHODS, "fedavg-untuned"))}
         for rho, style in ((1.0, "-"), (0.2, "--")):
             for method, runs in group[group["target_density"] == rho].groupby("method"):
                 mean = runs.groupby("iteration")[[metric, "cum_bits_up"]].mean()
@@ -322,7 +344,21 @@ def main() -> None:
                         help="comma list of <task>-<setting>")
     parser.add_argument("--summary-only", action="store_true",
                         help="summarise and plot the parts on disk, run nothing")
+    parser.add_argument("--rhos", default=",".join(f"{r:g}" for r in RHOS),
+                        help="comma list of target densities of the test stage")
+    parser.add_argument("--budget-scope", default="network", choices=("network", "per-layer"),
+                        help="the baselines' group budget (network: round(rho Q_W) over "
+                             "all layers, as EM-TDAMP's paper mode)")
+    parser.add_argument("--out", default=None, help="output folder (default out/emtdamp, "
+                        "or out/emtdamp-quick with --quick)")
     args = parser.parse_args()
+    SCOPE["value"] = args.budget_scope
+    try:
+        rhos = tuple(float(r) for r in args.rhos.split(","))
+    except ValueError:
+        parser.error("--rhos: must be a comma list of numbers in (0, 1]")
+    if not all(0 < r <= 1 for r in rhos):
+        parser.error("--rhos: must be a comma list of numbers in (0, 1]")
     if args.seeds < 1 or args.workers < 1:
         parser.error("--seeds and --workers must be >= 1")
     experiments = []
@@ -331,7 +367,8 @@ def main() -> None:
         if task not in SETTINGS or setting not in SETTINGS[task]:
             parser.error(f"--only: unknown experiment {item!r}")
         experiments.append((task, setting))
-    out = ROOT / ("out/emtdamp-quick" if args.quick else "out/emtdamp")
+    out = Path(args.out) if args.out else ROOT / ("out/emtdamp-quick" if args.quick
+                                                  else "out/emtdamp")
     parts = out / "parts"
     parts.mkdir(parents=True, exist_ok=True)
     tuning = tune_jobs(experiments, args.quick)
@@ -340,7 +377,7 @@ def main() -> None:
     tuned_frame = read_parts(parts, tuning)
     tuned = choose(tuned_frame) if tuned_frame is not None else {}
     (out / "tuned.json").write_text(json.dumps(tuned, indent=1) + "\n")
-    testing = test_jobs(experiments, args.quick, args.seeds, tuned)
+    testing = test_jobs(experiments, args.quick, args.seeds, tuned, rhos)
     if not args.summary_only:
         run_parts(testing, parts, args.workers, execute)
     frame = read_parts(parts, testing)

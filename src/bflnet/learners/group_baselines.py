@@ -11,6 +11,12 @@ targets of :class:`~bflnet.learners.emtdamp.learner.EMTDAMP`. Biases are not gro
 layer the ``T_l`` columns of largest energy ``Σ_m W_{l,mn}²`` are kept and the others set
 to zero, exactly ``T_l`` survivors (ties broken by ``torch.topk``).
 
+With ``budget_scope="network"`` both energy pruning and SNIP keep one budget
+``round(ρ Q_W)`` over all layers (:func:`network_budget`, ``Q_W = Σ_l N_{l−1}``): each
+layer's best group, then the largest scores network-wide (:func:`top_masks`); raw energy
+favours groups with many outgoing weights, as "pruned by energy" does when the groups of
+all layers compete.
+
 **Group lasso** (Scardapane et al. 2017, the paper's [13]): the local objective adds
 ``λ Σ_l Σ_n √N_l ‖W_l[:, n]‖₂`` (the ``√(group size)`` weighting of that paper), minimised
 by Adam through its (sub)gradient ``λ √N_l W_l[:, n] / ‖W_l[:, n]‖`` (0 at a zero column).
@@ -44,7 +50,8 @@ from bflnet.learners.torch_utils import check_particles, torch_generator
 from bflnet.params import with_overrides
 
 __all__ = ["DenseMLP", "GroupFedAvg", "active_groups", "energy_masks", "group_lasso_penalty",
-           "group_saliency", "layer_targets", "prune_by_energy", "regression_metrics"]
+           "group_saliency", "layer_targets", "network_budget", "prune_by_energy",
+           "regression_metrics", "top_masks"]
 
 LIKELIHOODS = ("gaussian", "softmax")
 
@@ -135,15 +142,41 @@ class DenseMLP:
 # --------------------------------------------------------------------------- groups
 
 
-def energy_masks(model: DenseMLP, theta: Tensor, targets: Sequence[int]) -> list[Tensor]:
-    """Per layer ``(N, N_{l−1})`` booleans: the ``T_l`` columns of largest energy."""
-    masks = []
-    for (w, _), target in zip(model.unpack(theta), targets, strict=True):
-        energy = w.square().sum(1)
-        keep = torch.zeros_like(energy, dtype=torch.bool)
-        keep.scatter_(1, energy.topk(min(target, energy.shape[1]), dim=1).indices, True)
-        masks.append(keep)
-    return masks
+def network_budget(sizes: Sequence[int], density: float) -> int:
+    """``max(L, round(ρ Q_W))`` groups over all layers, ``Q_W = Σ_l N_{l−1}`` (EM-TDAMP's
+    ``sparsity_mode="paper"`` budget; at least one group per layer)."""
+    return max(len(sizes) - 1, round(density * sum(sizes[:-1])))
+
+
+def top_masks(scores: Sequence[Tensor], targets: Sequence[int] | int) -> list[Tensor]:
+    """Per layer ``(N, N_{l−1})`` booleans keeping the largest ``scores``: ``T_l`` per layer
+    (``targets`` a list), or one budget over all layers (``targets`` an int): each layer's
+    best group, then the largest remaining scores network-wide (ties: lower index)."""
+    if not isinstance(targets, int):
+        masks = []
+        for score, target in zip(scores, targets, strict=True):
+            keep = torch.zeros_like(score, dtype=torch.bool)
+            keep.scatter_(1, score.topk(min(target, score.shape[1]), dim=1).indices, True)
+            masks.append(keep)
+        return masks
+    flat = torch.cat([score.to(torch.float64) for score in scores], dim=1)
+    keep = torch.zeros_like(flat, dtype=torch.bool)
+    start = 0
+    for score in scores:
+        keep[torch.arange(flat.shape[0]), start + score.argmax(1)] = True
+        start += score.shape[1]
+    room = targets - len(scores)
+    if room > 0:
+        rest = torch.where(keep, -torch.inf, flat)
+        keep.scatter_(1, torch.sort(rest, dim=1, descending=True, stable=True)
+                      .indices[:, :room], True)
+    return list(torch.split(keep, [score.shape[1] for score in scores], dim=1))
+
+
+def energy_masks(model: DenseMLP, theta: Tensor, targets: Sequence[int] | int) -> list[Tensor]:
+    """Per layer ``(N, N_{l−1})`` booleans: the ``T_l`` columns of largest energy per layer,
+    or ``targets`` columns over all layers (:func:`top_masks`)."""
+    return top_masks([w.square().sum(1) for w, _ in model.unpack(theta)], targets)
 
 
 def apply_group_masks(model: DenseMLP, theta: Tensor, masks: Sequence[Tensor]) -> Tensor:
@@ -155,7 +188,7 @@ def apply_group_masks(model: DenseMLP, theta: Tensor, masks: Sequence[Tensor]) -
     return out
 
 
-def prune_by_energy(model: DenseMLP, theta: Tensor, targets: Sequence[int]) -> Tensor:
+def prune_by_energy(model: DenseMLP, theta: Tensor, targets: Sequence[int] | int) -> Tensor:
     """``theta`` with exactly ``T_l`` surviving groups per layer (module docs)."""
     return apply_group_masks(model, theta, energy_masks(model, theta, targets))
 
@@ -219,7 +252,10 @@ class GroupFedAvg(FedAvg):
             raise ValueError("batch_agents: not supported by the group baselines")
         super().__init__(model, agent_data, params)
         self.group_params = params
-        self.targets = layer_targets(model.sizes, params.target_density)
+        self.targets: list[int] | int = (
+            layer_targets(model.sizes, params.target_density)
+            if params.budget_scope == "per-layer"
+            else network_budget(model.sizes, params.target_density))
         self.test = None
         if eval_data is not None:
             x, y = eval_data
@@ -236,12 +272,7 @@ class GroupFedAvg(FedAvg):
         counts = [len(self.data[agent][1]) for agent in self.data]
         weights = [c / sum(counts) for c in counts]
         saliency = group_saliency(self.model, theta, batches, weights)
-        masks = []
-        for score, target in zip(saliency, self.targets, strict=True):
-            keep = torch.zeros_like(score, dtype=torch.bool)
-            keep.scatter_(1, score.topk(min(target, score.shape[1]), dim=1).indices, True)
-            masks.append(keep)
-        return apply_group_masks(self.model, theta, masks)
+        return apply_group_masks(self.model, theta, top_masks(saliency, self.targets))
 
     def _penalty(self, param: Tensor) -> Tensor | None:
         if self.group_params.method != "group-lasso":
@@ -273,7 +304,8 @@ class GroupFedAvg(FedAvg):
                                 "evaluate: global state")
         pruned = prune_by_energy(self.model, theta, self.targets)
         metrics = {"active_groups": float(active_groups(self.model, pruned)[0]),
-                   "target_groups": float(sum(self.targets))}
+                   "target_groups": float(self.targets if isinstance(self.targets, int)
+                                          else sum(self.targets))}
         if self.test is None:
             return metrics
         dense = self._losses(theta)

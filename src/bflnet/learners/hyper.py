@@ -13,6 +13,12 @@ from bflnet.params import param, validate
 STEP_RULES = ("adagrad", "constant")
 #: KDE bandwidth λ of the compressed-DSVGD letter.
 DEFAULT_KDE_BANDWIDTH = 0.55
+#: EM-TDAMP's target-sparsity rules, slab initialisations and nu_s safeguards.
+SPARSITY_MODES = ("per-layer", "paper")
+INIT_SLABS = ("random", "zero")
+VARIANCE_CLIPS = ("posterior", "extrinsic")
+#: How a group budget is spread: per layer (T_l) or over the whole network.
+BUDGET_SCOPES = ("per-layer", "network")
 #: FedAvg's local optimisers.
 OPTIMIZERS = ("sgd", "adam")
 
@@ -82,6 +88,9 @@ class GroupFedAvgParams(FedAvgParams):
                                ge=0, le=1e6)
     target_density: float = param(1.0, "rho: fraction of each layer's weight groups kept "
                                   "(T_l = round(rho N_{l-1}), at least 1)", gt=0, le=1)
+    budget_scope: str = param("per-layer", "how the target groups are chosen: 'per-layer' "
+                              "(T_l per layer) or 'network' (round(rho Q_W) over all layers, "
+                              "at least one per layer)", choices=BUDGET_SCOPES)
     batch_agents: bool = param(False, "not supported by the group baselines (their "
                                "penalties and masks act per agent)")
 
@@ -202,6 +211,28 @@ class EMTDAMPParams:
                                     "fan_in) (breaks the hidden units' symmetry)", ge=0,
                                     le=1e6)
     bias_var: float = param(1.0, "initial slab variance of a bias", gt=0, le=1e6)
+    sparsity_mode: str = param("per-layer", "target-sparsity rule: 'per-layer' (ours: "
+                               "T_l = round(rho N_{l-1}) per layer, confident groups ranked "
+                               "by slab energy) or 'paper' (rho_0 < 1 with Module B active, "
+                               "one budget round(rho Q_W) over all layers, the paper's reset "
+                               "of confident groups to rho_0 and the others to 0, completed "
+                               "by a shrinking cap on survivors ranked by Module B's "
+                               "log-odds)", choices=SPARSITY_MODES)
+    budget_rounds: int = param(10, "sparsity_mode=paper: merges from sparsify_from over which "
+                               "the cap on surviving groups shrinks geometrically from Q_W "
+                               "to the budget (met exactly from then on)", ge=1, le=10**8)
+    init_slab: str = param("random", "initial slab means: 'random' N(0, prior_mean_scale / "
+                           "fan_in), or 'zero' (no bias on Module B's evidence; the hidden "
+                           "units' symmetry is broken by a random start of Module A's first "
+                           "linearisation, drawn the same way and shared by the clients)",
+                           choices=INIT_SLABS)
+    variance_clip: str = param("posterior", "safeguard on nu_s: 'posterior' (cap nu_z/nu_p "
+                               "at 0.99, BiG-AMP's; compounds under PasP) or 'extrinsic' "
+                               "(floor the extrinsic precision 1/nu_z - 1/nu_p at 1e-6)",
+                               choices=VARIANCE_CLIPS)
 
     def __post_init__(self) -> None:
         validate(self)
+        if self.sparsity_mode == "paper" and self.initial_activity >= 1:
+            raise ValueError("initial_activity: must be < 1 with sparsity_mode='paper' "
+                             "(rho_0 = 1 switches Module B off)")

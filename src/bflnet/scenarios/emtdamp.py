@@ -22,7 +22,8 @@ One row per round (``iteration``; 0 is the initial prior): ``task``, ``time_s``,
 ``cum_bits``, ``cum_bits_up``, ``cum_bits_down``, ``uplink_bits``; the test loss of the
 posterior-mean network (``test_nmse``, ``test_mse`` or ``accuracy``, ``test_error``);
 ``noise_var``; ``active_groups``, ``confident_groups``, ``target_groups`` (weight groups,
-i.e. neurons); ``clips`` and ``clip_<quantity>``, the safeguards that fired in the
+i.e. neurons); ``slab_var_l<l>``, the mean slab variance of layer ``l``'s weights;
+``clips`` and ``clip_<quantity>``, the safeguards that fired in the
 clients' TDAMP this round (docs/em-tdamp.md, Sec. 6.4).
 """
 
@@ -181,6 +182,11 @@ EMTDAMP_COLUMNS = (
     col("target_groups", "count", "groups the target sparsity keeps, sum over layers of "
         "T_l", "init", "iteration"),
 )
+#: Mean slab variance of each layer's weights (alive groups), layers 1-3.
+SLAB_VAR_COLUMNS = tuple(
+    col(f"slab_var_l{layer}", "1", f"mean slab variance of layer {layer}'s weights over its "
+        "alive groups (the variance collapse under PasP is visible here)", "init",
+        "iteration") for layer in (1, 2, 3))
 REGRESSION_COLUMNS = (
     col("test_mse", "1", "test mean squared error of the posterior-mean network", "init",
         "iteration"),
@@ -199,7 +205,8 @@ CLIP_COLUMNS = (
 SCHEMA = Schema.of(
     TIME_S, ITERATION.means("round (0: the initial prior)"), EVENT.means("init or iteration"),
     CUM_BITS, CUM_BITS_DELIVERED, CUM_BITS_UP, CUM_BITS_DOWN, SERVER_NODE,
-    *EMTDAMP_COLUMNS,
+    *EMTDAMP_COLUMNS, *SLAB_VAR_COLUMNS[:2],
+    SLAB_VAR_COLUMNS[2].only_when("task=boston-synthetic"),
     *(c.only_when("task=boston-synthetic") for c in REGRESSION_COLUMNS),
     *(c.only_when("task=fashion-mnist") for c in CLASSIFICATION_COLUMNS),
     SCHEDULED.on("iteration"), UPDATES.on("iteration"), *CLIP_COLUMNS,

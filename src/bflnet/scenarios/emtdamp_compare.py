@@ -55,13 +55,14 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bflnet.learners.hyper import EMTDAMPParams, GroupFedAvgParams
+from bflnet.learners.hyper import BUDGET_SCOPES, EMTDAMPParams, GroupFedAvgParams
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.emtdamp import (
     CLASSIFICATION_COLUMNS,
     CLIP_COLUMNS,
     EMTDAMP_COLUMNS,
     REGRESSION_COLUMNS,
+    SLAB_VAR_COLUMNS,
 )
 from bflnet.scenarios.lists import comma_list
 from bflnet.scenarios.network_settings import NetworkSettings, ServerOnly
@@ -115,6 +116,11 @@ class CompareSettings(ServerOnly, EMTDAMPParams, NetworkSettings):
     lr: float = param(1e-3, "Adam learning rate of the baselines", gt=0, le=1e3)
     group_lasso: float = param(1e-3, "group-lasso weight lambda (method group-lasso)", gt=0,
                                le=1e6)
+    budget_scope: str = param("per-layer", "the baselines' target groups: 'per-layer' "
+                              "(T_l = round(rho N_{l-1}) per layer) or 'network' "
+                              "(round(rho Q_W) over all layers, at least one per layer: the "
+                              "budget of EM-TDAMP's sparsity_mode=paper)",
+                              choices=BUDGET_SCOPES)
     evaluate_on: str = param("test", "evaluate on the test set or on a validation split held "
                              "out of the training data (for tuning)",
                              choices=("test", "validation"))
@@ -152,7 +158,7 @@ class CompareSettings(ServerOnly, EMTDAMPParams, NetworkSettings):
         return GroupFedAvgParams(
             local_steps=local_steps, lr=self.lr, batch_size=self.batch_size, optimizer="adam",
             method=kind, group_lasso=self.group_lasso if kind == "group-lasso" else 0.0,
-            target_density=self.target_density)
+            target_density=self.target_density, budget_scope=self.budget_scope)
 
 
 def _check_path(name: str, value: str | None) -> None:
@@ -358,7 +364,7 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     return fig
 
 
-def _columns(metrics: tuple[Column, ...], dense: Column) -> Schema:
+def _columns(metrics: tuple[Column, ...], dense: Column, depth: int) -> Schema:
     rows = ("init", "iteration")
     return Schema.of(
         TIME_S, ITERATION.means("round (0: the initial model)"),
@@ -368,6 +374,8 @@ def _columns(metrics: tuple[Column, ...], dense: Column) -> Schema:
           if c.name == "active_groups" else c for c in EMTDAMP_COLUMNS[1:]),
         EMTDAMP_COLUMNS[0].means("EM-TDAMP's noise variance estimate (NaN for the "
                                  "baselines)"),
+        *(c.means(c.meaning + " (EM-TDAMP rows; NaN for the baselines)")
+          for c in SLAB_VAR_COLUMNS[:depth]),
         *metrics, SCHEDULED.on("iteration"), UPDATES.on("iteration"), *CLIP_COLUMNS,
         METHOD.means("emtdamp, fedavg, group-lasso or group-snip"), SEED,
         col("data_source", "label", "which data ran: where the file was found and its "
@@ -381,10 +389,11 @@ def _columns(metrics: tuple[Column, ...], dense: Column) -> Schema:
 
 
 BOSTON_COLUMNS = _columns(REGRESSION_COLUMNS, col(
-    "test_nmse_dense", "1", "baselines: test NMSE before pruning (EM-TDAMP: as test_nmse)"))
+    "test_nmse_dense", "1", "baselines: test NMSE before pruning (EM-TDAMP: as test_nmse)"),
+    len(BOSTON_SIZES) - 1)
 MNIST_COLUMNS = _columns(CLASSIFICATION_COLUMNS, col(
     "test_error_dense", "fraction", "baselines: test error before pruning (EM-TDAMP: as "
-    "test_error)"))
+    "test_error)"), len(MNIST_SIZES) - 1)
 
 
 @register("emtdamp-boston", BostonConfig,

@@ -69,6 +69,8 @@ __all__ = [
 ]
 
 OutputNode = Callable[[Tensor, Tensor], tuple[Tensor, Tensor, int]]
+#: The ``ν_s`` safeguards of :class:`DampSettings`.
+VARIANCE_CLIPS = ("posterior", "extrinsic")
 
 
 class LayerPrior(NamedTuple):
@@ -96,10 +98,18 @@ class DampSettings:
     ratio_cap: float = 0.99
     var_floor: float = 1e-12
     var_cap: float = 1e6
+    #: Where the ``ν_s`` safeguard acts: ``"posterior"`` caps ``ν_z/ν_p`` at ``ratio_cap``
+    #: (BiG-AMP's default; under PasP it compounds, docs/em-tdamp.md Sec. 6.8);
+    #: ``"extrinsic"`` floors the extrinsic precision ``1/ν_z − 1/ν_p`` at ``1/var_cap``
+    #: and sets ``ν_s = 1/(ν_p + ν_e)``, which does not depend on the prior's scale.
+    variance_clip: str = "posterior"
 
     def __post_init__(self) -> None:
         if not 0.0 < self.damping <= 1.0:
             raise ValueError(f"damping: must be in (0, 1], got {self.damping!r}")
+        if self.variance_clip not in VARIANCE_CLIPS:
+            raise ValueError(f"variance_clip: must be one of {', '.join(VARIANCE_CLIPS)}, "
+                             f"got {self.variance_clip!r}")
         if not 0.0 < self.ratio_cap < 1.0:
             raise ValueError(f"ratio_cap: must be in (0, 1), got {self.ratio_cap!r}")
         if not 0.0 < self.var_floor < self.var_cap < math.inf:
@@ -413,6 +423,31 @@ def forward_sweep(
         state.u_square.append(u2)
 
 
+def _scores(clips: dict[str, int], layer: int, z_mean: Tensor, z_var: Tensor, p_hat: Tensor,
+            p_var: Tensor, settings: DampSettings) -> tuple[Tensor, Tensor]:
+    """``ŝ = (ẑ − p̂)/ν_p`` and ``ν_s = (1 − ν_z/ν_p)/ν_p`` (6.14) with the safeguard of
+    ``settings.variance_clip`` (clips counted under ``z_to_p_ratio``).
+
+    ``"posterior"``: ``ν_z/ν_p ≤ ratio_cap``, i.e. ``ν_s ≥ (1 − ratio_cap)/ν_p``: a floor
+    that scales with the prior's ``1/ν_p`` (compounds under PasP, docs/em-tdamp.md
+    Sec. 6.8). ``"extrinsic"``: ``ν_s = 1/(ν_p + ν_e)`` with the extrinsic precision
+    ``π_e = 1/ν_z − 1/ν_p``; where ``π_e < 1/var_cap`` there is no proper Gaussian
+    extrinsic message (the node's posterior is wider than its forward message) and the
+    message is dropped (``ŝ = ν_s = 0``, expectation propagation's skipped update)."""
+    s_hat = (z_mean - p_hat) / p_var
+    if settings.variance_clip == "posterior":
+        ratio = _cap(clips, f"layer{layer}/z_to_p_ratio", z_var / p_var, settings.ratio_cap)
+        return s_hat, (1.0 - ratio) / p_var
+    ratio = z_var / p_var
+    extrinsic = (1.0 - ratio) / z_var
+    bad = extrinsic < 1.0 / settings.var_cap
+    _count(clips, f"layer{layer}/z_to_p_ratio", bad)
+    if not bool(bad.any()):
+        return s_hat, (1.0 - ratio) / p_var
+    return (torch.where(bad, 0.0, s_hat),
+            torch.where(bad, 0.0, (1.0 - ratio) / p_var))
+
+
 def _damp(new: Tensor, old: Tensor, damping: float, first: bool = False) -> Tensor:
     """``damping · new + (1 − damping) · old`` (one pass: ``old + damping (new − old)``)."""
     return new if first or damping == 1.0 else torch.lerp(old, new, damping)
@@ -458,10 +493,10 @@ def _backward_sweep(
             z_mean, z_var, _ = relu_posterior(forward, state.r_precision[index + 1],
                                               state.r_shift[index + 1], u=False)
         check_finite("ẑ", z_mean, layer)
-        ratio = _cap(clips, f"layer{layer}/z_to_p_ratio",
-                     check_finite("ν_z", z_var, layer) / p_var, settings.ratio_cap)
-        s_new = check_finite("ŝ", (z_mean - p_hat) / p_var, layer)  # (6.14)
-        s_var_new = check_finite("ν_s", (1.0 - ratio) / p_var, layer)
+        s_new, s_var_new = _scores(clips, layer, z_mean, check_finite("ν_z", z_var, layer),
+                                   p_hat, p_var, settings)  # (6.14)
+        check_finite("ŝ", s_new, layer)
+        check_finite("ν_s", s_var_new, layer)
         s_hat = _damp(s_new, state.s_hat[index], settings.damping, first)
         s_var = _damp(s_var_new, state.s_var[index], settings.damping, first)
         state.s_hat[index], state.s_var[index] = s_hat, s_var

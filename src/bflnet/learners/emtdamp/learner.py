@@ -50,8 +50,11 @@ from .server_em import (
     aggregate_activity,
     aggregate_gaussians,
     apply_target_sparsity,
+    budget_cap,
     classification_noise_variance,
     client_weights,
+    group_log_odds,
+    paper_sparsity,
     regression_noise_variance,
 )
 from .tdamp_client import tdamp_client
@@ -123,13 +126,20 @@ class EMTDAMP(GlobalStateLearner):
         if not agent_data:
             raise ValueError("agent_data: must hold at least one agent")
         self.depth = len(self.sizes) - 1
-        self.settings = DampSettings(damping=self.params.damping)
+        self.settings = DampSettings(damping=self.params.damping,
+                                     variance_clip=self.params.variance_clip)
         self.data = {agent: self._columns(x, y, f"agent_data[{agent!r}]")
                      for agent, (x, y) in agent_data.items()}
         self.counts = {agent: int(x.shape[1]) for agent, (x, _) in self.data.items()}
         self.eval = None if eval_data is None else self._columns(*eval_data, "eval_data")
         #: ``T_l = round(ρ N_{l−1})`` surviving weight groups per layer (at least one).
         self.targets = [max(1, round(self.params.target_density * n)) for n in self.sizes[:-1]]
+        #: ``Q_W`` (weight groups over all layers) and the paper mode's budget
+        #: ``round(ρ Q_W)`` (at least one group per layer).
+        self.total_groups = sum(self.sizes[:-1])
+        self.budget = max(self.depth, round(self.params.target_density * self.total_groups))
+        #: Module A's shared first linearisation point (``init_slab="zero"``), set by init.
+        self.start: list[Tensor] | None = None
 
     # ------------------------------------------------------------------ data
 
@@ -168,10 +178,17 @@ class EMTDAMP(GlobalStateLearner):
 
     def init(self, rng: np.random.Generator) -> dict[str, Tensor]:
         p = self.params
-        priors = random_layer_priors(self.sizes, torch_generator(rng, torch.device("cpu")),
-                                     activity=p.initial_activity,
+        generator = torch_generator(rng, torch.device("cpu"))
+        priors = random_layer_priors(self.sizes, generator, activity=p.initial_activity,
                                      mean_scale=p.prior_mean_scale,
                                      var_scale=p.prior_var_scale, bias_var=p.bias_var)
+        if p.init_slab == "zero":
+            # The random draw becomes Module A's first linearisation point (shared by the
+            # clients, like a common seed); the prior's slab means are zero.
+            self.start = [torch.cat([prior.weight_mean.T, prior.bias_mean], dim=1)
+                          for prior in priors]
+            priors = [prior._replace(weight_mean=torch.zeros_like(prior.weight_mean))
+                      for prior in priors]
         return {**self.pack(priors), NOISE_STATE: torch.tensor([p.noise_var], dtype=F64),
                 ROUND: torch.zeros(1, dtype=F64)}
 
@@ -195,7 +212,9 @@ class EMTDAMP(GlobalStateLearner):
             inputs, targets, self.priors(state), noise_var, likelihood=p.likelihood,  # type: ignore[arg-type]
             batch_size=p.batch_size, tau_max=p.tau_max, sweeps=p.sweeps, power=p.power,
             settings=self.settings,
-            generator=torch_generator(rng, torch.device("cpu")) if rng is not None else None)
+            generator=torch_generator(rng, torch.device("cpu")) if rng is not None else None,
+            start=self.start if float(torch.as_tensor(state[ROUND]).reshape(-1)[0]) == 0
+            else None)
         stat = torch.tensor(result.noise_statistic, dtype=F64).reshape(-1)
         payload = {**self.pack(result.posterior), NOISE_STAT: stat}
         count = self.counts[agent]
@@ -222,9 +241,32 @@ class EMTDAMP(GlobalStateLearner):
                 new[f"l{layer}.{kind}_mean"], new[f"l{layer}.{kind}_var"] = mean, var
         new[NOISE_STATE] = torch.tensor([self._noise(state, updates, counts)], dtype=F64)
         new[ROUND] = torch.as_tensor(state[ROUND], dtype=F64) + 1
-        if float(new[ROUND][0]) >= self.params.sparsify_from:
+        merge = int(new[ROUND][0])
+        if self.params.sparsity_mode == "paper":
+            return self._paper_sparsify(state, new, merge)
+        if merge >= self.params.sparsify_from:
             new = self._sparsify(new)
         return new
+
+    def _paper_sparsify(self, prior: Mapping[str, Tensor], state: dict[str, Tensor],
+                        merge: int) -> dict[str, Tensor]:
+        """The paper's rule over the whole network with the shrinking cap (module docs)."""
+        p = self.params
+        keys = [f"l{layer}.w_" for layer in range(1, self.depth + 1)]
+        odds = [group_log_odds(torch.as_tensor(prior[k + "activity"], dtype=F64),
+                               torch.as_tensor(prior[k + "mean"], dtype=F64),
+                               torch.as_tensor(prior[k + "var"], dtype=F64),
+                               state[k + "mean"], state[k + "var"]) for k in keys]
+        cap = budget_cap(self.total_groups, self.budget, merge, p.sparsify_from,
+                         p.budget_rounds)
+        if merge < p.sparsify_from:
+            return state
+        reset = paper_sparsity([state[k + "activity"] for k in keys], odds,
+                               target=self.budget, cap=cap, threshold=p.threshold,
+                               initial_activity=p.initial_activity)
+        for key, activity in zip(keys, reset.activities, strict=True):
+            state[key + "activity"] = activity
+        return state
 
     def _noise(self, state: Mapping[str, Tensor], updates: Sequence[Update],
                counts: list[int]) -> float:
@@ -260,6 +302,16 @@ class EMTDAMP(GlobalStateLearner):
 
     # ------------------------------------------------------------------ evaluation
 
+    def slab_variances(self, state: Mapping[str, Tensor]) -> dict[str, float]:
+        """``slab_var_l<l>``: the mean slab variance of layer ``l``'s weights over its
+        alive groups (``ρ > 0``; NaN if none), to watch the variances shrink."""
+        out = {}
+        for layer in range(1, self.depth + 1):
+            alive = torch.as_tensor(state[f"l{layer}.w_activity"], dtype=F64) > 0
+            var = torch.as_tensor(state[f"l{layer}.w_var"], dtype=F64)[alive]
+            out[f"slab_var_l{layer}"] = float(var.mean()) if var.numel() else float("nan")
+        return out
+
     def predict(self, state: Mapping[str, Tensor], inputs: Tensor) -> Tensor:
         """Outputs ``(N_L, I)`` of the posterior-mean network ``ρμ`` on ``(N_0, I)`` inputs."""
         return mlp_forward(layer_means(self.priors(state)), inputs)
@@ -270,7 +322,9 @@ class EMTDAMP(GlobalStateLearner):
             "noise_var": float(torch.as_tensor(state[NOISE_STATE]).reshape(-1)[0]),
             "active_groups": float((activity > 0).sum()),
             "confident_groups": float((activity > self.params.threshold).sum()),
-            "target_groups": float(sum(self.targets)),
+            "target_groups": float(self.budget if self.params.sparsity_mode == "paper"
+                                   else sum(self.targets)),
+            **self.slab_variances(state),
         }
         if self.eval is None:
             return metrics

@@ -13,7 +13,10 @@ which is numpy (it is built once per Gumbel side and cached).
   :func:`gumbel_table`, :func:`gumbel_noise_variance`,
   :func:`classification_noise_variance` — eqs. 20-23;
 * :func:`apply_target_sparsity` — the target-sparsity reset of ``ρ_i^W`` (Sec. III-A2a),
-  capped so that exactly the target number of groups survives (eq. 4.9).
+  capped so that exactly the target number of groups survives (eq. 4.9);
+* :func:`paper_sparsity`, :func:`group_log_odds`, :func:`budget_cap` — the paper's rule
+  over the whole network, completed by a shrinking cap on Module B's log-odds (eqs.
+  4.10-4.11).
 """
 
 from __future__ import annotations
@@ -30,16 +33,20 @@ from torch import Tensor
 __all__ = [
     "GumbelSide",
     "NoiseUpdate",
+    "PaperReset",
     "SparsityReset",
     "aggregate_activity",
     "aggregate_gaussians",
     "apply_target_sparsity",
+    "budget_cap",
     "classification_noise_statistics",
     "classification_noise_variance",
     "client_weights",
+    "group_log_odds",
     "gumbel_moment_match",
     "gumbel_noise_variance",
     "gumbel_table",
+    "paper_sparsity",
     "regression_noise_statistic",
     "regression_noise_variance",
 ]
@@ -347,3 +354,106 @@ def apply_target_sparsity(
     reset = torch.zeros_like(activity)
     reset[order] = initial_activity
     return SparsityReset(reset, True, confident)
+
+
+def group_log_odds(prior_activity: Tensor, prior_mean: Tensor, prior_var: Tensor,
+                   post_mean: Tensor, post_var: Tensor, *, clamp: float = 40.0) -> Tensor:
+    """Module B's posterior log-odds of each group being active, unsaturated (eq. 4.10).
+
+    ``prior_*``: the round's prior (``(G,)`` activities, ``(G, M)`` slab), ``post_*``: the
+    merged posterior slab. The slab's Gaussian message is the natural-parameter difference
+    ``τ = 1/v_post − 1/v_prior`` (floored at 0), ``h = μ_post/v_post − μ_prior/v_prior``,
+    and the log-odds ``logit ρ_prior + Σ_m ℓ_m`` with ``ℓ`` of eq. 3.1: under PasP the
+    minibatches' evidence ratios chain, so this is the log-odds the posterior activity has
+    before float64 rounds it to 1. ``logit ρ_prior`` is clamped to ``±clamp`` (a saturated
+    prior would tie every such group); a dead group (``ρ = 0``) gets ``−inf``.
+    """
+    from .group_sparse import element_log_evidence_ratio
+
+    precision = torch.clamp(1.0 / post_var - 1.0 / prior_var, min=0.0)
+    shift = post_mean / post_var - prior_mean / prior_var
+    evidence = element_log_evidence_ratio(prior_mean, prior_var, precision, shift).sum(-1)
+    logit = torch.clamp(torch.logit(prior_activity.to(torch.float64)), -clamp, clamp)
+    return torch.where(prior_activity > 0, logit + evidence, -torch.inf)
+
+
+def budget_cap(total: int, target: int, merge: int, start: int, rounds: int) -> int:
+    """Survivors allowed after merge ``merge`` (1-based) in the paper mode's completion:
+    ``total`` before ``start``, then ``round(total·(target/total)^f)`` with
+    ``f = min(1, (merge − start + 1)/rounds)``, never below ``target`` (eq. 4.11)."""
+    if not 1 <= target <= total:
+        raise ValueError(f"target: must be in [1, {total}], got {target}")
+    if merge < start:
+        return total
+    fraction = min(1.0, (merge - start + 1) / rounds)
+    return max(target, min(total, round(total * (target / total) ** fraction)))
+
+
+class PaperReset(NamedTuple):
+    """The paper mode's rule: new activities per layer, ``S`` (confident groups before),
+    whether the paper's literal reset fired, and the groups the cap removed."""
+
+    activities: list[Tensor]
+    confident_count: int
+    fired: bool
+    capped: int
+
+
+def paper_sparsity(activities: list[Tensor], log_odds: list[Tensor], *, target: int,
+                   cap: int, threshold: float, initial_activity: float) -> PaperReset:
+    """The paper's target-sparsity rule over all layers at once, with our completion.
+
+    1. ``S = #{ρ_i > ρ_th}`` over the ``Q_W`` weight groups of every layer; if ``S``
+       exceeds ``target`` (``ρQ_W``), groups with ``ρ_i ≥ ρ_th`` are reset to ``ρ₀`` and the
+       others to 0 (Sec. III-A2a, as written).
+    2. Completion (ours): if more than ``cap`` groups are alive (``ρ > 0``), only the
+       ``cap`` with the largest ``log_odds`` (:func:`group_log_odds`) stay: the most
+       probable support of that size under the factorised posterior.
+    In both steps every layer keeps at least its most probable alive group (a layer with
+    none cuts the output off the input). Ties go to the lower index.
+    """
+    if len(activities) != len(log_odds) or not activities:
+        raise ValueError("log_odds: must hold one tensor per layer, like activities")
+    if not 0.0 < threshold < 1.0:
+        raise ValueError(f"threshold: must be in (0, 1), got {threshold!r}")
+    if not 0.0 < initial_activity < 1.0:
+        raise ValueError(f"initial_activity: must be in (0, 1), got {initial_activity!r}")
+    flat = torch.cat([a.to(torch.float64) for a in activities])
+    scores = torch.cat([s.to(torch.float64) for s in log_odds])
+    if scores.shape != flat.shape:
+        raise ValueError("log_odds: must have one entry per group")
+    if not len(activities) <= target <= cap <= flat.numel():
+        raise ValueError(f"target: must be in [{len(activities)}, cap = {cap}] and cap <= "
+                         f"{flat.numel()}")
+    sizes = [a.numel() for a in activities]
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    best = [start + int(torch.argmax(torch.where(flat[start:start + n] > 0,
+                                                 scores[start:start + n], -torch.inf)))
+            for start, n in zip(starts, sizes, strict=True)]
+    confident = int((flat > threshold).sum())
+    new = flat.clone()
+    fired = confident > target
+    if fired:
+        new = torch.where(flat >= threshold, torch.full_like(flat, initial_activity),
+                          torch.zeros_like(flat))
+        for index in best:
+            new[index] = max(float(new[index]), initial_activity) if flat[index] > 0 else 0.0
+    alive = new > 0
+    capped = 0
+    if int(alive.sum()) > cap:
+        ranking = torch.where(alive, scores, -torch.inf)
+        keep = torch.zeros_like(alive)
+        for index in best:
+            keep[index] = bool(alive[index])
+        room = cap - int(keep.sum())
+        order = torch.sort(torch.where(keep, -torch.inf, ranking), descending=True,
+                           stable=True).indices[:room]
+        keep[order] = True
+        keep &= alive
+        capped = int(alive.sum()) - int(keep.sum())
+        new = torch.where(keep, new, torch.zeros_like(new))
+    out, index = [], 0
+    for n in sizes:
+        out.append(new[index:index + n].to(activities[0].dtype))
+        index += n
+    return PaperReset(out, confident, fired, capped)

@@ -121,6 +121,7 @@ def tdamp_client(
     power: float = 1.0,
     settings: DampSettings | None = None,
     generator: torch.Generator | None = None,
+    start: list[Tensor] | None = None,
 ) -> ClientResult:
     """Algorithm 1 on the local data ``inputs`` (``(N_0, I_k)``) and ``targets``
     (``(N_L, I_k)`` for ``"gaussian"``, ``(I_k,)`` class indices for ``"probit"``), from
@@ -129,7 +130,9 @@ def tdamp_client(
     ``tau_max`` passes over the data (Algorithm 1's outer loop), ``sweeps`` DAMP
     iterations per minibatch, PasP power ``power`` (``λ``). Minibatches are contiguous
     unless a ``generator`` shuffles them each pass. Between minibatches the priors stay in
-    Module A's layout (:func:`~.damp_mlp.dense_prior`).
+    Module A's layout (:func:`~.damp_mlp.dense_prior`). ``start``: Module A's weight
+    estimates ``(N_l, N_{l−1} + 1)`` for the first sweep of the first minibatch (default:
+    the prior's marginal means), a starting point that does not enter the prior.
     """
     if inputs.dim() != 2:
         raise ValueError(f"inputs: must be (N_0, I_k), got shape {tuple(inputs.shape)}")
@@ -169,6 +172,11 @@ def tdamp_client(
             else:  # PasP (eq. 27): the last minibatch's posterior becomes the prior
                 dense = [_dense_pasp(p, power) for p in posterior]
             state = _init_dense_state(dense, batch_inputs.shape[1])
+            if start is not None and minibatches == 0:
+                if [tuple(w.shape) for w in start] != [tuple(w.shape)
+                                                       for w in state.weight_mean]:
+                    raise ValueError("start: must hold one (N_l, N_{l-1} + 1) tensor per layer")
+                state.weight_mean = [w.to(inputs.dtype) for w in start]
             batch_clips: dict[str, int] = {}
             for _ in range(sweeps):
                 forward_sweep(state, batch_inputs, settings, batch_clips)

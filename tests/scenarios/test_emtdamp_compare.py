@@ -105,3 +105,23 @@ def test_mnist_runs_on_the_tiny_idx_files(tiny_fashion_dir, tmp_path, monkeypatc
 def test_bad_settings_are_one_line_errors(scenario, overrides, message):
     with pytest.raises(ValueError, match=message):
         run_scenario(scenario, overrides)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_network_budget_is_met_exactly_at_the_last_round_by_every_method(boston_csv, seed):
+    """EM-TDAMP's paper mode and the baselines under the same budget round(ρ Q_W) over all
+    layers (Q_W = 13 + 64 + 64 = 141, ρ = 0.2: 28); EM-TDAMP's slab variances recorded
+    per layer, NaN for the baselines."""
+    frame = run_scenario("emtdamp-boston", {
+        "rounds": 3, "sweeps": 1, "target_density": 0.2, "boston_csv": boston_csv,
+        "sparsity_mode": "paper", "initial_activity": 0.9, "sparsify_from": 1,
+        "budget_rounds": 2, "budget_scope": "network"}, seed=seed)
+    last = rounds_of(frame).groupby("method").last()
+    assert sorted(last.index) == ["emtdamp", "fedavg", "group-lasso", "group-snip"]
+    assert (last["target_groups"] == 28).all()
+    assert (last["active_groups"] == 28).all(), last["active_groups"]
+    em = frame[frame["method"] == "emtdamp"]
+    for layer in (1, 2, 3):
+        values = em[f"slab_var_l{layer}"]
+        assert values.notna().all() and (values > 0).all()
+    assert frame.loc[frame["method"] != "emtdamp", "slab_var_l1"].isna().all()

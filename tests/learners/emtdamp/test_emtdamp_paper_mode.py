@@ -4,6 +4,7 @@ and the per-layer slab variances in the records."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -62,7 +63,7 @@ def test_module_b_is_skipped_when_rho0_is_one():
 def test_budget_cap_shrinks_geometrically_to_the_target():
     caps = [budget_cap(141, 28, merge, 1, 50) for merge in range(0, 60)]
     assert caps[0] == 141  # before sparsify_from
-    assert all(a >= b for a, b in zip(caps[1:], caps[2:]))
+    assert all(a >= b for a, b in itertools.pairwise(caps[1:]))
     assert caps[50] == caps[59] == 28
     assert caps[25] == round(141 * (28 / 141) ** 0.5)
     assert budget_cap(10, 10, 5, 1, 3) == 10
@@ -77,8 +78,10 @@ def test_paper_sparsity_meets_the_cap_exactly_and_keeps_a_group_per_layer(seed):
     sizes = [13, 64, 64]
     logits = [torch.randn(n, generator=gen, dtype=F64) * 30 for n in sizes]
     activities = [torch.sigmoid(z) for z in logits]
-    activities[seed % 3][: seed % 5] = 0.0
     odds = [torch.randn(n, generator=gen, dtype=F64) for n in sizes]
+    activities[seed % 3][: seed % 5] = 0.0  # pruned before: log-odds −inf
+    odds[seed % 3][: seed % 5] = -math.inf
+    activities[(seed + 1) % 3][: seed % 4] = 0.0  # underflowed this round: finite log-odds
     target = 3 + seed % 20
     cap = target + seed % 30
     reset = paper_sparsity(activities, odds, target=target, cap=cap, threshold=0.99,
@@ -89,13 +92,13 @@ def test_paper_sparsity_meets_the_cap_exactly_and_keeps_a_group_per_layer(seed):
     assert reset.fired == (confident > target)
     alive_before = int(((before >= 0.99) if reset.fired else (before > 0)).sum())
     alive = int((after > 0).sum())
-    assert alive == min(cap, max(alive_before, alive))
-    assert alive <= cap
+    assert alive == min(cap, max(target, alive_before))
+    assert target <= alive <= cap
     for layer_before, layer_after in zip(activities, reset.activities, strict=True):
         if bool((layer_before > 0).any()):
             assert bool((layer_after > 0).any())
     assert bool((after[after > 0] <= 1).all())
-    assert not bool((after[before == 0] > 0).any())  # the dead stay dead
+    assert not bool((after[torch.cat(odds) == -math.inf] > 0).any())  # pruned stay pruned
 
 
 def test_paper_reset_as_written_when_more_groups_are_confident_than_the_target():

@@ -365,8 +365,9 @@ def group_log_odds(prior_activity: Tensor, prior_mean: Tensor, prior_var: Tensor
     ``τ = 1/v_post − 1/v_prior`` (floored at 0), ``h = μ_post/v_post − μ_prior/v_prior``,
     and the log-odds ``logit ρ_prior + Σ_m ℓ_m`` with ``ℓ`` of eq. 3.1: under PasP the
     minibatches' evidence ratios chain, so this is the log-odds the posterior activity has
-    before float64 rounds it to 1. ``logit ρ_prior`` is clamped to ``±clamp`` (a saturated
-    prior would tie every such group); a dead group (``ρ = 0``) gets ``−inf``.
+    before float64 rounds it to 0 or 1. ``logit ρ_prior`` is clamped to ``±clamp`` (a
+    saturated prior would tie every such group); a group pruned before this round (prior
+    ``ρ = 0``) gets ``−inf``.
     """
     from .group_sparse import element_log_evidence_ratio
 
@@ -408,7 +409,10 @@ def paper_sparsity(activities: list[Tensor], log_odds: list[Tensor], *, target: 
        others to 0 (Sec. III-A2a, as written).
     2. Completion (ours): if more than ``cap`` groups are alive (``ρ > 0``), only the
        ``cap`` with the largest ``log_odds`` (:func:`group_log_odds`) stay: the most
-       probable support of that size under the factorised posterior.
+       probable support of that size under the factorised posterior. If fewer than
+       ``target`` are alive (Module B's activities underflow to exactly 0 in float64), the
+       most probable of those with a finite ``log_odds`` (not pruned by an earlier merge)
+       are reset to ``ρ₀``, so that exactly ``target`` survive once ``cap = target``.
     In both steps every layer keeps at least its most probable alive group (a layer with
     none cuts the output off the input). Ties go to the lower index.
     """
@@ -440,6 +444,13 @@ def paper_sparsity(activities: list[Tensor], log_odds: list[Tensor], *, target: 
             new[index] = max(float(new[index]), initial_activity) if flat[index] > 0 else 0.0
     alive = new > 0
     capped = 0
+    short = target - int(alive.sum())
+    if short > 0:  # Module B drove groups to exactly 0 (float64): revive the most probable
+        candidates = torch.where(~alive & torch.isfinite(scores), scores, -torch.inf)
+        order = torch.sort(candidates, descending=True, stable=True).indices[:short]
+        order = order[torch.isfinite(candidates[order])]
+        new[order] = initial_activity
+        alive = new > 0
     if int(alive.sum()) > cap:
         ranking = torch.where(alive, scores, -torch.inf)
         keep = torch.zeros_like(alive)

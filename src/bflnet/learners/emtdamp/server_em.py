@@ -413,8 +413,9 @@ def paper_sparsity(activities: list[Tensor], log_odds: list[Tensor], *, target: 
        ``target`` are alive (Module B's activities underflow to exactly 0 in float64), the
        most probable of those with a finite ``log_odds`` (not pruned by an earlier merge)
        are reset to ``ρ₀``, so that exactly ``target`` survive once ``cap = target``.
-    In both steps every layer keeps at least its most probable alive group (a layer with
-    none cuts the output off the input). Ties go to the lower index.
+    In both steps every layer keeps at least its most probable group not pruned before
+    (reset to ``ρ₀`` if its activity is 0: a layer with none cuts the output off the
+    input). Ties go to the lower index.
     """
     if len(activities) != len(log_odds) or not activities:
         raise ValueError("log_odds: must hold one tensor per layer, like activities")
@@ -431,17 +432,19 @@ def paper_sparsity(activities: list[Tensor], log_odds: list[Tensor], *, target: 
                          f"{flat.numel()}")
     sizes = [a.numel() for a in activities]
     starts = [sum(sizes[:i]) for i in range(len(sizes))]
-    best = [start + int(torch.argmax(torch.where(flat[start:start + n] > 0,
-                                                 scores[start:start + n], -torch.inf)))
-            for start, n in zip(starts, sizes, strict=True)]
+    finite = torch.isfinite(scores)
+    best = [start + int(torch.argmax(scores[start:start + n]))
+            for start, n in zip(starts, sizes, strict=True)
+            if bool(finite[start:start + n].any())]
     confident = int((flat > threshold).sum())
     new = flat.clone()
     fired = confident > target
     if fired:
         new = torch.where(flat >= threshold, torch.full_like(flat, initial_activity),
                           torch.zeros_like(flat))
-        for index in best:
-            new[index] = max(float(new[index]), initial_activity) if flat[index] > 0 else 0.0
+    for index in best:  # each layer's most probable group stays (revived at ρ₀ if 0)
+        if float(new[index]) == 0.0:
+            new[index] = initial_activity
     alive = new > 0
     capped = 0
     short = target - int(alive.sum())

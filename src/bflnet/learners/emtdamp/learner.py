@@ -25,10 +25,18 @@ target per layer rather than over all ``Q_W`` groups at once (groups of differen
 have different fan-outs; one global ranking pruned the whole 64-1 output layer), and
 ranking by energy rather than by ``ρ``, which saturates at 1 in float64.
 
+With ``sparsity_mode="paper"`` the rule is the paper's instead (docs/em-tdamp.md, Sec.
+4.5): ``ρ₀ < 1`` so that Module B moves the activities, one budget
+``B = max(L, round(ρ Q_W))`` over all layers, the reset of confident groups to ``ρ₀`` and
+the others to 0 when ``S > B``, completed by a cap on the survivors that shrinks
+geometrically to ``B`` over ``budget_rounds`` merges, ranked by Module B's unsaturated
+posterior log-odds (:func:`~.server_em.group_log_odds`).
+
 **Evaluate**: the posterior-mean network ``E[θ] = ρμ`` on the test set: ``test_mse`` and
 ``test_nmse`` ``‖ŷ − y‖²/‖y‖²`` (regression) or ``accuracy`` and ``test_error``
 (classification); the ``noise_var``; ``active_groups`` (weight groups with ``ρ > 0``),
-``confident_groups`` (``ρ > ρ_th``) and ``target_groups`` (``Σ_l T_l``).
+``confident_groups`` (``ρ > ρ_th``), ``target_groups`` (``Σ_l T_l``, or ``B``) and
+``slab_var_l<l>`` (mean slab variance of layer ``l``'s alive weight groups).
 """
 
 from __future__ import annotations

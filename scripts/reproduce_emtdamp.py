@@ -6,12 +6,19 @@ time (one torch thread each):
 1. **tune** — the baselines' hyper-parameters on a validation split (``evaluate_on=
    validation``: Boston holds out 20 % of the training rows, MNIST ``eval_size`` training
    images no client holds), never on the test set: Adam's ``lr`` in :data:`LRS` for every
-   baseline and the group-lasso weight in :data:`LAMBDAS`, at ρ ∈ :data:`TUNE_RHOS`, seed
-   :data:`TUNE_SEED` (not one of the test seeds). The chosen value minimises the mean over
-   those ρ of the last round's validation loss; ``tuned.json`` records the choice and
-   every candidate's loss.
-2. **test** — every method at every ρ of :data:`RHOS` with the tuned values, seeds
-   ``0 .. --seeds−1``, on the test set.
+   baseline and the group-lasso weight in :data:`LAMBDAS`, and ``ρ₀`` in :data:`RHO0S`
+   for ``emtdamp-paper``, at ρ ∈ :data:`TUNE_RHOS`, seed :data:`TUNE_SEED` (not one of
+   the test seeds). The chosen value minimises the mean over those ρ of the last round's
+   validation loss; ``tuned.json`` records the choice and every candidate's loss.
+2. **test** — every method at every ρ of ``--rhos`` with the tuned values, seeds
+   ``0 .. --seeds−1``, on the test set; at ρ = 1 also ``fedavg-untuned`` (Adam at
+   ``lr = 1e-3``, its default step), for the faster-convergence claim.
+
+Methods (:data:`METHODS`): ``emtdamp-paper`` (EM-TDAMP with ``sparsity_mode=paper``: the
+paper's mechanism, ``ρ₀ < 1``, one budget ``round(ρ Q_W)`` over the network, the cap
+reaching it at half the rounds; docs/em-tdamp.md Sec. 4.5), ``emtdamp`` (the per-layer
+mode), and the three baselines, which by default keep the same network-wide budget
+(``--budget-scope per-layer`` for ``T_l`` per layer).
 
 Settings (:data:`SETTINGS`): ``single`` (Fig. 6/7: K = 1, τ_max = 1) and ``multi``
 (Fig. 10/11: Boston K = 4, MNIST K = 10, τ_max = 10), for ``boston`` and ``mnist``. When
@@ -29,6 +36,8 @@ data and small Fashion-MNIST shards, a smoke test of the pipeline):
     .venv/bin/python scripts/reproduce_emtdamp.py --quick
     .venv/bin/python scripts/reproduce_emtdamp.py --only boston-single --workers 2
     .venv/bin/python scripts/reproduce_emtdamp.py --summary-only
+    .venv/bin/python scripts/reproduce_emtdamp.py --only boston-single --rhos 1,0.2,0.1 \
+        --out out/emtdamp-paper --workers 2
 """
 
 from __future__ import annotations
@@ -50,6 +59,10 @@ BASELINES = METHODS[2:]
 #: Sec. 4.5): rho_0 < 1 with Module B active, one budget over the network, the paper's
 #: reset from the first merge, the cap reaching the budget at half the rounds.
 PAPER_MODE = {"sparsity_mode": "paper", "initial_activity": 0.9, "sparsify_from": 1}
+#: rho_0 candidates of the paper mode, chosen on the validation split like the baselines'
+#: step sizes (the paper gives no rho_0).
+RHO0S = (0.5, 0.9, 0.99)
+TUNED = ("emtdamp-paper", *BASELINES)
 #: The untuned Adam of the faster-convergence claim (Adam's default step).
 UNTUNED_LR = 1e-3
 RHOS = (1.0, 0.5, 0.3, 0.2, 0.1)
@@ -177,6 +190,11 @@ def tune_jobs(experiments: list[tuple[str, str]], quick: bool) -> list[Job]:
     out = []
     for task, setting in experiments:
         for rho in TUNE_RHOS:
+            for rho0 in RHO0S:
+                settings = validation(task, base(task, setting, quick, rho, "emtdamp-paper"),
+                                      quick)
+                out.append(Job("tune", task, setting, rho, "emtdamp-paper", TUNE_SEED,
+                               {**settings, "initial_activity": rho0}, f"rho0{rho0:g}"))
             for method in BASELINES:
                 for lr in LRS:
                     lams = LAMBDAS if method == "group-lasso" else (None,)
@@ -205,10 +223,13 @@ def choose(frame: pd.DataFrame) -> dict[str, Any]:
 
 
 def overrides_of(label: str) -> dict[str, Any]:
-    """``lr0.001-lam0.01`` → ``{"lr": 0.001, "group_lasso": 0.01}``."""
+    """``lr0.001-lam0.01`` → ``{"lr": 0.001, "group_lasso": 0.01}``; ``rho00.9`` →
+    ``{"initial_activity": 0.9}``."""
     out: dict[str, Any] = {}
     for item in label.split("-"):
-        if item.startswith("lr"):
+        if item.startswith("rho0"):
+            out["initial_activity"] = float(item[4:])
+        elif item.startswith("lr"):
             out["lr"] = float(item[2:])
         elif item.startswith("lam"):
             out["group_lasso"] = float(item[3:])
@@ -229,9 +250,9 @@ def test_jobs(experiments: list[tuple[str, str]], quick: bool, seeds: int,
                                     "lr": UNTUNED_LR}, f"lr{UNTUNED_LR:g}"))
                 for method in METHODS:
                     key = f"{task}-{setting}-{method}"
-                    if method in BASELINES and key not in tuned:
+                    if method in TUNED and key not in tuned:
                         continue  # tuning not finished
-                    label = tuned[key]["label"] if method in BASELINES else ""
+                    label = tuned[key]["label"] if method in TUNED else ""
                     out.append(Job("test", task, setting, rho, method, seed,
                                    {**base(task, setting, quick, rho, method),
                                     **overrides_of(label)}, label))

@@ -101,6 +101,10 @@ def test_mnist_runs_on_the_tiny_idx_files(tiny_fashion_dir, tmp_path, monkeypatc
     ("emtdamp-boston", {"lr": float("inf")}, "lr: must be"),
     ("emtdamp-mnist", {"K": 100, "points_per_agent": 1000}, "points_per_agent: K·points_per_agent"),
     ("emtdamp-mnist", {"group_lasso": 1e308}, "group_lasso: must be"),
+    ("emtdamp-boston", {"sparsity_mode": "paper"}, "initial_activity: must be < 1"),
+    ("emtdamp-boston", {"budget_scope": "all"}, "budget_scope: must be one of"),
+    ("emtdamp-boston", {"variance_clip": "nan"}, "variance_clip: must be one of"),
+    ("emtdamp-boston", {"budget_rounds": 10**400}, "budget_rounds: must be"),
 ])
 def test_bad_settings_are_one_line_errors(scenario, overrides, message):
     with pytest.raises(ValueError, match=message):

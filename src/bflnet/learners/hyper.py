@@ -233,6 +233,10 @@ class EMTDAMPParams:
 
     def __post_init__(self) -> None:
         validate(self)
+        self.check_sparsity_mode()
+
+    def check_sparsity_mode(self) -> None:
+        """``sparsity_mode="paper"`` needs ``ρ₀ < 1`` (scenario configs call this too)."""
         if self.sparsity_mode == "paper" and self.initial_activity >= 1:
             raise ValueError("initial_activity: must be < 1 with sparsity_mode='paper' "
                              "(rho_0 = 1 switches Module B off)")

@@ -105,6 +105,7 @@ class EMTDAMPConfig(ServerOnly, EMTDAMPParams, NetworkSettings):
     def __post_init__(self) -> None:
         validate(self)
         self.check_network_fields()
+        self.check_sparsity_mode()
         if self.likelihood != "gaussian":
             raise ValueError("likelihood: not used by emtdamp; the task decides "
                              "(boston-synthetic: gaussian, fashion-mnist: probit)")

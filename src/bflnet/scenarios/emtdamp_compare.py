@@ -14,7 +14,9 @@ the group activities, docs/em-tdamp.md eq. 7.1), a baseline one (its ``Δw``). E
 method is judged at the same group sparsity: EM-TDAMP prunes by its target rule (from
 round ``sparsify_from``), the baselines are evaluated pruned by energy to ``T_l =
 round(ρ N_{l−1})`` surviving neurons per layer (``ρ = target_density``; their unpruned loss
-is ``<metric>_dense``).
+is ``<metric>_dense``). With ``sparsity_mode=paper`` EM-TDAMP keeps one budget
+``round(ρ Q_W)`` over all layers (docs/em-tdamp.md Sec. 4.5), and ``budget_scope=network``
+makes the baselines' energy pruning and SNIP keep the same budget.
 
 **emtdamp-boston**: 13-64-64-1, Gaussian likelihood, batch 101, the real Boston housing
 set (:mod:`bflnet.data.boston`: ``boston_csv``, a ``BFLNET_DATA`` copy, or the copy from
@@ -137,6 +139,7 @@ class CompareSettings(ServerOnly, EMTDAMPParams, NetworkSettings):
     def __post_init__(self) -> None:
         validate(self)
         self.check_network_fields()
+        self.check_sparsity_mode()
         comma_list("methods", self.methods, METHODS)
         if self.likelihood != "gaussian":
             raise ValueError(f"likelihood: not used by {self.SCENARIO}; the task decides")  # type: ignore[attr-defined]

@@ -1,18 +1,27 @@
 """Every figure README.md shows is made by a `bflnet plot` / `bflnet plot-network` command
 the README gives (writing that very file); each is rendered here at small size from a
 small run of the command that makes its table (the plot command runs as written, only
-its --out, --size and --dpi changed), and its labels and data are checked."""
+its --out, --size and --dpi changed), and its labels and data are checked. The figures
+of docs/*.md: each names the command (a reproduction script or `bflnet run`) that writes
+it, and its plotting code (the script's or the scenario's default plot) is rendered here
+from a small table (a short run, or for the derived tables of EM-TDAMP and the D2D medium
+a tiny synthetic one), its labels and data checked."""
 
+import itertools
 import re
 import shlex
+import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from matplotlib.collections import LineCollection, PathCollection, PolyCollection
 
 import bflnet.analysis.plots as plots
+from bflnet.scenarios import run_scenario
 from bflnet.scenarios.cli import main
+from bflnet.scenarios.registry import get_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -138,3 +147,186 @@ def test_each_readme_figure_renders_with_labels_and_data(image, plot, writer, tm
     assert not missing, f"{image}: missing {missing}; has {texts(fig)}"
     assert data_points(fig) >= 10
     assert any(ax.get_xlabel() for ax in fig.axes) and any(ax.get_ylabel() for ax in fig.axes)
+
+
+# ------------------------------------------------------------- docs/*.md figures
+
+DOCS = ["docs/reproductions.md", "docs/wireless-medium.md", "docs/architecture.md"]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+#: Figure file -> (a text of the doc naming the command that writes it, the test below
+#: that renders its plotting code).
+MADE_BY = {
+    **{f"gfvl_{s}.png": ("reproduce_gfvl.py --figures docs/figures", "gfvl") for s in (
+        "fig3_beta_bernoulli", "fig4_beta_exponential", "fig4_beta_exponential_time",
+        "fig4_beta_exponential_c0", "fig4_beta_exponential_c0_time", "fig5_unlearning",
+        "fig5_unlearning_time", "unlearning_latency")},
+    **{f"dsvgd_{s}.png": ("reproduce_dsvgd.py --figures docs/figures", "dsvgd") for s in (
+        "fig3", "fig4", "fig4full", "fig5", "fig5a", "fig5b", "fig5c", "fig5d")},
+    **{f"cdbfl_shift_s{s}.png": ("reproduce_cdbfl.py --figures docs/figures", "cdbfl")
+       for s in range(3)},
+    **{f"emtdamp_{s}.png": (
+        f"cp out/emtdamp/{s.replace('_', '-')}.png docs/figures/emtdamp_{s}.png", "emtdamp")
+       for s in ("boston_single", "boston_multi", "mnist_single", "mnist_multi")},
+    "d2d_medium.png": ("scripts/reproduce_d2d_medium.py", "d2d"),
+    "wflmc_gaussian.png": ('get_scenario("wflmc-gaussian").plot', "wflmc"),
+    "ota_langevin.png": ('get_scenario("ota-langevin").plot', "ota"),
+    "async_fedavg.png": ("README", "README (tests/test_doc_figures.py)"),
+}
+
+
+def check(fig, expected: set[str], min_points: int = 4) -> None:
+    """``fig`` shows the ``expected`` texts, x and y labels on each axes, and data."""
+    fig.set_size_inches(5, 3)
+    fig.canvas.draw()
+    missing = expected - texts(fig)
+    assert not missing, f"missing {missing}; has {texts(fig)}"
+    for ax in fig.axes:
+        assert ax.get_xlabel() and ax.get_ylabel(), ax.get_title()
+    assert data_points(fig) >= min_points
+
+
+def doc_figures() -> dict[str, str]:
+    """Figure file name -> the paragraph of docs/*.md that shows it and the next one."""
+    out = {}
+    for doc in DOCS:
+        paragraphs = [*re.split(r"\n\s*\n", (ROOT / doc).read_text()), ""]
+        for here, after in itertools.pairwise(paragraphs):
+            for name in re.findall(r"figures/(\w+\.png)", here):
+                out[name] = out.get(name, "") + here + " " + after
+    return out
+
+
+def test_every_docs_figure_names_its_command():
+    figures = doc_figures()
+    assert set(figures) == set(MADE_BY), set(figures) ^ set(MADE_BY)
+    readme = (ROOT / "README.md").read_text()
+    for name, (command, _) in MADE_BY.items():
+        assert (ROOT / "docs/figures" / name).stat().st_size > 0
+        if command == "README":
+            assert f"--out docs/figures/{name}" in readme
+        else:
+            assert command in " ".join(figures[name].split()), f"{name}: no `{command}`"
+
+
+@pytest.mark.filterwarnings("ignore:runs cover different")
+def test_gfvl_figures(tmp_path, monkeypatch):
+    import reproduce_gfvl as gfvl
+
+    figures = {}
+    for name, small in (("gfvl-beta-bernoulli", {"runs": 2}),
+                        ("gfvl-beta-exponential", {"runs": 2, "rounds": 100}),
+                        ("gfvl-unlearning", {"runs": 2, "learn_rounds": 100, "rounds": 60}),
+                        ("unlearning-latency", {"runs": 30})):
+        monkeypatch.setitem(gfvl.QUICK, name, small)
+    monkeypatch.setattr(gfvl, "DIRS", [tmp_path])
+    monkeypatch.setattr(gfvl, "save_figure",
+                        lambda fig, path, dpi: figures.setdefault(path.name, fig))
+    for part in (gfvl.fig3, gfvl.fig4, gfvl.fig5, gfvl.latency):
+        part(0, True, lambda text="": None)
+    shown = {n for n, (_, family) in MADE_BY.items() if family == "gfvl"}
+    assert set(figures) == shown
+    kl, kl_forgotten = "KL(q ‖ posterior)", "KL(q ‖ posterior without the forgotten data)"
+    expected = {"fig3_beta_bernoulli": {"iteration", "graph"},
+                "fig4_beta_exponential": {"total local iterations L·i", kl, "L"},
+                "fig4_beta_exponential_time": {"simulated seconds", kl, "L"},
+                "fig5_unlearning": {"iterations since the forget request", kl_forgotten,
+                                    "method"},
+                "fig5_unlearning_time": {"seconds since the forget request", kl_forgotten,
+                                         "method"},
+                "unlearning_latency": {"iterations after the forget request (1-based)",
+                                       "fraction of runs"}}
+    expected["fig4_beta_exponential_c0"] = expected["fig4_beta_exponential"]
+    expected["fig4_beta_exponential_c0_time"] = expected["fig4_beta_exponential_time"]
+    for name, fig in figures.items():
+        check(fig, expected[name.removeprefix("gfvl_").removesuffix(".png")])
+
+
+@pytest.fixture(scope="module")
+def dsvgd_frames():
+    import reproduce_dsvgd as dsvgd
+
+    small = {"rounds": 4, "eval_every": 2, "points_per_agent": 40, "eval_size": 100}
+    fig3 = run_scenario("dsvgd-sparsifiers", {**dsvgd.QUICK["fig3"], **small}, seed=0)
+    fig4 = run_scenario("dsvgd-vs-fedavg", {**dsvgd.QUICK["fig4"], **small,
+                                            "rate_multiples": "1,5"}, seed=0)
+    fig5 = run_scenario("forget-svgd", {**dsvgd.QUICK["fig5"], "pretrain_rounds": 2,
+                                        "learn_rounds": 4, "unlearn_rounds": 4,
+                                        "scratch_rounds": 4, "eval_every": 2,
+                                        "points_per_agent": 40, "eval_size": 100}, seed=0)
+    return dsvgd, fig3, fig4, fig5
+
+
+def test_dsvgd_figures(dsvgd_frames):
+    dsvgd, fig3, fig4, fig5 = dsvgd_frames
+    check(dsvgd.plot_fig3(fig3), {"iteration", "test accuracy", "ECE"})
+    check(dsvgd.plot_fig4(fig4), {"ECE", "test accuracy"})
+    check(dsvgd.plot_fig5(fig5), {"iterations since the request", "test accuracy"})
+
+
+def test_cdbfl_figures():
+    import reproduce_cdbfl as cdbfl
+
+    from bflnet.scenarios.cdbfl_shift import default_plot
+
+    frame = run_scenario("cdbfl-shift", {**cdbfl.QUICK, "rounds": 4, "burn_in": 2,
+                                         "eval_every": 2}, seed=0)
+    assert set(frame["method"]) == set(cdbfl.METHODS)  # a complete seed: the figure is drawn
+    check(default_plot(frame), set())
+
+
+def test_emtdamp_figures(tmp_path, monkeypatch):
+    """The per-(task, setting) figure from a tiny synthetic table of the columns the
+    script's runs give (the real runs take minutes)."""
+    import reproduce_emtdamp as emtdamp
+
+    rng = np.random.default_rng(0)
+    rows = [dict(stage="test", task=task, setting="single", label="", seed=seed,
+                 target_density=rho, method=method, event="iteration", iteration=it,
+                 cum_bits_up=1e4 * it, **{emtdamp.METRIC[task]: rng.uniform(0.1, 1.0)})
+            for task in ("boston", "mnist") for seed in (0, 1) for rho in (1.0, 0.5, 0.2)
+            for method in emtdamp.METHODS for it in range(1, 4)]
+    figures = []
+    monkeypatch.setattr("matplotlib.figure.Figure.savefig",
+                        lambda fig, path, **kw: figures.append((Path(path).name, fig)))
+    emtdamp.save_figures(pd.DataFrame(rows), tmp_path)
+    assert [n for n, _ in figures] == ["boston-single.png", "mnist-single.png"]
+    for (_, fig), metric in zip(figures, ("test nmse", "test error"), strict=True):
+        check(fig, {"round", "cumulative uplink bits", "target density ρ", metric}, 20)
+
+
+def test_d2d_medium_figure(tmp_path, monkeypatch):
+    """The slow-down figure from a tiny synthetic summary (its columns as ``summarise``
+    gives them)."""
+    import matplotlib.figure
+    import reproduce_d2d_medium as d2d
+
+    figures = []
+    save = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig",
+                        lambda fig, path, **kw: figures.append(fig) or save(fig, path, **kw))
+    rows = [dict(task=task, K=k, mac=mac, broadcast=cast, time_ratio=1.0 + k / 50,
+                 bits_ratio=1.5, collision_rate=0.01 * k / 10)
+            for task in ("cdbfl", "consensus") for k in (10, 30, 100)
+            for mac, cast in (("links", False), ("csma", False), ("csma", True),
+                              ("aloha", False))]
+    d2d.figure(pd.DataFrame(rows), tmp_path / "d2d.png")
+    assert (tmp_path / "d2d.png").stat().st_size > 0
+    (fig,) = figures
+    check(fig, {"K devices", "time to target / links", "bits to target / links",
+                "collisions / receptions"}, 12 * 3)
+
+
+def test_wflmc_gaussian_figure():
+    frame = run_scenario("wflmc-gaussian", {"runs": 2, "rounds": 10, "burn_in": 5,
+                                            "snr_db": "5,20"}, seed=0)
+    check(get_scenario("wflmc-gaussian").plot(frame),
+          {"SNR (dB)", "squared 2-Wasserstein distance"})
+
+
+def test_ota_langevin_figure():
+    frame = run_scenario("ota-langevin", {"rounds": 4, "burn_in": 2, "eval_every": 2,
+                                          "points_per_agent": 30, "eval_size": 60,
+                                          "snr_db": "10,40", "K": 4}, seed=0)
+    check(get_scenario("ota-langevin").plot(frame),
+          {"SNR (dB)", "accuracy", "ECE", "energy per device (J)"})

@@ -168,6 +168,8 @@ MADE_BY = {
     **{f"emtdamp_{s}.png": (
         f"cp out/emtdamp/{s.replace('_', '-')}.png docs/figures/emtdamp_{s}.png", "emtdamp")
        for s in ("boston_single", "boston_multi", "mnist_single", "mnist_multi")},
+    "emtdamp_boston_single_paper.png": ("cp out/emtdamp-paper/boston-single.png docs/figures/"
+                                        "emtdamp_boston_single_paper.png", "emtdamp"),
     "d2d_medium.png": ("scripts/reproduce_d2d_medium.py", "d2d"),
     "wflmc_gaussian.png": ('get_scenario("wflmc-gaussian").plot', "wflmc"),
     "ota_langevin.png": ('get_scenario("ota-langevin").plot', "ota"),

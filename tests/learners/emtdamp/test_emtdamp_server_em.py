@@ -95,9 +95,27 @@ def test_one_client_aggregates_to_itself_and_certainty_is_kept():
     activity = aggregate_activity(rho, mean, var, w, agg_mean, agg_var)
     torch.testing.assert_close(activity, rho[0], rtol=1e-14, atol=0)
     with pytest.raises(ValueError, match="activities"):
-        aggregate_activity(f64([[0.0], [1.0]]), mean[:, :1].expand(2, 1, 1),
+        aggregate_activity(f64([[float("nan")], [1.0]]), mean[:, :1].expand(2, 1, 1),
                            var[:, :1].expand(2, 1, 1), client_weights([1, 1]),
                            agg_mean[:1], agg_var[:1])
+
+
+def test_opposite_certainties_are_voted_at_the_float_limits_and_others_unchanged():
+    """One client's rho rounded to 0, another's to 1: read at log(tiny) and -log(eps/2)."""
+    info = torch.finfo(torch.float64)
+    low, high = math.log(info.tiny), -math.log(info.eps / 2)
+    means = f64([[[0.1], [0.3]], [[0.1], [0.3]]])  # equal slabs: log C = 0
+    variances = f64([[[1.0], [2.0]], [[1.0], [2.0]]])
+    rho = f64([[0.0, 0.4], [1.0, 0.7]])
+    for counts in ([1, 1], [1, 99]):
+        w = client_weights(counts)
+        agg_mean, agg_var = aggregate_gaussians(means, variances, w)
+        activity = aggregate_activity(rho, means, variances, w, agg_mean, agg_var)
+        expected = torch.sigmoid(w[0] * low + w[1] * high)
+        torch.testing.assert_close(activity[0], expected, rtol=1e-12, atol=1e-300)
+        plain = torch.sigmoid((w * torch.logit(rho[:, 1])).sum())
+        torch.testing.assert_close(activity[1], plain, rtol=1e-12, atol=0)
+    assert float(activity[0]) > 0.99  # 99 to 1 for the client whose rho rounded to 1
 
 
 def test_eq18_maximises_the_regression_em_objective():

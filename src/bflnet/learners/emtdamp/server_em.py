@@ -119,13 +119,21 @@ def aggregate_activity(
     :func:`aggregate_gaussians`. Returns ``(G,)``:
     ``logit ρ_g = Σ_k w_k logit ρ_{g,k} + log C_g`` with
     ``log C_g = Σ_m [Σ_k w_k log N(0; μ_k, v_k) − log N(0; μ, v)]`` (the ratio is the same
-    at every point, 0 is the cheapest). Certain inputs (``ρ ∈ {0, 1}``) stay certain;
-    clients certain of opposite answers raise.
+    at every point, 0 is the cheapest). Certain inputs (``ρ ∈ {0, 1}``) stay certain.
+    Where clients are certain of opposite answers (one ``ρ`` rounded to 0, another to 1:
+    the paper mode's activities can underflow), those groups' logits are read at the
+    limits of the floating-point type instead (``log`` of its smallest normal number for
+    0, ``−log(ε/2)`` for 1), so the weighted vote decides; every other group is unchanged.
     """
     w = _weights_for(weights, activities)
+    if not bool(torch.all((activities >= 0) & (activities <= 1))):
+        raise ValueError("activities: must be in [0, 1] (no NaN)")
     logit = (w * torch.logit(activities)).sum(0)
-    if bool(torch.any(torch.isnan(logit))):
-        raise ValueError("activities: clients are certain of opposite answers (ρ = 0 and ρ = 1)")
+    conflict = torch.isnan(logit)
+    if bool(torch.any(conflict)):
+        info = torch.finfo(activities.dtype)
+        bounded = torch.logit(activities).clamp(math.log(info.tiny), -math.log(info.eps / 2))
+        logit = torch.where(conflict, (w * bounded).sum(0), logit)
     w3 = _weights_for(weights, means)
     log_c = (
         (w3 * _log_normal_at_zero(means, variances)).sum(0)

@@ -24,7 +24,26 @@ builds the next sample from the devices' changes:
   (:mod:`bflnet.radio.digital_uplink`); a device whose bits exceed what its energy can
   carry this round stays silent; the server averages what arrived and the learner adds
   all of the Langevin noise (the quantisation noise is extra);
-* ``fald``: ideal links (no time, no energy counted; its rows repeat on every SNR).
+* ``fald``: ideal links (no time, no energy counted; its rows repeat on every SNR);
+* ``ota-fedavg``: over-the-air FedAvg (:mod:`bflnet.learners.ota_fedavg`; Zhu, Wang and
+  Huang, "Broadband Analog Aggregation for Low-Latency Federated Edge Learning"; Amiri
+  and Gündüz, "Federated Learning over Wireless Fading Channels"): FedAvg's
+  ``local_steps`` SGD steps of ``fedavg_lr`` on the minibatch mean negative
+  log-likelihood plus the prior's L2 penalty ``‖w‖² / (2 N)``, its change clipped to
+  ``fedavg_clip`` and sent over the same analog uplink with the ``full`` power rule (as
+  little channel noise as the budget allows); the server's new model is the noisy mean;
+* ``fedavg``: the same FedAvg over ideal links (rows repeat on every SNR).
+
+FedAvg's predictive is its current model (no average over rounds).
+
+**Where the devices are.** ``placement=fixed``: every device's mean power gain is
+``mean_gain_db``. ``distance``: all at ``distance_m`` from the server (evenly spaced
+on a circle); ``square``: uniform in a square of side ``distance_m`` centred on the
+server (stream ``positions``); their mean gains are then the log-distance path loss
+(:class:`~bflnet.radio.pathloss.LogDistance`, exponent ``path_loss_exponent``, loss
+``ref_loss_db`` at 1 m). ``snr_db`` is the transmit power over the noise power, so with
+the noise power fixed the SNR sweep is a transmit-power sweep; a distance sweep is
+``bflnet sweep`` over ``distance_m``.
 
 The posterior predictive averages the samples' softmax outputs over the rounds after
 ``burn_in`` (before: the current sample), evaluated on ``eval_size`` test images every
@@ -33,13 +52,14 @@ The posterior predictive averages the samples' softmax outputs over the rounds a
 ``cum_bits_delivered`` (uplink bits: 0 over the air), ``accuracy``, ``ece``, ``nll``,
 ``energy_j`` (energy per device so far, joules when N_0 is in watts), ``k_active_mean``
 (devices heard per round so far), ``channel_noise_ratio`` (mean channel noise over the
-Langevin target 2η so far; 0 for digital and ideal links).
+Langevin target 2η so far; 0 for digital and ideal links; for ``ota-fedavg`` its
+channel noise over the 2η of the same ``step_size``, for comparison).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.devices import DEVICES
@@ -64,12 +84,16 @@ from bflnet.scenarios.schema import (
 from bflnet.scenarios.wflmc_gaussian import AirUplinkSettings, snr_list
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
     from matplotlib.figure import Figure
 
 NAME = "ota-langevin"
-METHODS = ("wfald", "digital", "fald")
+METHODS = ("wfald", "digital", "fald", "ota-fedavg", "fedavg")
+PLACEMENTS = ("fixed", "distance", "square")
 FLOAT32 = 4
+#: Methods over ideal links (their rows repeat on every SNR).
+IDEAL = ("fald", "fedavg")
 
 
 @dataclass(frozen=True)
@@ -92,10 +116,22 @@ class OTALangevinConfig(AirUplinkSettings, NetworkSettings):
     snr_db: str = param("10,20,30,40", "comma list of SNRs in dB (transmit power over "
                         "noise power)")
     methods: str = param("wfald,digital,fald", "comma list of: " + ", ".join(METHODS))
+    fedavg_lr: float = param(0.1, "SGD step of ota-fedavg and fedavg", gt=0, le=100.0)
+    fedavg_clip: float = param(1.0, "payload norm clip of ota-fedavg's power control", gt=0,
+                               le=1e12)
     digital_bits: int = param(4, "bits per coordinate of the digital baseline's "
                               "quantiser", ge=2, le=32)
-    mean_gain_db: float = param(-20.0, "mean power gain of the channel in dB", ge=-200,
-                                le=0)
+    mean_gain_db: float = param(-20.0, "mean power gain of the channel in dB (placement "
+                                "fixed)", ge=-200, le=0)
+    placement: str = param("fixed", "where the devices are: fixed (every mean gain "
+                           "mean_gain_db), distance (all at distance_m from the server) or "
+                           "square (uniform in a square of side distance_m, server at its "
+                           "centre); the mean gains then follow the log-distance path loss",
+                           choices=PLACEMENTS)
+    distance_m: float = param(10.0, "distance to the server (distance) or side of the "
+                              "square (square), metres", gt=0, le=1e6)
+    path_loss_exponent: float = param(3.0, "path-loss exponent n", ge=0, le=10)
+    ref_loss_db: float = param(40.0, "path loss at 1 m, dB", ge=-100, le=300)
     bandwidth_hz: float = param(1e6, "channel uses per second", gt=0, le=1e12)
     latency_s: float = param(0.0, "latency added to each round's air time", ge=0, le=1e6)
     eval_every: int = param(10, "rounds between evaluations", ge=1, le=10**6)
@@ -136,6 +172,27 @@ class OTALangevinConfig(AirUplinkSettings, NetworkSettings):
                      flops=6.0 * d * steps * min(self.batch_size, self.points_per_agent)))
 
 
+def device_mean_gains(config: OTALangevinConfig, rng: np.random.Generator) -> np.ndarray:
+    """Each device's mean power gain to the server under ``config.placement`` (module
+    docstring); ``rng`` places the devices of ``square``."""
+    import numpy as np
+
+    from bflnet.radio.aircomp import mean_gains_to_server
+    from bflnet.radio.pathloss import LogDistance
+
+    K = config.K
+    if config.placement == "fixed":
+        return np.full(K, 10.0 ** (config.mean_gain_db / 10.0))
+    if config.placement == "distance":
+        angle = 2.0 * np.pi * np.arange(K) / K
+        xy = config.distance_m * np.column_stack([np.cos(angle), np.sin(angle)])
+    else:
+        xy = rng.uniform(-config.distance_m / 2.0, config.distance_m / 2.0, size=(K, 2))
+    pathloss = LogDistance(exponent=config.path_loss_exponent, ref_distance_m=1.0,
+                           ref_loss_db=config.ref_loss_db)
+    return mean_gains_to_server(xy, np.zeros(2), pathloss)
+
+
 def default_plot(frame: pd.DataFrame) -> Figure:
     """Accuracy and ECE at the last round against SNR, and accuracy against energy."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -149,7 +206,7 @@ def default_plot(frame: pd.DataFrame) -> Figure:
         axes[0].plot(rows["snr_db"], rows["accuracy"], "-o", label=method)
         axes[1].plot(rows["snr_db"], rows["ece"], "-o", label=method)
     for (method, snr), rows in frame.groupby(["method", "snr_db"], sort=False):
-        if method != "fald":
+        if method not in IDEAL:
             axes[2].plot(rows["energy_j"], rows["accuracy"], "-", label=f"{method} {snr:g} dB")
     axes[0].set(xlabel="SNR (dB)", ylabel="accuracy", title="last round")
     axes[1].set(xlabel="SNR (dB)", ylabel="ECE", title="last round")
@@ -168,7 +225,7 @@ SCHEMA = Schema.of(
     EVENT.means("eval: one row per method, SNR and evaluation"),
     CUM_BITS.means("uplink bits so far (0 over the air: analog)"),
     CUM_BITS_DELIVERED.means("uplink bits delivered so far"),
-    METHOD.means("wfald, digital or fald"),
+    METHOD.means("wfald, digital, fald, ota-fedavg or fedavg"),
     col("snr_db", "1", "transmit power over noise power, in dB"),
     ACCURACY.means("test accuracy of the posterior predictive"),
     ECE.means("test ECE of the posterior predictive (10 bins)"),
@@ -190,7 +247,6 @@ def run(config: OTALangevinConfig, *, seed: int = 0, progress: bool = False
 
     setup = setup_bar(NAME, None, progress)
     setup.set_postfix_str("loading torch and data")
-    import numpy as np
     import pandas as pd
     import torch
 
@@ -213,15 +269,25 @@ def run(config: OTALangevinConfig, *, seed: int = 0, progress: bool = False
     x_eval, y_eval = xt[pick].reshape(len(pick), -1), torch.as_tensor(yt[pick])
     model = BayesianMLP(784, config.hidden, 10, prior_var=1.0,
                         device=resolve_device(config.device))
-    learner = TorchFALD(model, data, step_size=config.step_size,
-                        local_steps=config.local_steps, batch_size=config.batch_size)
+    fald = TorchFALD(model, data, step_size=config.step_size,
+                     local_steps=config.local_steps, batch_size=config.batch_size)
     K, d, eta = config.K, model.d, config.step_size
     clip = (eta * K * config.local_steps * config.grad_clip
             + 1.5 * math.sqrt(2.0 * eta * K * (config.local_steps - 1) * d))
-    mean_gains = np.full(K, 10.0 ** (config.mean_gain_db / 10.0))
+    mean_gains = device_mean_gains(config, RngStreams(seed).numpy("positions"))
+    fedavg: Any = None
+    if {"ota-fedavg", "fedavg"} & set(comma_list("methods", config.methods, METHODS)):
+        from bflnet.learners.fedavg import FedAvg, FedAvgParams
+        from bflnet.learners.ota_fedavg import AnalogFedAvg
+
+        n_all = K * config.points_per_agent
+        fedavg = AnalogFedAvg(FedAvg(model, data, FedAvgParams(
+            local_steps=config.local_steps, lr=config.fedavg_lr,
+            batch_size=config.batch_size, weight_decay=1.0 / n_all),
+            dtype=model.dtype, device=model.device))
     snrs = snr_list(config.snr_db)
     methods = comma_list("methods", config.methods, METHODS)
-    cases = [(m, s) for m in methods for s in (snrs if m != "fald" else [snrs[0]])]
+    cases = [(m, s) for m in methods for s in (snrs if m not in IDEAL else [snrs[0]])]
     setup.close()
     bar = runs_bar(range(len(cases) * config.rounds), progress, NAME)
     bar.unit = "round"
@@ -230,17 +296,22 @@ def run(config: OTALangevinConfig, *, seed: int = 0, progress: bool = False
         spec = AirCompSpec(tx_power=tx_power_from_snr_db(snr), noise_power=1.0,
                            bandwidth_hz=config.bandwidth_hz, latency_s=config.latency_s)
         uplink: Any = None
+        learner: Any = fedavg if method in ("ota-fedavg", "fedavg") else fald
         if method == "wfald":
             uplink = AirCompUplink(spec, mean_gains, clip)
+        elif method == "ota-fedavg":
+            uplink = AirCompUplink(replace(spec, power_rule="full"), mean_gains,
+                                   config.fedavg_clip)
         elif method == "digital":
             uplink = DigitalUplink(spec, mean_gains, StochasticQuantizer(config.digital_bits))
         evals: list[tuple[int, dict[str, float]]] = []
         acc: dict[str, Any] = {"sum": None, "n": 0}
 
         def on_round(r: int, theta: np.ndarray, acc: dict[str, Any] = acc,
-                     evals: list[tuple[int, dict[str, float]]] = evals) -> None:
+                     evals: list[tuple[int, dict[str, float]]] = evals,
+                     learner: Any = learner, bayes: bool = learner is fald) -> None:
             bar.update(1)
-            if r > config.burn_in:
+            if bayes and r > config.burn_in:
                 probs = learner.predictive(theta, x_eval)
                 acc["sum"] = probs if acc["sum"] is None else acc["sum"] + probs
                 acc["n"] += 1
@@ -253,10 +324,10 @@ def run(config: OTALangevinConfig, *, seed: int = 0, progress: bool = False
                             on_round=on_round, name=f"{NAME} {method} {snr:g} dB")
         rounds = frame[frame["event"].isin(("round", "silent_round"))].set_index("iteration")
         k_cum = rounds["k_active"].cumsum()
-        ratio = (rounds["channel_var"] / learner.noise_target).cumsum()
+        ratio = (rounds["channel_var"] / fald.noise_target).cumsum()
         for r, metrics in evals:
             row = rounds.loc[r]
-            for snr_out in (snrs if method == "fald" else [snr]):
+            for snr_out in (snrs if method in IDEAL else [snr]):
                 out.append({"time_s": float(row["time_s"]), "iteration": r, "event": "eval",
                             "cum_bits": float(row["cum_bits"]),
                             "cum_bits_delivered": float(row["cum_bits_delivered"]),

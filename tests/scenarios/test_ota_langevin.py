@@ -68,8 +68,60 @@ def test_same_seed_same_table():
 @pytest.mark.parametrize(("setting", "field"), [
     ("snr_db=nan", "snr_db"), ("burn_in=60", "burn_in"), ("methods=analog", "methods"),
     ("step_size=-1", "step_size"), ("points_per_agent=60000", "points_per_agent"),
-    ("digital_bits=1", "digital_bits")])
+    ("digital_bits=1", "digital_bits"), ("placement=moon", "placement"),
+    ("distance_m=nan", "distance_m"), ("fedavg_lr=inf", "fedavg_lr"),
+    ("fedavg_clip=-1", "fedavg_clip"), ("path_loss_exponent=1e308", "path_loss_exponent"),
+    ("distance_m=5", "distance_m")])
 def test_bad_input_is_one_line_naming_the_field(setting, field, capsys):
     assert main(["run", "ota-langevin", "--set", setting]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and field in err[0] and "Traceback" not in err[0]
+
+
+def test_ota_fedavg_rows_over_the_air_and_over_ideal_links():
+    scenario = get_scenario("ota-langevin")
+    frame = scenario.run(scenario.config({**SMALL, "methods": "ota-fedavg,fedavg"}), seed=2)
+    assert set(frame["method"]) == {"ota-fedavg", "fedavg"} and len(frame) == 2 * 2 * 2
+    assert not frame.select_dtypes("number").isna().any().any()
+    rows = frame.set_index(["method", "snr_db", "iteration"])
+    d = 784 * 4 + 4 + 4 * 10 + 10
+    air = rows.loc[("ota-fedavg", 60.0, 4)]
+    assert air["time_s"] == pytest.approx(4 * d / 1e6) and air["cum_bits"] == 0
+    assert air["energy_j"] > 0 and air["k_active_mean"] > 0
+    ideal = rows.loc[("fedavg", 60.0, 4)]
+    assert ideal["cum_bits"] == 4 * 3 * d * 32 and ideal["time_s"] == 0
+    # the full power rule: ten times the power, a tenth of the channel noise (same fading)
+    low, high = rows.loc[("ota-fedavg", -10.0, 4)], air
+    assert high["channel_noise_ratio"] < low["channel_noise_ratio"] * 1e-6
+
+
+def test_placed_devices_have_the_path_loss_gains():
+    from bflnet.scenarios.ota_langevin import device_mean_gains
+
+    scenario = get_scenario("ota-langevin")
+    ring = scenario.config({"placement": "distance", "distance_m": 50.0,
+                            "path_loss_exponent": 3.5, "ref_loss_db": 30.0})
+    gains = device_mean_gains(ring, np.random.default_rng(0))
+    np.testing.assert_allclose(gains, 10 ** (-(30 + 35 * math.log10(50)) / 10), rtol=1e-12)
+    square = scenario.config({"placement": "square", "distance_m": 200.0, "K": 50})
+    gains = device_mean_gains(square, np.random.default_rng(4))
+    xy = np.random.default_rng(4).uniform(-100.0, 100.0, size=(50, 2))
+    dist = np.maximum(np.hypot(xy[:, 0], xy[:, 1]), 1.0)
+    np.testing.assert_allclose(gains, 10 ** (-(40 + 30 * np.log10(dist)) / 10), rtol=1e-12)
+    assert len(set(gains.tolist())) == 50 and gains.min() >= 10 ** (-(40 + 30 * math.log10(
+        100 * math.sqrt(2))) / 10)
+    fixed = scenario.config({"mean_gain_db": -35.0})
+    assert (device_mean_gains(fixed, np.random.default_rng(0)) == 10 ** -3.5).all()
+
+
+def test_a_device_placed_at_the_fixed_gain_gives_the_fixed_table():
+    """1 m with 20 dB of loss at 1 m is the default -20 dB mean gain: the same table."""
+    scenario = get_scenario("ota-langevin")
+    small = {**SMALL, "rounds": 2, "burn_in": 1, "methods": "wfald"}
+    fixed = scenario.run(scenario.config(small), seed=1)
+    placed = scenario.run(scenario.config({**small, "placement": "distance", "distance_m": 1.0,
+                                           "ref_loss_db": 20.0}), seed=1)
+    assert fixed.equals(placed)
+    far = scenario.run(scenario.config({**small, "placement": "distance",
+                                        "distance_m": 1000.0}), seed=1)
+    assert far["channel_noise_ratio"].iloc[-1] > fixed["channel_noise_ratio"].iloc[-1]

@@ -58,6 +58,7 @@ channel noise over the 2η of the same ``step_size``, for comparison).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -81,7 +82,7 @@ from bflnet.scenarios.schema import (
     Schema,
     col,
 )
-from bflnet.scenarios.wflmc_gaussian import AirUplinkSettings, snr_list
+from bflnet.scenarios.wflmc_gaussian import AIR_FIELDS, AirUplinkSettings, snr_list
 
 if TYPE_CHECKING:
     import numpy as np
@@ -91,6 +92,8 @@ if TYPE_CHECKING:
 NAME = "ota-langevin"
 METHODS = ("wfald", "digital", "fald", "ota-fedavg", "fedavg")
 PLACEMENTS = ("fixed", "distance", "square")
+#: Network fields the placement reads (besides the over-the-air ones).
+PLACEMENT_FIELDS = frozenset({"distance_m", "path_loss_exponent", "ref_loss_db"})
 FLOAT32 = 4
 #: Methods over ideal links (their rows repeat on every SNR).
 IDEAL = ("fald", "fedavg")
@@ -138,11 +141,23 @@ class OTALangevinConfig(AirUplinkSettings, NetworkSettings):
     eval_size: int = param(1000, "test images evaluated", ge=1, le=10_000)
     device: str = param("cpu", "where torch computes: cpu, cuda or auto", choices=DEVICES)
 
+    def used_fields(self) -> frozenset[str]:
+        """The over-the-air fields and the placement's path loss."""
+        return AIR_FIELDS | PLACEMENT_FIELDS
+
     def __post_init__(self) -> None:
         validate(self)
         self.check_network_fields()
         snr_list(self.snr_db)
         comma_list("methods", self.methods, METHODS)
+        if self.placement == "fixed":
+            for f in dataclasses.fields(self):
+                if f.name in PLACEMENT_FIELDS and getattr(self, f.name) != f.default:
+                    raise ValueError(f"{f.name}: only read with placement distance or "
+                                     f"square (placement fixed uses mean_gain_db)")
+        elif self.mean_gain_db != -20.0:
+            raise ValueError(f"mean_gain_db: only read with placement fixed (placement "
+                             f"{self.placement} takes the gains from the path loss)")
         if self.burn_in >= self.rounds:
             raise ValueError(f"burn_in: must be < rounds ({self.rounds}), got {self.burn_in}")
         if self.K * self.points_per_agent > 60_000:

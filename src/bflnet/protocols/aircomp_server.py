@@ -1,5 +1,7 @@
 """Parameter-server rounds whose uplink is analog over-the-air aggregation (``uplink=aircomp``)
-or ideal digital links, for learners of the FALD kind (:class:`~bflnet.learners.fald.FALD`).
+or ideal digital links, for learners of the FALD kind (:class:`~bflnet.learners.fald.FALD`)
+and for FedAvg through :class:`~bflnet.learners.ota_fedavg.AnalogFedAvg` (whose
+``noise_target`` is ``None``: the power rule then spends the whole budget).
 
 A round: the server's sample θ reaches every device (ideal downlink: the papers' set-up),
 each device computes its change from its own stream, then

@@ -76,3 +76,22 @@ def test_bad_input_is_one_line_naming_the_field(setting, field, capsys):
     assert main(["run", "wflmc-gaussian", "--set", setting]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and field in err[0] and "Traceback" not in err[0]
+
+
+def test_placed_devices_at_the_fixed_gain_give_the_fixed_table():
+    """1 m with 20 dB of loss at 1 m is the default −20 dB mean gain: the same table; at
+    100 m the gains follow the path loss; an unread field is refused."""
+    from bflnet.scenarios.placement import device_mean_gains
+
+    scenario = get_scenario("wflmc-gaussian")
+    small = {"K": 4, "points_per_agent": 10, "dim": 2, "runs": 3, "rounds": 6, "burn_in": 3,
+             "snr_db": "10", "methods": "wflmc"}
+    fixed = scenario.run(scenario.config(small), seed=1)
+    placed = scenario.config({**small, "placement": "distance", "distance_m": 1.0,
+                              "ref_loss_db": 20.0})
+    assert fixed.equals(scenario.run(placed, seed=1))
+    far = scenario.config({**small, "placement": "distance", "distance_m": 100.0})
+    gains = device_mean_gains(far, np.random.default_rng(0))
+    np.testing.assert_allclose(gains, 10 ** (-(40 + 30 * 2) / 10), rtol=1e-12)
+    with pytest.raises(ValueError, match="^mean_gain_db: only read with placement fixed"):
+        scenario.config({**small, "placement": "square", "mean_gain_db": -30.0})

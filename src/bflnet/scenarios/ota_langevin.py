@@ -58,7 +58,6 @@ channel noise over the 2η of the same ``step_size``, for comparison).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -67,6 +66,12 @@ from bflnet.devices import DEVICES
 from bflnet.params import param, validate
 from bflnet.scenarios.lists import comma_list
 from bflnet.scenarios.network_settings import NetworkSettings
+from bflnet.scenarios.placement import (
+    PLACEMENT_FIELDS,
+    PLACEMENTS,
+    check_placement,
+    device_mean_gains,
+)
 from bflnet.scenarios.registry import register
 from bflnet.scenarios.resources import FLOAT64, Footprint
 from bflnet.scenarios.schema import (
@@ -91,9 +96,6 @@ if TYPE_CHECKING:
 
 NAME = "ota-langevin"
 METHODS = ("wfald", "digital", "fald", "ota-fedavg", "fedavg")
-PLACEMENTS = ("fixed", "distance", "square")
-#: Network fields the placement reads (besides the over-the-air ones).
-PLACEMENT_FIELDS = frozenset({"distance_m", "path_loss_exponent", "ref_loss_db"})
 FLOAT32 = 4
 #: Methods over ideal links (their rows repeat on every SNR).
 IDEAL = ("fald", "fedavg")
@@ -150,14 +152,7 @@ class OTALangevinConfig(AirUplinkSettings, NetworkSettings):
         self.check_network_fields()
         snr_list(self.snr_db)
         comma_list("methods", self.methods, METHODS)
-        if self.placement == "fixed":
-            for f in dataclasses.fields(self):
-                if f.name in PLACEMENT_FIELDS and getattr(self, f.name) != f.default:
-                    raise ValueError(f"{f.name}: only read with placement distance or "
-                                     f"square (placement fixed uses mean_gain_db)")
-        elif self.mean_gain_db != -20.0:
-            raise ValueError(f"mean_gain_db: only read with placement fixed (placement "
-                             f"{self.placement} takes the gains from the path loss)")
+        check_placement(self)
         if self.burn_in >= self.rounds:
             raise ValueError(f"burn_in: must be < rounds ({self.rounds}), got {self.burn_in}")
         if self.K * self.points_per_agent > 60_000:
@@ -185,27 +180,6 @@ class OTALangevinConfig(AirUplinkSettings, NetworkSettings):
                 .add("local steps", ("rounds", "K", "local_steps", "batch_size", "hidden",
                                      "snr_db", "methods"),
                      flops=6.0 * d * steps * min(self.batch_size, self.points_per_agent)))
-
-
-def device_mean_gains(config: OTALangevinConfig, rng: np.random.Generator) -> np.ndarray:
-    """Each device's mean power gain to the server under ``config.placement`` (module
-    docstring); ``rng`` places the devices of ``square``."""
-    import numpy as np
-
-    from bflnet.radio.aircomp import mean_gains_to_server
-    from bflnet.radio.pathloss import LogDistance
-
-    K = config.K
-    if config.placement == "fixed":
-        return np.full(K, 10.0 ** (config.mean_gain_db / 10.0))
-    if config.placement == "distance":
-        angle = 2.0 * np.pi * np.arange(K) / K
-        xy = config.distance_m * np.column_stack([np.cos(angle), np.sin(angle)])
-    else:
-        xy = rng.uniform(-config.distance_m / 2.0, config.distance_m / 2.0, size=(K, 2))
-    pathloss = LogDistance(exponent=config.path_loss_exponent, ref_distance_m=1.0,
-                           ref_loss_db=config.ref_loss_db)
-    return mean_gains_to_server(xy, np.zeros(2), pathloss)
 
 
 def default_plot(frame: pd.DataFrame) -> Figure:

@@ -11,8 +11,10 @@ precision (paper: 0.2); one full-batch step per round (``local_steps`` > 1: WFAL
 local steps, not in the paper); local gradients clipped to norm ``clip`` (paper: 30);
 ``rounds`` rounds of which the first ``burn_in`` are burn-in (paper: 100 and 50); the
 initial sample ``θ_0 ~ N(0, I)``. Uplink: Rayleigh block fading, amplitude
-``|h_k| = |CN(0, mean_gain)|`` per round (paper: mean_gain_db = −20, h = 0.1 CN(0, 1)),
-noise N_0 = 1, per-round energy budget ``dim · 10^(snr_db/10) N_0``, the truncation
+``|h_k| = |CN(0, mean_gain)|`` per round (paper: mean_gain_db = −20, h = 0.1 CN(0, 1);
+or, with ``placement`` distance or square, each device's mean gain from the log-distance
+path loss at its distance: :mod:`bflnet.scenarios.placement`), noise N_0 = 1, per-round
+energy budget ``dim · 10^(snr_db/10) N_0``, the truncation
 threshold of the authors' code (or ``gain_threshold``).
 
 Methods (``methods``):
@@ -61,6 +63,12 @@ from bflnet.scenarios.network_settings import (
     SERVER_ONLY,
     NetworkSettings,
     ServerOnly,
+)
+from bflnet.scenarios.placement import (
+    PLACEMENT_FIELDS,
+    PLACEMENTS,
+    check_placement,
+    device_mean_gains,
 )
 from bflnet.scenarios.registry import register
 from bflnet.scenarios.resources import FLOAT64, Footprint
@@ -144,19 +152,33 @@ class WFLMCGaussianConfig(AirUplinkSettings, NetworkSettings):
                              le=1000)
     step_scale: float = param(0.2, "η = step_scale · 2 / (μ + L) (paper: 0.2)", gt=0, lt=1)
     clip: float = param(30.0, "norm clip of the local gradients (paper: 30)", gt=0, le=1e12)
-    mean_gain_db: float = param(-20.0, "mean power gain of the channel in dB (paper: −20)",
-                                ge=-200, le=0)
+    mean_gain_db: float = param(-20.0, "mean power gain of the channel in dB (paper: −20; "
+                                "placement fixed)", ge=-200, le=0)
+    placement: str = param("fixed", "where the devices are: fixed (every mean gain "
+                           "mean_gain_db), distance (all at distance_m from the server) or "
+                           "square (uniform in a square of side distance_m, server at its "
+                           "centre); the mean gains then follow the log-distance path loss",
+                           choices=PLACEMENTS)
+    distance_m: float = param(10.0, "distance to the server (distance) or side of the "
+                              "square (square), metres", gt=0, le=1e6)
+    path_loss_exponent: float = param(3.0, "path-loss exponent n", ge=0, le=10)
+    ref_loss_db: float = param(40.0, "path loss at 1 m, dB", ge=-100, le=300)
     gain_threshold: float | None = param(None, "fixed amplitude threshold of the "
                                          "truncation (none: the authors' rule per round)",
                                          ge=0, le=1e6)
     bandwidth_hz: float = param(1e6, "channel uses per second", gt=0, le=1e12)
     latency_s: float = param(0.0, "latency added to each round's air time", ge=0, le=1e6)
 
+    def used_fields(self) -> frozenset[str]:
+        """The over-the-air fields and the placement's path loss."""
+        return AIR_FIELDS | PLACEMENT_FIELDS
+
     def __post_init__(self) -> None:
         validate(self)
         self.check_network_fields()
         snr_list(self.snr_db)
         comma_list("methods", self.methods, METHODS)
+        check_placement(self)
         if self.burn_in >= self.rounds:
             raise ValueError(f"burn_in: must be < rounds ({self.rounds}), got {self.burn_in}")
 
@@ -278,7 +300,7 @@ def run(config: WFLMCGaussianConfig, *, seed: int = 0, progress: bool = False
     snrs = snr_list(config.snr_db)
     methods = comma_list("methods", config.methods, METHODS)
     kept = config.rounds - config.burn_in
-    mean_gains = np.full(K, 10.0 ** (config.mean_gain_db / 10.0))
+    mean_gains = device_mean_gains(config, RngStreams(seed).numpy("positions"))
     # payloads are the devices' changes -ηK·(clipped gradient): the clip in their units
     clip = eta * K * config.clip * config.local_steps
     setup.close()

@@ -59,6 +59,7 @@ channel noise over the 2η of the same ``step_size``, for comparison).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -67,10 +68,11 @@ from bflnet.params import param, validate
 from bflnet.scenarios.lists import comma_list
 from bflnet.scenarios.network_settings import NetworkSettings
 from bflnet.scenarios.placement import (
-    PLACEMENT_FIELDS,
+    PLACEMENT_ELSEWHERE,
     PLACEMENTS,
     check_placement,
     device_mean_gains,
+    placement_fields,
 )
 from bflnet.scenarios.registry import register
 from bflnet.scenarios.resources import FLOAT64, Footprint
@@ -87,7 +89,12 @@ from bflnet.scenarios.schema import (
     Schema,
     col,
 )
-from bflnet.scenarios.wflmc_gaussian import AIR_FIELDS, AirUplinkSettings, snr_list
+from bflnet.scenarios.wflmc_gaussian import (
+    AIR_ELSEWHERE,
+    AIR_FIELDS,
+    AirUplinkSettings,
+    snr_list,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -106,6 +113,7 @@ class OTALangevinConfig(AirUplinkSettings, NetworkSettings):
     """Parameters of ``ota-langevin``."""
 
     SCENARIO: ClassVar[str] = NAME
+    DECIDED_ELSEWHERE: ClassVar[Mapping[str, str]] = {**AIR_ELSEWHERE, **PLACEMENT_ELSEWHERE}
 
     K: int = param(10, "devices", ge=2, le=1000)
     points_per_agent: int = param(300, "training images per device", ge=1, le=60_000)
@@ -144,8 +152,8 @@ class OTALangevinConfig(AirUplinkSettings, NetworkSettings):
     device: str = param("cpu", "where torch computes: cpu, cuda or auto", choices=DEVICES)
 
     def used_fields(self) -> frozenset[str]:
-        """The over-the-air fields and the placement's path loss."""
-        return AIR_FIELDS | PLACEMENT_FIELDS
+        """The over-the-air fields and, unless ``placement=fixed``, the path loss's."""
+        return AIR_FIELDS | placement_fields(self)
 
     def __post_init__(self) -> None:
         validate(self)

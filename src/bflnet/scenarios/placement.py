@@ -18,15 +18,23 @@ PLACEMENTS = ("fixed", "distance", "square")
 PLACEMENT_FIELDS = frozenset({"distance_m", "path_loss_exponent", "ref_loss_db"})
 
 
+#: Why a placement field is refused under ``placement=fixed`` (a config's
+#: ``DECIDED_ELSEWHERE`` entries).
+PLACEMENT_ELSEWHERE = {name: "read only with placement distance or square (placement "
+                             "fixed: mean_gain_db decides)" for name in PLACEMENT_FIELDS}
+
+
+def placement_fields(config: Any) -> frozenset[str]:
+    """The placement fields ``config`` reads: none under ``placement=fixed``."""
+    return frozenset() if config.placement == "fixed" else PLACEMENT_FIELDS
+
+
 def check_placement(config: Any) -> None:
-    """One-line ``ValueError`` for a placement field set but not read."""
+    """One-line ``ValueError`` for ``mean_gain_db`` set but not read (the placement's
+    own fields are checked with the network fields: :func:`placement_fields`)."""
     fields = {f.name: f for f in dataclasses.fields(config)}
-    if config.placement == "fixed":
-        for name in sorted(PLACEMENT_FIELDS):
-            if getattr(config, name) != fields[name].default:
-                raise ValueError(f"{name}: only read with placement distance or square "
-                                 f"(placement fixed uses mean_gain_db)")
-    elif config.mean_gain_db != fields["mean_gain_db"].default:
+    if (config.placement != "fixed"
+            and config.mean_gain_db != fields["mean_gain_db"].default):
         raise ValueError(f"mean_gain_db: only read with placement fixed (placement "
                          f"{config.placement} takes the gains from the path loss)")
 

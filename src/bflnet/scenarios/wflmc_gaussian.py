@@ -65,10 +65,11 @@ from bflnet.scenarios.network_settings import (
     ServerOnly,
 )
 from bflnet.scenarios.placement import (
-    PLACEMENT_FIELDS,
+    PLACEMENT_ELSEWHERE,
     PLACEMENTS,
     check_placement,
     device_mean_gains,
+    placement_fields,
 )
 from bflnet.scenarios.registry import register
 from bflnet.scenarios.resources import FLOAT64, Footprint
@@ -135,6 +136,7 @@ class WFLMCGaussianConfig(AirUplinkSettings, NetworkSettings):
     """Parameters of ``wflmc-gaussian``."""
 
     SCENARIO: ClassVar[str] = NAME
+    DECIDED_ELSEWHERE: ClassVar[Mapping[str, str]] = {**AIR_ELSEWHERE, **PLACEMENT_ELSEWHERE}
 
     K: int = param(30, "devices (paper: 30)", ge=2, le=1000)
     points_per_agent: int = param(40, "data points per device (paper: 40)", ge=1,
@@ -170,8 +172,8 @@ class WFLMCGaussianConfig(AirUplinkSettings, NetworkSettings):
     latency_s: float = param(0.0, "latency added to each round's air time", ge=0, le=1e6)
 
     def used_fields(self) -> frozenset[str]:
-        """The over-the-air fields and the placement's path loss."""
-        return AIR_FIELDS | PLACEMENT_FIELDS
+        """The over-the-air fields and, unless ``placement=fixed``, the path loss's."""
+        return AIR_FIELDS | placement_fields(self)
 
     def __post_init__(self) -> None:
         validate(self)

@@ -9,9 +9,10 @@ log-distance path loss (:class:`~bflnet.radio.pathloss.LogDistance`, exponent
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 PLACEMENTS = ("fixed", "distance", "square")
 #: The config fields the placement reads besides ``placement`` and ``mean_gain_db``.
@@ -42,6 +43,8 @@ def check_placement(config: Any) -> None:
 def device_mean_gains(config: Any, rng: np.random.Generator) -> np.ndarray:
     """Each of ``config.K`` devices' mean power gain under ``config.placement`` (module
     docstring); ``rng`` places the devices of ``square``."""
+    import numpy as np
+
     from bflnet.radio.aircomp import mean_gains_to_server
     from bflnet.radio.pathloss import LogDistance
 

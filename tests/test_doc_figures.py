@@ -171,7 +171,7 @@ MADE_BY = {
     "emtdamp_boston_single_paper.png": ("cp out/emtdamp-paper/boston-single.png docs/figures/"
                                         "emtdamp_boston_single_paper.png", "emtdamp"),
     "d2d_medium.png": ("scripts/reproduce_d2d_medium.py", "d2d"),
-    "wflmc_gaussian.png": ('get_scenario("wflmc-gaussian").plot', "wflmc"),
+    "wflmc_gaussian.png": ("scripts/plot_wflmc_gaussian.py wflmc.csv", "wflmc"),
     "ota_langevin.png": ("scripts/summarise_ota_langevin.py", "ota"),
     "async_fedavg.png": ("README", "README (tests/test_doc_figures.py)"),
 }
@@ -324,6 +324,13 @@ def test_wflmc_gaussian_figure():
                                             "snr_db": "5,20"}, seed=0)
     check(get_scenario("wflmc-gaussian").plot(frame),
           {"SNR (dB)", "squared 2-Wasserstein distance"})
+    import plot_wflmc_gaussian
+
+    fig = plot_wflmc_gaussian.figure(frame, runs=2)
+    check(fig, {"SNR (dB)", "squared 2-Wasserstein distance",
+                "WFLMC, Bayesian linear regression (2 runs)"})
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert {"paper, without DP", "paper, noiseless LMC", "wflmc"} <= set(labels)
 
 
 def test_ota_langevin_figure(tmp_path):

@@ -64,15 +64,13 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.devices import DEVICES
-from bflnet.params import param, validate
+from bflnet.params import param
 from bflnet.scenarios.lists import comma_list
 from bflnet.scenarios.network_settings import NetworkSettings
 from bflnet.scenarios.placement import (
     PLACEMENT_ELSEWHERE,
     PLACEMENTS,
-    check_placement,
     device_mean_gains,
-    placement_fields,
 )
 from bflnet.scenarios.registry import register
 from bflnet.scenarios.resources import FLOAT64, Footprint
@@ -91,7 +89,6 @@ from bflnet.scenarios.schema import (
 )
 from bflnet.scenarios.wflmc_gaussian import (
     AIR_ELSEWHERE,
-    AIR_FIELDS,
     AirUplinkSettings,
     snr_list,
 )
@@ -151,18 +148,10 @@ class OTALangevinConfig(AirUplinkSettings, NetworkSettings):
     eval_size: int = param(1000, "test images evaluated", ge=1, le=10_000)
     device: str = param("cpu", "where torch computes: cpu, cuda or auto", choices=DEVICES)
 
-    def used_fields(self) -> frozenset[str]:
-        """The over-the-air fields and, unless ``placement=fixed``, the path loss's."""
-        return AIR_FIELDS | placement_fields(self)
+    METHOD_NAMES: ClassVar[tuple[str, ...]] = METHODS
 
     def __post_init__(self) -> None:
-        validate(self)
-        self.check_network_fields()
-        snr_list(self.snr_db)
-        comma_list("methods", self.methods, METHODS)
-        check_placement(self)
-        if self.burn_in >= self.rounds:
-            raise ValueError(f"burn_in: must be < rounds ({self.rounds}), got {self.burn_in}")
+        self.check_air_settings()
         if self.K * self.points_per_agent > 60_000:
             raise ValueError(f"points_per_agent: K·points_per_agent = "
                              f"{self.K * self.points_per_agent} exceeds the 60000 training "

@@ -126,9 +126,23 @@ class AirUplinkSettings(ServerOnly):
     error naming what decides instead."""
 
     DECIDED_ELSEWHERE: ClassVar[Mapping[str, str]] = AIR_ELSEWHERE
+    #: The scenario's ``methods`` values.
+    METHOD_NAMES: ClassVar[tuple[str, ...]] = ()
 
     def used_fields(self) -> frozenset[str]:
-        return AIR_FIELDS
+        """The over-the-air fields and, unless ``placement=fixed``, the path loss's."""
+        return AIR_FIELDS | placement_fields(self)
+
+    def check_air_settings(self) -> None:
+        """The checks every over-the-air config makes: bounds, network fields, the SNR and
+        method lists, the placement, and burn-in before the last round."""
+        validate(self)
+        self.check_network_fields()
+        snr_list(self.snr_db)
+        comma_list("methods", self.methods, self.METHOD_NAMES)
+        check_placement(self)
+        if self.burn_in >= self.rounds:
+            raise ValueError(f"burn_in: must be < rounds ({self.rounds}), got {self.burn_in}")
 
 
 @dataclass(frozen=True)
@@ -171,18 +185,10 @@ class WFLMCGaussianConfig(AirUplinkSettings, NetworkSettings):
     bandwidth_hz: float = param(1e6, "channel uses per second", gt=0, le=1e12)
     latency_s: float = param(0.0, "latency added to each round's air time", ge=0, le=1e6)
 
-    def used_fields(self) -> frozenset[str]:
-        """The over-the-air fields and, unless ``placement=fixed``, the path loss's."""
-        return AIR_FIELDS | placement_fields(self)
+    METHOD_NAMES: ClassVar[tuple[str, ...]] = METHODS
 
     def __post_init__(self) -> None:
-        validate(self)
-        self.check_network_fields()
-        snr_list(self.snr_db)
-        comma_list("methods", self.methods, METHODS)
-        check_placement(self)
-        if self.burn_in >= self.rounds:
-            raise ValueError(f"burn_in: must be < rounds ({self.rounds}), got {self.burn_in}")
+        self.check_air_settings()
 
     def footprint(self) -> Footprint:
         """The data, the kept samples of every method, SNR and run, one simulation's rows,

@@ -87,24 +87,14 @@ class Recorder:
 
     def record(self, event: str, **fields: Any) -> None:
         """Append one row stamped with time, iteration and the bit counters."""
-        if self.block is not None:
-            self._flush()
-        row = {
-            "time_s": self.env.now,
-            "iteration": self.iteration,
-            "event": event,
-            "cum_bits": self.cum_bits,
-            "cum_bits_delivered": self.cum_bits_delivered,
-        }
-        if self.has_server:
-            row["cum_bits_up"] = self.cum_bits_up
-            row["cum_bits_down"] = self.cum_bits_down
-        row.update(self.context)
-        row.update(fields)
-        self._rows.append(row)
+        self._append(event, fields)
 
     def record_fields(self, event: str, fields: dict[str, Any]) -> None:
         """``record(event, **fields)`` without the keyword packing (the radio's rows)."""
+        self._append(event, fields)
+
+    def _append(self, event: str, fields: dict[str, Any]) -> None:
+        """One dict row: time, iteration, event, the bit counters, the context, ``fields``."""
         if self.block is not None:
             self._flush()
         row = {

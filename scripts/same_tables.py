@@ -44,6 +44,10 @@ CASES: dict[str, tuple[str, dict]] = {
     "emtdamp-boston": ("emtdamp-boston", {"data": "synthetic", "rounds": 4}),
     "emtdamp-fashion": ("emtdamp-mnist", {"dataset": "fashion-mnist", "rounds": 2,
                                           "per_agent": 200, "eval_size": 300}),
+    "ota-langevin": ("ota-langevin", {"rounds": 6, "burn_in": 3, "eval_every": 3,
+                                      "snr_db": "0,30", "methods": ",".join(
+                                          ("wfald", "digital", "fald", "ota-fedavg",
+                                           "fedavg"))}),
 }
 
 

@@ -19,7 +19,7 @@ posterior predictive. Before any sample is kept, the node's current sample is us
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -77,6 +77,55 @@ class LocalObjective:
         if lik is theta or lik.requires_grad:  # not a fresh tensor of the model's
             lik = lik.detach().clone()
         return lik.mul_(-scale).sub_(prior.div_(self.n_nodes))
+
+    def minibatch_stack(self, nodes: Sequence[Any], generators: Sequence[torch.Generator]
+                        ) -> tuple[Tensor, Tensor, float]:
+        """``(x, y, E_k / M)``: ``x`` ``(len(nodes), M, ...)`` and ``y`` ``(len(nodes), M)``,
+        row ``i`` the next minibatch of ``nodes[i]`` drawn from ``generators[i]`` (the
+        draws of :meth:`grad`). The nodes must share the minibatch size M and the number
+        of examples E_k (one scale)."""
+        sizes = {(self.sampler.size(node), self.examples(node)) for node in nodes}
+        if len(sizes) != 1:
+            raise ValueError("nodes: must share the minibatch size and the number of "
+                             f"examples, got (M, E_k) = {sorted(sizes)}")
+        ((m, examples),) = sizes
+        first_x, first_y = self.data[nodes[0]]
+        x = first_x.new_empty((len(nodes), m, *first_x.shape[1:]))
+        y = first_y.new_empty((len(nodes), m))
+        for row, (node, gen) in enumerate(zip(nodes, generators, strict=True)):
+            idx = self.sampler.indices(node, gen)
+            torch.index_select(self.data[node][0], 0, idx, out=x[row])
+            torch.index_select(self.data[node][1], 0, idx, out=y[row])
+        return x, y, examples / m
+
+    def grad_stack(self, nodes: Sequence[Any], theta: Tensor,
+                   generators: Sequence[torch.Generator], out: Tensor) -> Tensor:
+        """``out`` ``(len(nodes), d)``: row ``i`` is :meth:`grad` of node ``nodes[i]`` at
+        ``theta[i]`` on its minibatch of :meth:`minibatch_stack`, all rows at once: one
+        batched call of the model's ``log_likelihood_grad`` (which must take ``x`` of
+        shape ``(N, B, ...)`` and ``out``). Equal to :meth:`grad` row by row up to float
+        rounding (batched products may sum in another order)."""
+        x, y, scale = self.minibatch_stack(nodes, generators)
+        theta = theta.detach()
+        if self._gaussian_prior:
+            prior = torch.rsub(theta, getattr(self.model, "prior_mean", 0.0))
+            prior.div_(self.model.prior_var)
+        else:
+            with torch.enable_grad():
+                t = theta.clone().requires_grad_(True)
+                (prior,) = torch.autograd.grad(self.model.log_prior(t).sum(), t)
+        lik = self._lik_grad(theta, x, y, out=out)
+        if lik is not out:
+            out.copy_(lik)
+        return out.mul_(-scale).sub_(prior.div_(self.n_nodes))
+
+    def sgd_form(self) -> bool:
+        """Whether a step ``θ ← θ − a ∇f_k(θ)`` is the model's fused
+        ``sgd_step(θ, x, y, a · E_k / M, 1 − a / (K · prior_var))`` (a hand-written
+        ``sgd_step`` and a Gaussian prior of mean 0)."""
+        can = getattr(self.model, "has_sgd_step", None)
+        return (self._gaussian_prior and getattr(self.model, "prior_mean", 0.0) == 0
+                and callable(can) and bool(can()))
 
 
 def check_eval_sets(eval_sets: Mapping[str, tuple[Any, Any]] | None, dtype: torch.dtype,

@@ -103,6 +103,21 @@ METHODS = ("wfald", "digital", "fald", "ota-fedavg", "fedavg")
 FLOAT32 = 4
 #: Methods over ideal links (their rows repeat on every SNR).
 IDEAL = ("fald", "fedavg")
+#: Bytes per device and parameter that a round of each method holds at its peak (its
+#: methods run one after the other, so a run needs the largest of its methods'):
+#: ``fald`` the devices' float32 stack, their noise and the first layer's gradient
+#: product during the local steps (4 + 4 + 4), then the float32 stack and its float64
+#: copy (the changes); ``fedavg`` FedAvg's float32 changes, their concatenation and its
+#: float64 copy (4 + 4 + 8); ``wfald`` the float64 changes and their clipped copy on the
+#: air (8 + 8, measured 16.6); ``ota-fedavg`` FedAvg's 16 then the air's (measured 17.8);
+#: ``digital`` the float64 changes, the decoded changes and their stacked copy for the
+#: mean (8 + 8 + 8). Measured: the peak resident memory from K = 2 to 16 grows by 11.4,
+#: 15.5, 16.6, 17.8 and 21.9 bytes per device and parameter.
+ROUND_BYTES = {"fald": 12, "fedavg": 16, "wfald": 18, "ota-fedavg": 20, "digital": 24}
+#: Float64 vectors of ``d`` a run holds whatever K: the server's sample and its torch
+#: copies, the merge's noise, the model's initial draw and the evaluation's copy of the
+#: first layer (measured: 7 to 11 at d = 1.2 million, with what does not grow with d).
+SAMPLE_COPIES = 20
 
 
 @dataclass(frozen=True)
@@ -163,20 +178,35 @@ class OTALangevinConfig(AirUplinkSettings, NetworkSettings):
         return 784 * self.hidden + self.hidden + self.hidden * 10 + 10
 
     def footprint(self) -> Footprint:
-        """Fashion-MNIST, the devices' changes of a round, and the local steps' FLOPs."""
-        d = float(self.dim)
-        methods = len(comma_list("methods", self.methods, METHODS))
-        runs = methods * len(snr_list(self.snr_db))
-        steps = runs * float(self.rounds) * self.K * self.local_steps
+        """Fashion-MNIST and the shards, the buffers of a round for the most demanding
+        selected method (:data:`ROUND_BYTES`), the sample's copies, the local steps'
+        minibatches and activations, the evaluation, and the local steps' FLOPs (the
+        ideal-link methods run once, not once per SNR)."""
+        d, K = float(self.dim), float(self.K)
+        methods = comma_list("methods", self.methods, METHODS)
+        m = min(self.batch_size, self.points_per_agent)
+        runs = sum(1 if method in IDEAL else len(snr_list(self.snr_db))
+                   for method in methods)
+        steps = runs * float(self.rounds) * K * self.local_steps
+        worst = max(methods, key=ROUND_BYTES.__getitem__)
+        # FedAvg draws every step's minibatch indices and labels (int64) when it starts
+        fedavg = bool({"fedavg", "ota-fedavg"} & set(methods))
         return (Footprint()
-                .add("Fashion-MNIST", (), bytes=70_000 * 785 * FLOAT32,
-                     work=float(self.K) * self.points_per_agent * 784 + 10_000 * 784)
-                .add("the devices' changes of a round", ("K", "hidden"),
-                     bytes=3 * FLOAT64 * self.K * d)
-                .add("predictive sums", ("eval_size",), bytes=FLOAT64 * self.eval_size * 10)
+                .add("Fashion-MNIST and the devices' shards", ("K", "points_per_agent"),
+                     bytes=(70_000 + K * self.points_per_agent) * 785 * FLOAT32,
+                     work=K * self.points_per_agent * 784 + 10_000 * 784)
+                .add(f"the devices' changes of a round ({worst})", ("K", "hidden", "methods"),
+                     bytes=ROUND_BYTES[worst] * K * d)
+                .add("the sample's copies", ("hidden",), bytes=SAMPLE_COPIES * FLOAT64 * d)
+                .add("the local steps' minibatches and activations",
+                     ("K", "batch_size", "hidden", "local_steps"),
+                     bytes=FLOAT32 * K * m * (784 + 3 * self.hidden)
+                     + (16 * K * m * self.local_steps if fedavg else 0))
+                .add("the evaluation", ("eval_size", "hidden"),
+                     bytes=FLOAT32 * self.eval_size * (784 + 3 * self.hidden + 10))
                 .add("local steps", ("rounds", "K", "local_steps", "batch_size", "hidden",
                                      "snr_db", "methods"),
-                     flops=6.0 * d * steps * min(self.batch_size, self.points_per_agent)))
+                     flops=6.0 * d * steps * m))
 
 
 def default_plot(frame: pd.DataFrame) -> Figure:

@@ -1,0 +1,72 @@
+"""Ctrl-C (or SIGTERM) while the ``bflnet`` command is still starting up, its imports not
+done: one line and exit code 128 + signal, as for the rest of the command line, never a
+traceback. The child blocks inside the import of the command line (a finder that says so
+on stdout, then sleeps) and the signal is sent only once it said so: no timing guess."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import bflnet
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: The console script's code (``bflnet.entry:main``), with an import of the command line
+#: that blocks until a signal comes.
+CHILD = """
+import sys, time
+
+class SlowImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == "bflnet.scenarios.cli":
+            print("importing", flush=True)
+            time.sleep(60)
+        return None
+
+from bflnet.entry import main
+sys.meta_path.insert(0, SlowImport())
+sys.argv[1:] = ["list"]
+sys.exit(main())
+"""
+
+
+def test_the_console_script_is_the_entry_module():
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        scripts = tomllib.load(f)["project"]["scripts"]
+    assert scripts["bflnet"] == "bflnet.entry:main"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_during_the_imports_ends_in_one_line(signum):
+    src = str(Path(bflnet.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, *sys.path])}
+    child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert child.stdout.readline() == "importing\n"  # inside the import: send it now
+        child.send_signal(signum)
+        out, err = child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 128 + signum, err
+    assert err == f"bflnet: interrupted ({signal.Signals(signum).name})\n"
+    assert out == ""
+
+
+def test_without_a_signal_the_command_runs():
+    src = str(Path(bflnet.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, *sys.path])}
+    done = subprocess.run([sys.executable, "-c", "import sys; from bflnet.entry import main; "
+                           "sys.argv[1:] = ['list']; sys.exit(main())"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "ota-langevin" in done.stdout

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bflnet.analysis.plots import curve_key
 from bflnet.scenarios import get_scenario, run_scenario
 from bflnet.scenarios.cli import main
 from bflnet.scenarios.sweep import (
@@ -165,6 +166,31 @@ def test_run_columns_named_like_sweep_columns_are_dropped_or_renamed(tmp_path):
     table = assemble(plan.runs, ["K"], paths)
     assert list(table.columns) == ["K", "seed", "run_id", "config_hash", "run_seed", "x"]
     assert list(table["seed"]) == [3, 3] and list(table["run_seed"]) == [11, 12]
+
+
+def test_a_scenarios_own_run_id_is_kept_and_the_tables_run_id_names_one_curve(tmp_path):
+    # async-fedavg, for one, runs several methods per call, each with its own run_id
+    plan = plan_sweep("async-fedavg", {"K": [4, 6]}, [3])
+    paths = sweep_paths(tmp_path / "sweep")
+    paths.runs.mkdir(parents=True)
+    own = ["sync-s3", "sync-s3", "fedbuff-s3", None]
+    for run in plan.runs:
+        pd.DataFrame({"run_id": own, "method": ["sync", "sync", "fedbuff", "init"],
+                      "x": [1.0, 2.0, 3.0, 0.0]}).to_parquet(paths.part(run.run_id))
+    table = assemble(plan.runs, ["K"], paths)
+    assert list(table.columns) == ["K", "seed", "run_id", "config_hash", "run_run_id",
+                                   "method", "x"]
+    first, second = (run.run_id for run in plan.runs)
+    assert list(table["run_id"]) == [f"{first}/sync-s3", f"{first}/sync-s3",
+                                     f"{first}/fedbuff-s3", first,
+                                     f"{second}/sync-s3", f"{second}/sync-s3",
+                                     f"{second}/fedbuff-s3", second]
+    assert list(table["run_run_id"].iloc[:3]) == own[:3] and table["run_run_id"].isna()[3]
+    # one curve per (sweep run, scenario run): the table's curves are the runs' curves
+    assert table.groupby("run_id").ngroups == 2 * 3
+    assert curve_key(table, None) == ["run_id"]
+    # the sweep run (part, manifest) is the part before the "/"
+    assert set(table["run_id"].str.split("/").str[0]) == {first, second}
 
 
 def _start(argv, tmp_path, name):

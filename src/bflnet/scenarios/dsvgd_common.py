@@ -26,9 +26,8 @@ per local SVGD/SGD step. ``graph`` and its parameters are not used (agents talk 
 server only). One agent is scheduled per iteration, round robin (the letter's protocol).
 
 Every row carries ``run_id`` (one run = one simulation of one method/setting with one
-seed). Note that :func:`bflnet.scenarios.sweep.sweep` adds its own ``run_id`` column and
-refuses frames that already have one: run these scenarios per seed (as
-``scripts/reproduce_dsvgd.py`` does) rather than through ``bflnet sweep``.
+seed). In a sweep's table (:mod:`bflnet.scenarios.sweep`) it becomes
+``<sweep run>/<run_id>``, still one curve, and the value here is kept as ``run_run_id``.
 """
 
 from __future__ import annotations

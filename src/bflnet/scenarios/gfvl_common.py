@@ -10,9 +10,9 @@ Conventions of the four G-FVL scenarios (``gfvl-beta-bernoulli``, ``gfvl-beta-ex
   ``SeedSequence(seed)``, independent of the number of runs); its data come from the
   run's ``data`` stream, its walk from the simulation's own streams.
 - Rows carry ``run`` (0-based index of the run inside the call) and ``run_seed``, never
-  ``seed`` or ``run_id``: those are the columns :mod:`bflnet.scenarios.sweep` adds, and a
-  clash would make the scenario unsweepable. :func:`with_run_id` makes the ``run_id``
-  that :func:`bflnet.analysis.plots.plot_metric` groups by.
+  ``seed`` or ``run_id``: those are the columns :mod:`bflnet.scenarios.sweep` adds.
+  :func:`with_run_id` makes the ``run_id`` that :func:`bflnet.analysis.plots.plot_metric`
+  groups by.
 - ``time_s`` and ``cum_bits`` are each run's own simulated clock and on-air bits.
 - ``data``: ``"iid"`` (default: every agent's points from one law with ``theta_true``) or
   ``"agent-skewed"`` (the original experiments' non-i.i.d. agents: agent i = 1..K draws,

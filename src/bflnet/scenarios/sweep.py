@@ -29,6 +29,15 @@ last grid key varies fastest), then seed, then the run's own row order, with the
 parameters, ``seed``, ``run_id`` and ``config_hash`` as the first columns; so it is the
 same whatever the number of workers. Run one sweep process per ``out`` at a time.
 
+A run's own column named like one of those is dropped when it holds the same values
+(e.g. ``K``), else kept as ``run_<name>`` (e.g. per-run sub-seeds in ``seed`` become
+``run_seed``). ``run_id`` names one curve in any table (one run's or a sweep's): where a
+scenario's rows carry their own ``run_id`` (several curves per call, e.g. one per
+method), the table's ``run_id`` is ``<sweep run>/<the scenario's run_id>`` (the sweep run
+``<config hash prefix>-s<seed>`` alone on rows without one), and the scenario's value is
+kept as ``run_run_id``; the sweep run, which names the part and the manifest line, is the
+part before the ``/``.
+
 A part is checked before it is reused: it must read back, hold the rows the manifest
 recorded, and carry the record of its own run (scenario, config, seed). A part that fails
 the check is deleted and computed again, with a warning naming it and the reason.
@@ -608,6 +617,13 @@ def _resolve_clashes(frame: pd.DataFrame, head: pd.DataFrame, run: Run) -> pd.Da
     return frame.drop(columns=drop).rename(columns=rename)
 
 
+def _curve_ids(sweep_ids: pd.Series, own: pd.Series) -> pd.Series:
+    """``<sweep run>/<the scenario's run_id>`` (the sweep's alone where a row has none):
+    ``run_id`` names one curve in a sweep's table as in one run's."""
+    composed = sweep_ids + "/" + own.astype(str)
+    return composed.where(own.notna(), sweep_ids).astype(sweep_ids.dtype)
+
+
 def _column_dtypes(runs: Sequence[Run], keys: Sequence[str]) -> dict[str, Any]:
     dtypes = {k: pd.Series([run.params[k] for run in runs]).dtype for k in keys}
     dtypes.update(seed="int64", run_id=pd.Series(["x"]).dtype,
@@ -629,7 +645,10 @@ def assemble(runs: Sequence[Run], keys: Sequence[str], paths: SweepPaths) -> pd.
             raise ValueError(f"{str(part)!r} does not read back ({_one_line(exc)[:200]}); "
                              f"run the sweep again to compute it again") from None
         head = _head_columns(run, keys, dtypes, frame.index)
-        frames.append(pd.concat([head, _resolve_clashes(frame, head, run)], axis=1))
+        body = _resolve_clashes(frame, head, run)
+        if "run_id" in frame.columns and "run_run_id" in body.columns:
+            head["run_id"] = _curve_ids(head["run_id"], body["run_run_id"])
+        frames.append(pd.concat([head, body], axis=1))
     if not frames:
         return pd.DataFrame({k: pd.Series(dtype=dtypes[k]) for k in (*keys, *META_COLUMNS)})
     return pd.concat(frames, ignore_index=True)

@@ -168,20 +168,68 @@ def script_output(name: str, *argv: str) -> str:
     return out.stdout
 
 
+#: ``scripts/reproduce_cdbfl.py``'s paper settings, as ``--set`` pairs (rounds and
+#: eval_every are the row's).
+CDBFL_PAPER = {"model": "lenet-2.7m", "burn_in": 700, "thin": 5, "lr": 1e-4,
+               "local_steps": 8, "batch_size": 10, "keep_ratio": 0.01, "zeta": 0.03}
+#: Evaluation sweeps (every device's predictive on the 500 test maps) of one job at
+#: T = 800, eval_every 50, burn-in 700, thin 5: CD-BFL and DSGLD evaluate their current
+#: sample at rounds 0, 50, ..., 700 (15) and add each kept sample's predictive to the
+#: running sums (20); CF-FL evaluates its current model at 0, 50, ..., 800 (17).
+CDBFL_SWEEPS = {"cd-bfl": 35, "dsgld": 35, "cf-fl": 17}
+#: Rounds of the two short runs whose difference gives a round's time.
+CDBFL_SHORT, CDBFL_LONG = 2, 6
+
+
+def cdbfl_times(method: str, rounds: int, eval_every: int) -> tuple[float, float]:
+    """Wall and CPU seconds of ``bflnet run cdbfl-shift`` for one method at the paper's
+    settings with ``rounds`` and ``eval_every`` (one thread, start-up included)."""
+    settings = {**CDBFL_PAPER, "methods": method, "rounds": rounds, "eval_every": eval_every}
+    argv = ["run", "cdbfl-shift", "--no-progress", "--threads", "1"]
+    for key, value in settings.items():
+        argv += ["--set", f"{key}={value}"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "bflnet.scenarios.cli", *argv], env=env,
+                   check=True, capture_output=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
 def cdbfl_row(args: argparse.Namespace) -> list[Figure]:
-    """One CD-BFL round with the 2.7 M-parameter LeNet (bench/cdbfl_round.py, its
-    default L and batch), projected to one job of T = 800 rounds. Only CD-BFL is
-    benchmarked (DSGLD and CF-FL have no bench script yet), and evaluation is left out:
-    a projection, not the nine jobs' time."""
-    out = script_output("cdbfl_round.py", "--model", "lenet-2.7m", "--rounds", "1",
-                        "--repeat", "1", "--threads", "1")
-    match = re.search(r"one round:\s+([0-9.]+) s", out)
-    if match is None:
-        raise RuntimeError(f"cdbfl_round.py printed no round time:\n{out}")
-    per_round = float(match.group(1))
-    return [Figure("CD-BFL round (lenet-2.7m, K = 10)", per_round, "s"),
-            Figure("one CD-BFL job, 800 rounds (projection)", 800 * per_round / 60, "mn",
-                   None, "target: all nine jobs <= 120 mn (workers and threads to say)")]
+    """The Fig. 4 jobs as ``scripts/reproduce_cdbfl.py`` runs them, each method through
+    the CLI at the paper's settings with T shortened and extrapolated to T = 800: runs of
+    2 and 6 rounds with no evaluation but the first and last give a round (their
+    difference / 4), a run of 2 rounds evaluating every round gives a sweep (its excess
+    over the first run), and the job is the first run's set-up plus 800 rounds and
+    :data:`CDBFL_SWEEPS` sweeps. CPU seconds (user + system) of the child, which a
+    loaded machine inflates less than wall seconds; the nine jobs (3 seeds) packed
+    longest first on 2 one-thread workers."""
+    import heapq
+
+    jobs, figures = [], []
+    for method in ("cd-bfl", "dsgld", "cf-fl"):
+        short = cdbfl_times(method, CDBFL_SHORT, 10**6)
+        long = cdbfl_times(method, CDBFL_LONG, 10**6)
+        swept = cdbfl_times(method, CDBFL_SHORT, 1)
+        cpu_round = (long[1] - short[1]) / (CDBFL_LONG - CDBFL_SHORT)
+        wall_round = (long[0] - short[0]) / (CDBFL_LONG - CDBFL_SHORT)
+        sweep = max(0.0, swept[1] - short[1])
+        setup = short[1] - CDBFL_SHORT * cpu_round - 2 * sweep
+        job = setup + 800 * cpu_round + CDBFL_SWEEPS[method] * sweep
+        jobs += [job] * 3
+        figures += [Figure(f"{method} round, CPU", cpu_round, "s", None,
+                           f"wall {wall_round:.2f} s; sweep {sweep:.2f} s CPU"),
+                    Figure(f"{method} job at T = 800 (extrapolated)", job / 60, "mn")]
+    loads = [0.0, 0.0]
+    for job in sorted(jobs, reverse=True):
+        heapq.heapreplace(loads, loads[0] + job)
+    figures.append(Figure("nine jobs on 2 workers x 1 thread (projection)",
+                          max(loads) / 60, "mn", 120.0,
+                          f"{sum(jobs) / 3600:.2f} h of compute"))
+    return figures
 
 
 def emtdamp_row(args: argparse.Namespace) -> list[Figure]:

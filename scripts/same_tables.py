@@ -34,6 +34,10 @@ CASES: dict[str, tuple[str, dict]] = {
                                "eval_every": 2, "local_iters": 2}),
     "shift": ("cdbfl-shift", {"rounds": 6, "burn_in": 3, "thin": 1, "eval_every": 3,
                               "eval_size": 1500}),
+    # the paper's LeNet, with evaluation sets large enough to split into sub-batches
+    "shift-lenet": ("cdbfl-shift", {"model": "lenet-2.7m", "rounds": 4, "burn_in": 2,
+                                    "thin": 1, "eval_every": 2, "eval_size": 40,
+                                    "shift_size": 40}),
     "local-steps": ("cdbfl-local-steps", {"rounds": 4, "burn_in": 2, "eval_every": 2}),
     "gfvl": ("gfvl-beta-bernoulli", {}),
     "cover": ("cover-time", {"runs": 50}),

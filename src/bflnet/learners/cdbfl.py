@@ -34,6 +34,7 @@ import torch
 from torch import Tensor
 
 from bflnet.learners.base import Work
+from bflnet.learners.chunked import column_chunks
 from bflnet.learners.hyper import CDBFLParams
 from bflnet.learners.langevin import (
     LangevinLearner,
@@ -89,8 +90,7 @@ class CDBFL(LangevinLearner):
         gen = torch_generator(rng, torch.device("cpu"))
         theta, lr = state.theta, self.params.lr
         for _ in range(self.params.local_steps):                              # eq. 5
-            step = self.objective.grad(node, theta, gen).mul_(lr)  # fresh: in place
-            theta = torch.sub(theta, step, out=step)
+            theta = self.objective.descend(node, theta, gen, lr)  # θ − lr·∇f_k, fresh
         noise = None
         if self.noise_scale:
             noise = torch.randn(theta.shape, generator=gen, dtype=self.dtype)
@@ -109,16 +109,24 @@ class CDBFL(LangevinLearner):
     def absorb(self, node: Any, state: CDBFLNode, received: Mapping[Any, Tensor],
                weights: Mapping[Any, float]) -> CDBFLNode:
         assert state.half is not None and state.delta is not None
-        # the same operations in the same order as s + w·Δ, ..., with one scratch tensor
-        tmp = torch.mul(state.delta, weights[node])
-        s = torch.add(state.s, tmp)                                           # eq. 8
-        for j, delta_j in received.items():
-            s.add_(torch.mul(delta_j, weights[j], out=tmp))
+        # the same operations in the same order as s + w·Δ, ..., chunk by chunk
+        # (:mod:`bflnet.learners.chunked`: the same bits), with one scratch tensor
+        s, theta = torch.empty_like(state.s), torch.empty_like(state.half)
+        tmp = torch.empty_like(state.s)
+        zeta, own = self.params.zeta, weights[node]
+        items = list(received.items())
+        for cols in column_chunks(s, theta, tmp, state.s, state.delta, state.v, state.half,
+                                  *(d for _, d in items),
+                                  *(() if state.noise is None else (state.noise,))):
+            s_c, theta_c, tmp_c, s0, delta, v, half = cols[:7]
+            torch.add(s0, torch.mul(delta, own, out=tmp_c), out=s_c)          # eq. 8
+            for (j, _), delta_j in zip(items, cols[7:7 + len(items)], strict=True):
+                s_c.add_(torch.mul(delta_j, weights[j], out=tmp_c))
+            gap = torch.sub(s_c, v, out=tmp_c).mul_(zeta)
+            torch.add(half, gap, out=theta_c)                                 # eq. 9
+            if state.noise is not None:
+                theta_c.add_(cols[-1])
         missed = state.missed + sum(1 for j in weights if j != node and j not in received)
-        gap = torch.sub(s, state.v, out=tmp).mul_(self.params.zeta)
-        theta = torch.add(state.half, gap)                                    # eq. 9
-        if state.noise is not None:
-            theta.add_(state.noise)
         round_ = state.round + 1
         sums, kept = state.sums, state.kept
         if self.eval_sets and self.averages_samples and keeps(

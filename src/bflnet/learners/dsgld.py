@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from bflnet.learners.base import Work
+from bflnet.learners.chunked import column_chunks
 from bflnet.learners.langevin import (
     LangevinLearner,
     accumulate,
@@ -58,10 +59,11 @@ class DSGLD(LangevinLearner):
     def local_steps(self, node: Any, state: DSGLDNode,
                     rng: np.random.Generator) -> tuple[DSGLDNode, Work]:
         gen = torch_generator(rng, torch.device("cpu"))
-        grad = self.objective.grad(node, state.theta, gen)
-        noise = torch.randn(state.theta.shape, generator=gen, dtype=self.dtype)
-        # -η·grad + scale·noise, in place on the fresh tensors (the same bits)
-        step = grad.mul_(-self.params.lr).add_(noise.mul_(self.noise_scale).to(self.device))
+        step = self.objective.grad(node, state.theta, gen)
+        noise = torch.randn(state.theta.shape, generator=gen, dtype=self.dtype).to(self.device)
+        # -η·grad + scale·noise, in place on the fresh tensors, chunk by chunk (the same bits)
+        for g, n in column_chunks(step, noise):
+            g.mul_(-self.params.lr).add_(n.mul_(self.noise_scale))
         return replace(state, step=step), Work(steps=1, flops=self._flops())
 
     def outgoing(self, node: Any, state: DSGLDNode) -> Tensor:
@@ -69,12 +71,17 @@ class DSGLD(LangevinLearner):
 
     def absorb(self, node: Any, state: DSGLDNode, received: Mapping[Any, Tensor],
                weights: Mapping[Any, float]) -> DSGLDNode:
-        # w·θ + Σ_j w_j·θ_j + step in the same order, with one scratch tensor
-        mixed = torch.mul(state.theta, weights[node])
-        tmp = torch.empty_like(mixed)
-        for j, theta_j in received.items():
-            mixed.add_(torch.mul(theta_j, weights[j], out=tmp))
-        theta = mixed.add_(state.step)
+        # w·θ + Σ_j w_j·θ_j + step in the same order, with one scratch tensor, chunk by
+        # chunk (:mod:`bflnet.learners.chunked`: the same bits)
+        theta, tmp = torch.empty_like(state.theta), torch.empty_like(state.theta)
+        items = list(received.items())
+        for cols in column_chunks(theta, tmp, state.theta, state.step,
+                                  *(t for _, t in items)):
+            mixed, tmp_c, own, step = cols[:4]
+            torch.mul(own, weights[node], out=mixed)
+            for (j, _), theta_j in zip(items, cols[4:], strict=True):
+                mixed.add_(torch.mul(theta_j, weights[j], out=tmp_c))
+            mixed.add_(step)
         round_ = state.round + 1
         sums, kept = state.sums, state.kept
         if self.eval_sets and keeps(round_, self.params.burn_in, self.params.thin):

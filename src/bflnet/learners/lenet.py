@@ -170,9 +170,18 @@ class BayesianLeNet(_Classifier):
         h = self._features(p, maps, theta.shape[0])
         return torch.baddbmm(p["fc3_b"].unsqueeze(1), h, p["fc3_w"])
 
-    # ``log_likelihood_grad`` (inherited) sees that ``logits`` is redefined here without a
-    # hand-written ``_analytic_grad`` and takes autograd's gradient of the summed
-    # log-likelihood w.r.t. ``theta``: ``(N, d)``, no graph kept.
+    #: The forward methods :meth:`_analytic_grad` differentiates: a subclass redefining
+    #: any of them alone gets autograd's gradient (``log_likelihood_grad``, inherited).
+    _maths = ("logits", "log_likelihood", "features", "_features", "_conv_flat", "_act",
+              "_act_pool")
+
+    def _analytic_grad(self, theta: Tensor, x: Tensor, y: Tensor,
+                       grad: dict[str, Tensor]) -> None:
+        """Autograd's operations without its ``(N, d)`` concatenation, the fully connected
+        layers by hand (:mod:`bflnet.learners.lenet_grad`)."""
+        from bflnet.learners.lenet_grad import lenet_log_likelihood_grad
+
+        lenet_log_likelihood_grad(self, theta, x, y, grad)
 
     def predict_proba(self, theta: Tensor, x: Tensor) -> Tensor:
         """``(N, B, n_out)`` softmax outputs, under ``torch.no_grad``, in chunks of examples

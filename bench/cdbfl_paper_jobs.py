@@ -21,20 +21,32 @@ partition, the update arithmetic allocating every intermediate, the evaluation's
 convolutions over whole chunks), and the ratio new / legacy is printed (median over the
 ``--repeat`` pairs).
 
+With ``--against SRC`` (a ``src`` folder of another version, e.g. from ``git archive``)
+each method's round and the sweep are measured in fresh processes, alternately with
+``SRC`` and with this checkout's code (``--repeat`` pairs), and the CPU seconds (user +
+system, which a loaded machine inflates less than wall seconds) and their ratio
+new / other are printed, with the projection of both.
+
 Under a fluctuating load the round differences are noisy; ``--components`` times instead
 one device's share of a CD-BFL and a DSGLD round (local steps, top-k encoding, mixing),
 new and legacy alternately call by call, ``--repeat`` times each (medians).
 
     python bench/cdbfl_paper_jobs.py [--rounds 1] [--repeat 1] [--workers 2] [--legacy]
     python bench/cdbfl_paper_jobs.py --components [--repeat 7]
+    python bench/cdbfl_paper_jobs.py --against /tmp/base/src [--rounds 2] [--repeat 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import heapq
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import cdbfl_legacy
@@ -177,6 +189,55 @@ def makespan(jobs: list[float], workers: int) -> float:
     return max(loads)
 
 
+def cpu_seconds(fn: Any) -> float:
+    """CPU seconds of ``fn()`` in this process."""
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
+def measure_one(what: str, model: BayesianLeNet, nodes: dict, test: torch.Tensor,
+                rounds: int) -> float:
+    """CPU seconds of one round of method ``what`` (``rounds`` + 1 rounds less one) or of
+    one evaluation sweep (``what = "sweep"``)."""
+    if what == "sweep":
+        return cpu_seconds(lambda: time_sweep(model, test))
+    one = cpu_seconds(lambda: time_rounds(what, model, nodes, 1))
+    return (cpu_seconds(lambda: time_rounds(what, model, nodes, rounds + 1)) - one) / rounds
+
+
+def against(other: Path, methods: list[str], rounds: int, repeat: int, workers: int) -> None:
+    """Rounds and sweeps with ``other``'s code and this checkout's, alternately in fresh
+    processes; CPU seconds, ratios and both projections."""
+    trees = {"new": Path(__file__).resolve().parents[1] / "src", "other": other}
+    got: dict[tuple[str, str], list[float]] = {}
+    for what in ["sweep", *methods]:
+        for i in range(repeat):
+            order = list(trees.items()) if i % 2 == 0 else list(trees.items())[::-1]
+            for name, src in order:
+                env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1"}
+                out = subprocess.run([sys.executable, __file__, "--one", what, "--rounds",
+                                      str(rounds)], env=env, check=True, capture_output=True,
+                                     text=True).stdout
+                got.setdefault((what, name), []).append(json.loads(out.splitlines()[-1]))
+        new, old = got[(what, "new")], got[(what, "other")]
+        ratios = [a / b for a, b in zip(new, old, strict=True)]
+        print(f"  {what:6s}: CPU s new {', '.join(f'{v:.2f}' for v in new)}; other "
+              f"{', '.join(f'{v:.2f}' for v in old)}; new / other "
+              f"{statistics.median(ratios):.2f} ({', '.join(f'{r:.2f}' for r in ratios)})",
+              flush=True)
+    for name in trees:
+        sweep = statistics.median(got[("sweep", name)])
+        jobs = []
+        for m in methods:
+            job = T * statistics.median(got[(m, name)]) + SWEEPS[m] * sweep
+            jobs += [job] * 3
+        print(f"  {name}: jobs " + ", ".join(
+            f"{m} {jobs[3 * i] / 60:.1f} min" for i, m in enumerate(methods))
+            + f"; nine jobs {sum(jobs) / 3600:.2f} h of CPU, on {workers} one-thread "
+            f"workers {makespan(jobs, workers) / 3600:.2f} h")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=1)
@@ -187,7 +248,16 @@ def main() -> None:
                         help="also time the code paths as before the speed-ups")
     parser.add_argument("--components", action="store_true",
                         help="time one device's share of a round, new vs legacy")
+    parser.add_argument("--against", type=Path,
+                        help="a src folder of another version: time both alternately")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    methods = args.methods.split(",")
+    if args.against is not None:
+        print(f"CD-BFL Fig. 4 jobs, this checkout against {args.against} (CPU seconds, "
+              f"{args.rounds} + 1 rounds less 1, {args.repeat} pairs, 1 thread)", flush=True)
+        against(args.against, methods, args.rounds, args.repeat, args.workers)
+        return
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
     x, y = radar_maps(K * PER_NODE + EVAL_MAPS, rng)
@@ -197,6 +267,9 @@ def main() -> None:
     test = torch.as_tensor(x[K * PER_NODE:], dtype=torch.float32)
     model = BayesianLeNet.cdbfl(*MAP_SHAPE)
     print(f"CD-BFL Fig. 4 jobs: LeNet d = {model.d:,}, K = {K}, T = {T}, 1 thread per worker")
+    if args.one:
+        print(json.dumps(measure_one(args.one, model, nodes, test, args.rounds)))
+        return
     if args.components:
         components(model, nodes, args.repeat)
         return
@@ -204,7 +277,7 @@ def main() -> None:
                           args.legacy)
     print(f"  evaluation sweep ({K} devices x {EVAL_MAPS} maps): {sweep:7.2f} s{note}")
     jobs = []
-    for method in args.methods.split(","):
+    for method in methods:
         r, note = measure(lambda legacy, m=method: per_round(m, model, nodes, args.rounds,
                                                              legacy), args.repeat, args.legacy)
         job = T * r + SWEEPS[method] * sweep

@@ -21,9 +21,14 @@ __all__ = ["CHUNK", "column_chunks"]
 CHUNK = 2**16
 
 
-def column_chunks(*tensors: Tensor, chunk: int = CHUNK) -> Iterator[tuple[Tensor, ...]]:
-    """Views of the same column range of every ``(N, d)`` tensor, ``chunk`` columns at a
-    time (the whole width in one piece if any of them is not contiguous)."""
+def column_chunks(*tensors: Tensor, chunk: int | None = None
+                  ) -> Iterator[tuple[Tensor, ...]]:
+    """Views of the same column range of every ``(N, d)`` tensor, ``chunk`` (default
+    :data:`CHUNK`) columns at a time (the whole width in one piece if any of them is not
+    contiguous)."""
+    chunk = CHUNK if chunk is None else chunk
+    if chunk < 1:
+        raise ValueError(f"chunk: must be >= 1, got {chunk}")
     width = tensors[0].shape[-1]
     if any(t.shape[-1] != width for t in tensors):
         raise ValueError(f"tensors: need the same last dimension, got "

@@ -64,6 +64,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from bflnet.learners.models import Init, _check_sizes, _Classifier
+from bflnet.learners.pool import avg_pool_2x2
 
 Activation = Literal["relu", "tanh"]
 Pool = Literal["avg", "max"]
@@ -236,8 +237,8 @@ class BayesianLeNet(_Classifier):
         return h.relu_() if self.activation == "relu" else h.tanh_()
 
     def _act_pool(self, h: Tensor) -> Tensor:
-        if self.pool == "avg":
-            return F.avg_pool2d(self._act(h), POOL)
+        if self.pool == "avg":  # F.avg_pool2d(·, 2)'s bits, faster (bflnet.learners.pool)
+            return avg_pool_2x2(self._act(h))
         if self.activation == "relu":  # max and ReLU commute: pool first, 4x fewer values
             return self._act(F.max_pool2d(h, POOL))
         return F.max_pool2d(self._act(h), POOL)

@@ -1,0 +1,150 @@
+"""The CD-BFL / DSGLD / CF-FL fast paths give the same bits as the plain ones: the LeNet
+gradient without autograd's concatenation, the 2 x 2 average pooling as strided adds, and
+the d-sized arithmetic over column chunks."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from bflnet.learners import chunked
+from bflnet.learners.cdbfl import CDBFL
+from bflnet.learners.cffl import CFFL
+from bflnet.learners.chunked import column_chunks
+from bflnet.learners.dsgld import DSGLD
+from bflnet.learners.lenet import BayesianLeNet
+from bflnet.learners.lenet_grad import weight_grad
+from bflnet.learners.pool import avg_pool_2x2
+from bflnet.protocols import ConsensusProtocol, StopRule
+from bflnet.protocols.codecs import RawCodec, TopKCodec
+from bflnet.protocols.mixing import metropolis_hastings_weights
+from bflnet.simulator import Simulation
+
+SMALL = {"conv1": 3, "conv2": 4, "fc1": 7, "fc2": 6}
+
+
+def gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def problem(model: BayesianLeNet, rows: int, per_row: bool, seed: int = 0):
+    g = gen(seed)
+    theta = model.init_particles(rows, g) + 0.05 * torch.randn(rows, model.d, generator=g,
+                                                                dtype=model.dtype)
+    lead = (rows, 6) if per_row else (6,)
+    x = torch.rand(*lead, model.n_in, generator=g, dtype=model.dtype)
+    return theta, x, torch.randint(0, model.n_classes, lead, generator=g)
+
+
+@pytest.mark.parametrize("opts", [
+    {}, {"activation": "tanh"}, {"pool": "max"}, {"activation": "tanh", "pool": "max"},
+    {"padding": 2}, {"dtype": torch.float32},
+])
+@pytest.mark.parametrize("rows, per_row", [(1, False), (3, False), (2, True)])
+def test_lenet_gradient_is_autograds_bit_for_bit(opts, rows, per_row):
+    # narrow FC layers: every product runs in torch, as autograd's does
+    model = BayesianLeNet(34, 30, 5, **{**SMALL, "dtype": torch.float64, **opts})
+    theta, x, y = problem(model, rows, per_row)
+    out = torch.full((rows, model.d), float("nan"), dtype=model.dtype)
+    grad = model.log_likelihood_grad(theta, x, y, out=out)
+    assert grad is out and not grad.requires_grad
+    assert torch.equal(grad, model._autograd_grad(theta, x, y, None))
+
+
+def test_lenet_gradient_with_a_wide_first_fc_layer_matches_autograd():
+    # fc1 = 40 >= NUMPY_MIN_WIDTH: its weight gradient goes through NumPy on CPU
+    model = BayesianLeNet(34, 30, 5, **{**SMALL, "fc1": 40}, dtype=torch.float32)
+    theta, x, y = problem(model, 2, True)
+    ref = model._autograd_grad(theta, x, y, None)
+    torch.testing.assert_close(model.log_likelihood_grad(theta, x, y), ref,
+                               rtol=1e-6, atol=1e-7 * float(ref.abs().max()))
+
+
+def test_a_subclass_redefining_the_forward_gets_autograd():
+    class Doubled(BayesianLeNet):
+        def _act(self, h):
+            return super()._act(h) * 2.0
+
+    model = Doubled(34, 30, 5, **SMALL, dtype=torch.float64)
+    assert not model._inherits_maths()
+    theta, x, y = problem(model, 1, False)
+    assert torch.equal(model.log_likelihood_grad(theta, x, y),
+                       model._autograd_grad(theta, x, y, None))
+
+
+@pytest.mark.parametrize("n, b, width, dtype", [
+    (1, 10, 229, torch.float32), (3, 4, 40, torch.float64), (2, 5, 10, torch.float32)])
+def test_weight_grad_is_the_batched_product(n, b, width, dtype):
+    g = gen(3)
+    a = torch.randn(b, n, 50, generator=g, dtype=dtype).transpose(0, 1)  # (N, B, in) view
+    grad = torch.randn(n, b, width, generator=g, dtype=dtype)
+    flat = torch.zeros(n, 7 + 50 * width, dtype=dtype)
+    out = flat[:, 7:].view(n, 50, width)
+    weight_grad(a, grad, out)
+    torch.testing.assert_close(out, torch.bmm(a.transpose(1, 2), grad))
+    assert torch.equal(flat[:, :7], torch.zeros(n, 7, dtype=dtype))
+
+
+@pytest.mark.parametrize("shape", [(3, 2, 7, 5), (2, 4, 6, 9), (1, 1, 2, 2), (2, 6, 252, 59)])
+def test_avg_pool_2x2_is_avg_pool2d_bit_for_bit_forward_and_backward(shape):
+    z = torch.randn(*shape, generator=gen(1)).relu().requires_grad_(True)
+    ours, ref = avg_pool_2x2(z), F.avg_pool2d(z, 2)
+    assert torch.equal(ours, ref)
+    g = torch.randn(ref.shape, generator=gen(2))
+    (a,), (b,) = torch.autograd.grad(ours, z, g), torch.autograd.grad(ref, z, g)
+    assert torch.equal(a, b)
+
+
+def test_avg_pool_2x2_gradcheck_and_errors():
+    z = torch.rand(2, 3, 5, 7, dtype=torch.float64, generator=gen(0), requires_grad=True)
+    assert torch.autograd.gradcheck(avg_pool_2x2, (z,))
+    with pytest.raises(ValueError, match="^z: needs height and width >= 2"):
+        avg_pool_2x2(torch.zeros(1, 1, 1, 5))
+
+
+def test_column_chunks_cover_every_column_once():
+    a, b = torch.arange(23.0).reshape(1, 23), torch.zeros(1, 23)
+    pieces = list(column_chunks(a, b, chunk=5))
+    assert [p[0].shape[1] for p in pieces] == [5, 5, 5, 5, 3]
+    for x, y in pieces:
+        y.add_(x)
+    assert torch.equal(a, b)
+    # a non-contiguous operand: one piece, the whole width
+    assert len(list(column_chunks(a, torch.zeros(1, 46)[:, ::2], chunk=5))) == 1
+    with pytest.raises(ValueError, match="^tensors: need the same last dimension"):
+        next(column_chunks(a, torch.zeros(1, 4)))
+    with pytest.raises(ValueError, match="^chunk: must be >= 1"):
+        next(column_chunks(a, chunk=0))
+
+
+def run(cls, chunk: int, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(chunked, "CHUNK", chunk)
+    model = BayesianLeNet(34, 30, 5, **SMALL, dtype=torch.float32)
+    rng = np.random.default_rng(0)
+    x = rng.random((40, model.n_in), dtype=np.float32)
+    y = rng.integers(0, 5, 40)
+    data = {k: (x[10 * k:10 * k + 10], y[10 * k:10 * k + 10]) for k in range(4)}
+    kwargs = {"lr": 1e-3, "batch_size": 4, "burn_in": 2, "thin": 1,
+              "eval_sets": {"eval": (x, y)}}
+    if cls is DSGLD:
+        learner, codec = DSGLD(model, data, **kwargs), RawCodec(32)
+    else:
+        learner, codec = cls(model, data, local_steps=3, **kwargs), TopKCodec(k=50)
+    graph = nx.complete_graph(4)
+    sim = Simulation(5)
+    sim.build_network(graph)
+    result = sim.run(ConsensusProtocol(learner, metropolis_hastings_weights(graph),
+                                       StopRule(max_iterations=4), codec=codec))
+    return result.frame, torch.cat([s.theta for s in result.agent_states.values()])
+
+
+@pytest.mark.parametrize("cls", [CDBFL, CFFL, DSGLD])
+def test_chunked_updates_give_the_same_bits_as_one_piece(cls, monkeypatch):
+    frame, theta = run(cls, 10**9, monkeypatch)     # one chunk: the whole vector
+    frame_c, theta_c = run(cls, 37, monkeypatch)     # many odd-sized chunks
+    assert torch.equal(theta, theta_c)
+    wall = [c for c in frame.columns if "wall" in c]
+    assert frame.drop(columns=wall).equals(frame_c.drop(columns=wall))

@@ -168,10 +168,10 @@ def script_output(name: str, *argv: str) -> str:
     return out.stdout
 
 
-#: ``scripts/reproduce_cdbfl.py``'s paper settings, as ``--set`` pairs (rounds and
-#: eval_every are the row's).
-CDBFL_PAPER = {"model": "lenet-2.7m", "burn_in": 700, "thin": 5, "lr": 1e-4,
-               "local_steps": 8, "batch_size": 10, "keep_ratio": 0.01, "zeta": 0.03}
+#: ``scripts/reproduce_cdbfl.py``'s paper settings, as ``--set`` pairs (rounds,
+#: eval_every and burn-in are the row's: the burn-in must be shorter than the run).
+CDBFL_PAPER = {"model": "lenet-2.7m", "thin": 5, "lr": 1e-4, "local_steps": 8,
+               "batch_size": 10, "keep_ratio": 0.01, "zeta": 0.03}
 #: Evaluation sweeps (every device's predictive on the 500 test maps) of one job at
 #: T = 800, eval_every 50, burn-in 700, thin 5: CD-BFL and DSGLD evaluate their current
 #: sample at rounds 0, 50, ..., 700 (15) and add each kept sample's predictive to the
@@ -184,7 +184,8 @@ CDBFL_SHORT, CDBFL_LONG = 2, 6
 def cdbfl_times(method: str, rounds: int, eval_every: int) -> tuple[float, float]:
     """Wall and CPU seconds of ``bflnet run cdbfl-shift`` for one method at the paper's
     settings with ``rounds`` and ``eval_every`` (one thread, start-up included)."""
-    settings = {**CDBFL_PAPER, "methods": method, "rounds": rounds, "eval_every": eval_every}
+    settings = {**CDBFL_PAPER, "methods": method, "rounds": rounds, "eval_every": eval_every,
+                "burn_in": rounds - 1}
     argv = ["run", "cdbfl-shift", "--no-progress", "--threads", "1"]
     for key, value in settings.items():
         argv += ["--set", f"{key}={value}"]
@@ -201,9 +202,11 @@ def cdbfl_times(method: str, rounds: int, eval_every: int) -> tuple[float, float
 def cdbfl_row(args: argparse.Namespace) -> list[Figure]:
     """The Fig. 4 jobs as ``scripts/reproduce_cdbfl.py`` runs them, each method through
     the CLI at the paper's settings with T shortened and extrapolated to T = 800: runs of
-    2 and 6 rounds with no evaluation but the first and last give a round (their
-    difference / 4), a run of 2 rounds evaluating every round gives a sweep (its excess
-    over the first run), and the job is the first run's set-up plus 800 rounds and
+    2 and 6 rounds with the burn-in ending one round before the end and no evaluation
+    but the first and the last (two sweeps each: the first evaluation, and the kept
+    sample's predictive or CF-FL's last evaluation) give a round (their difference / 4),
+    a run of 2 rounds evaluating every round gives a sweep (its excess over the first
+    run), and the job is the first run's set-up plus 800 rounds and
     :data:`CDBFL_SWEEPS` sweeps. CPU seconds (user + system) of the child, which a
     loaded machine inflates less than wall seconds; the nine jobs (3 seeds) packed
     longest first on 2 one-thread workers."""

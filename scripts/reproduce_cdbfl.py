@@ -12,9 +12,10 @@ writes
   with ``--figures DIR`` (e.g. the tracked ``docs/figures``) small copies (dpi 100) there;
 * ``out/cdbfl/summary.txt``: the numbers quoted in docs/reproductions.md.
 
-One CD-BFL or CF-FL job takes 75-90 minutes on one thread here (K·L = 80 LeNet forward
-and backward passes of 10 maps per round), a DSGLD job about 20 (one step per round): all
-nine jobs about 10 hours with one worker, 5 with two.
+One CD-BFL or CF-FL job is projected at 33-38 minutes on one thread here (K·L = 80 LeNet
+forward and backward passes of 10 maps per round), a DSGLD job at about 9 (one step per
+round): all nine jobs about 4 hours of CPU, about 2 with two workers (docs/benchmarks.md;
+the last full run, before the speed-ups, took about 10 hours of compute).
 
     .venv/bin/python scripts/reproduce_cdbfl.py               # 3 seeds, 1 worker
     .venv/bin/python scripts/reproduce_cdbfl.py --quick       # smoke test into out/cdbfl-quick
@@ -24,6 +25,7 @@ nine jobs about 10 hours with one worker, 5 with two.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +33,8 @@ from typing import Any
 
 import pandas as pd
 from parts_runner import pm, run_parts, seed_of
+
+from bflnet.threads import THREAD_VARIABLES
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ("cd-bfl", "dsgld", "cf-fl")
@@ -183,6 +187,10 @@ def main() -> None:
     parts = out / "parts"
     parts.mkdir(parents=True, exist_ok=True)
     if not args.summary_only:
+        # one thread per worker for the BLAS libraries too, read when a worker loads them
+        # (an idle OpenBLAS pool of several threads spins and takes the other worker's core)
+        for name in THREAD_VARIABLES:
+            os.environ.setdefault(name, "1")
         run_parts(jobs(run_seeds, args.quick, methods), parts, args.workers, execute)
     every = sorted({*range(args.seeds), *run_seeds})
     found = [parts / j.part for j in jobs(every, args.quick) if (parts / j.part).exists()]

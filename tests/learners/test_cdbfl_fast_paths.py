@@ -10,13 +10,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bflnet.learners import chunked
+from bflnet.learners import chunked, lenet_grad
 from bflnet.learners.cdbfl import CDBFL
 from bflnet.learners.cffl import CFFL
 from bflnet.learners.chunked import column_chunks
 from bflnet.learners.dsgld import DSGLD
 from bflnet.learners.lenet import BayesianLeNet
 from bflnet.learners.lenet_grad import weight_grad
+from bflnet.learners.numpy_blas import openblas_threads
 from bflnet.learners.pool import avg_pool_2x2
 from bflnet.protocols import ConsensusProtocol, StopRule
 from bflnet.protocols.codecs import RawCodec, TopKCodec
@@ -55,7 +56,7 @@ def test_lenet_gradient_is_autograds_bit_for_bit(opts, rows, per_row):
 
 
 def test_lenet_gradient_with_a_wide_first_fc_layer_matches_autograd():
-    # fc1 = 40 >= NUMPY_MIN_WIDTH: its weight gradient goes through NumPy on CPU
+    # fc1 = 40 >= FAST_MIN_WIDTH: its weight gradient takes NumPy's or the blocked route
     model = BayesianLeNet(34, 30, 5, **{**SMALL, "fc1": 40}, dtype=torch.float32)
     theta, x, y = problem(model, 2, True)
     ref = model._autograd_grad(theta, x, y, None)
@@ -75,9 +76,14 @@ def test_a_subclass_redefining_the_forward_gets_autograd():
                        model._autograd_grad(theta, x, y, None))
 
 
+@pytest.mark.parametrize("blas_threads", [1, 2, None])
 @pytest.mark.parametrize("n, b, width, dtype", [
     (1, 10, 229, torch.float32), (3, 4, 40, torch.float64), (2, 5, 10, torch.float32)])
-def test_weight_grad_is_the_batched_product(n, b, width, dtype):
+def test_weight_grad_is_the_batched_product(n, b, width, dtype, blas_threads, monkeypatch):
+    # NumPy's route with a one-thread OpenBLAS, else torch's transposed blocks (here of
+    # 16 rows: 50 = 3 x 16 + 2)
+    monkeypatch.setattr(lenet_grad, "openblas_threads", lambda: blas_threads)
+    monkeypatch.setattr(lenet_grad, "BLOCK", 16)
     g = gen(3)
     a = torch.randn(b, n, 50, generator=g, dtype=dtype).transpose(0, 1)  # (N, B, in) view
     grad = torch.randn(n, b, width, generator=g, dtype=dtype)
@@ -86,6 +92,11 @@ def test_weight_grad_is_the_batched_product(n, b, width, dtype):
     weight_grad(a, grad, out)
     torch.testing.assert_close(out, torch.bmm(a.transpose(1, 2), grad))
     assert torch.equal(flat[:, :7], torch.zeros(n, 7, dtype=dtype))
+
+
+def test_openblas_threads_is_a_count_or_unknown():
+    value = openblas_threads()
+    assert value is None or (isinstance(value, int) and value >= 1)
 
 
 @pytest.mark.parametrize("shape", [(3, 2, 7, 5), (2, 4, 6, 9), (1, 1, 2, 2), (2, 6, 252, 59)])

@@ -7,7 +7,8 @@ Autograd's route (``log_likelihood(theta).sum()`` differentiated w.r.t. the flat
 them into a fresh ``(N, d)`` one (two passes over 11 MB at d = 2.7 M), and its fully
 connected weight gradients are ``torch.bmm(aᵀ, g)`` products whose thin inner dimension
 (the B examples of a minibatch) runs slowly in torch's CPU BLAS for the wide first layer
-(about 5 × a NumPy ``matmul`` of the same operands here). This module runs:
+(about 5 × a NumPy ``matmul`` of the same operands here, 1.5 × torch's own product in
+the transposed orientation). This module runs:
 
 * the convolutional part (both convolutions, activations and pools) under autograd, with
   leaves for the four convolution blocks only (kilobytes), so its backward is autograd's
@@ -29,29 +30,44 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from bflnet.learners.numpy_blas import openblas_threads
+
 __all__ = ["lenet_log_likelihood_grad", "weight_grad"]
 
-#: Output widths at which :func:`weight_grad` may take NumPy's ``matmul`` (OpenBLAS) on
-#: CPU: it agrees bit for bit with ``torch.bmm`` there in our checks, and it is the wide
-#: first layer (n_flat × fc1 = 11 MB) where torch's product is slow. Narrow products stay
-#: in torch (e.g. an output width of 10, where the two libraries round differently).
-NUMPY_MIN_WIDTH = 32
+#: Output widths from which :func:`weight_grad` leaves torch's ``bmm`` for a faster route
+#: (the wide first FC layer: n_flat × fc1 = 11 MB): on CPU NumPy's ``matmul`` when its
+#: OpenBLAS runs one thread, else ``bmm`` in the transposed orientation over blocks of
+#: :data:`BLOCK` rows. Both agree bit for bit with ``torch.bmm`` in our checks; narrow
+#: products stay in torch (at an output width of 10 the libraries round differently).
+FAST_MIN_WIDTH = 32
+#: Rows of the weight gradient per transposed block (229 × 256 floats stay in cache).
+BLOCK = 256
 
 
 def weight_grad(a: Tensor, g: Tensor, out: Tensor) -> None:
     """``out[n] = a[n]ᵀ g[n]`` for ``a`` ``(N, B, in)``, ``g`` ``(N, B, out)``, ``out``
     ``(N, in, out)`` (a view of the gradient buffer): ``torch.bmm(a.transpose(1, 2), g)``
-    as autograd computes it, through NumPy on CPU for wide float outputs (the same
-    products, about 5 × faster here for B = 10 and 11 712 × 229)."""
-    numpy_ok = (out.device.type == "cpu" and out.dtype in (torch.float32, torch.float64)
-                and out.shape[-1] >= NUMPY_MIN_WIDTH and out.stride(-1) == 1
-                and out.stride(-2) == out.shape[-1])
-    if not numpy_ok:
+    as autograd computes it, by a faster route for wide outputs (:data:`FAST_MIN_WIDTH`):
+    torch's CPU BLAS runs this thin product (B = 10 examples) about 5 × slower than
+    NumPy's and about 1.5 × slower than its own transposed product."""
+    if out.shape[-1] < FAST_MIN_WIDTH:
         out.copy_(torch.bmm(a.transpose(1, 2), g))
         return
-    an, gn, on = a.numpy(), g.numpy(), out.numpy()
-    for n in range(out.shape[0]):
-        np.matmul(an[n].T, gn[n], out=on[n])
+    rows_ok = out.stride(-1) == 1 and out.stride(-2) == out.shape[-1]
+    if (rows_ok and out.device.type == "cpu" and out.dtype in (torch.float32, torch.float64)
+            and openblas_threads() == 1):
+        an, gn, on = a.numpy(), g.numpy(), out.numpy()
+        for n in range(out.shape[0]):
+            np.matmul(an[n].T, gn[n], out=on[n])
+        return
+    gt = g.transpose(1, 2)
+    block = torch.empty((out.shape[0], out.shape[2], min(BLOCK, out.shape[1])),
+                        dtype=out.dtype, device=out.device)
+    for i in range(0, out.shape[1], BLOCK):
+        part = a[:, :, i:i + BLOCK]
+        tb = block[:, :, :part.shape[2]]
+        torch.bmm(gt, part, out=tb)
+        out[:, i:i + BLOCK].copy_(tb.transpose(1, 2))
 
 
 def _act_backward(model: Any, grad: Tensor, result: Tensor) -> Tensor:

@@ -212,8 +212,9 @@ class NetworkSettings:
     edge_prob: float = param(0.3, "edge probability (erdos-renyi)", gt=0, le=1)
     radius_m: float = param(40.0, "radio range in metres (random-geometric)", gt=0,
                             le=MAX_METRES)
-    area_m: float = param(100.0, "side of the square area in metres (random-geometric)", gt=0,
-                          le=MAX_METRES)
+    area_m: float = param(100.0, "side of the square area in metres (random-geometric; "
+                          "medium=shared: where nodes without positions are laid out, a "
+                          "server at its centre)", gt=0, le=MAX_METRES)
     graph_file: str | None = param(None, "edge list or GraphML file (graph=file)")
     channel: str = param("fixed", "channel model of every link", choices=CHANNELS)
     rate_bps: float = param(1e6, "link rate in bit/s (fixed, gilbert-elliott)", gt=0,
@@ -242,7 +243,9 @@ class NetworkSettings:
                         "medium (positions, SINR, half-duplex, MAC; the channel gives the "
                         "fading: rayleigh, rician, or none for ideal / fixed)", choices=MEDIA)
     mac: str = param("csma", "medium access on the shared medium", choices=MAC_NAMES)
-    broadcast: bool = param(False, "one transmission reaches every neighbour (shared medium)")
+    broadcast: bool = param(False, "one transmission reaches every neighbour, or a "
+                            "server's scheduled agents (shared medium; no ARQ: a lost "
+                            "reception follows the protocol's rule for a lost message)")
     reception: str = param("threshold", "how a packet's SINR decides it (shared medium): "
                            "threshold (received iff its lowest SINR over the packet is >= "
                            "sinr_threshold_db) or per (lost with the packet error rate of "
@@ -254,7 +257,9 @@ class NetworkSettings:
     shadowing_db: float = param(0.0, "log-normal shadowing std in dB, one draw per pair and "
                                 "run (shared medium)", ge=0, le=50)
     sinr_threshold_db: float | None = param(None, "SINR threshold in dB (none: 2^R - 1 of "
-                                            "coding_rate) (shared medium)", ge=-100, le=100)
+                                            "coding_rate) (shared medium; reception=per: "
+                                            "only its nominal range, CSMA's default sense "
+                                            "range)", ge=-100, le=100)
     layout: str = param("random", "node layout in the area_m square for graphs without "
                         "positions (shared medium)", choices=LAYOUT_NAMES)
     aloha_p: float = param(0.1, "slotted ALOHA transmit probability per slot", gt=0, le=1)

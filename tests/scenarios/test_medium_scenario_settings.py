@@ -182,3 +182,20 @@ def test_the_server_reads_area_and_layout_on_a_shared_medium():
     assert {"area_m", "layout", "mac", "broadcast", "reception"} <= used
     assert not {"area_m", "layout", "mac"} & scenario.config({}).used_fields()
     assert "area_m" not in scenario.config_cls.decided_elsewhere()
+
+
+def test_em_tdamp_rounds_broadcast_the_state_once():
+    """The EM-TDAMP scenarios' server (every client every round): the downlink bits of a
+    round are one copy of the state with broadcast, K copies with unicast."""
+    K, rounds = 4, 2
+    base = {"K": K, "rounds": rounds, "medium": "shared", "mac": "tdma"}
+    uni = run_scenario("emtdamp", base, seed=1)
+    cast = run_scenario("emtdamp", {**base, "broadcast": True}, seed=1)
+    down_uni = np.diff(uni.cum_bits_down.to_numpy())
+    down_cast = np.diff(cast.cum_bits_down.to_numpy())
+    assert (down_uni > 0).all() and (down_uni == K * down_cast).all()
+    assert (cast.updates.iloc[1:] == K).all()  # close enough that nobody misses it
+    assert (cast.cum_bits_up == uni.cum_bits_up).all()  # the uplinks stay unicast
+    for name in ("emtdamp-boston", "emtdamp-mnist"):
+        used = get_scenario(name).config({"medium": "shared"}).used_fields()
+        assert {"broadcast", "reception", "area_m", "layout"} <= used

@@ -52,6 +52,9 @@ CASES: dict[str, tuple[str, dict]] = {
                                       "snr_db": "0,30", "methods": ",".join(
                                           ("wfald", "digital", "fald", "ota-fedavg",
                                            "fedavg"))}),
+    "async-fedavg": ("async-fedavg", {"duration_s": 4.0, "eval_size": 300}),
+    "mobile-gossip": ("mobile-gossip", {"duration_s": 5.0}),
+    "d2d-medium": ("d2d-medium", {"tasks": "consensus", "rounds": 5}),
 }
 
 

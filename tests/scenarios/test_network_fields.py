@@ -30,7 +30,8 @@ ALT = {
     "ge_loss_bad": 0.5, "bandwidth_hz": 1e4, "mean_snr_db": 35.0, "path_loss_exponent": 2.5,
     "distance_m": 5.0, "coding_rate": 1.0, "rician_k": 10.0, "mtu_bits": 16,
     "max_attempts": 1, "compute_s_per_step": 0.5,
-    "medium": "shared", "mac": "tdma", "broadcast": True, "tx_power_dbm": -20.0,
+    "medium": "shared", "mac": "tdma", "broadcast": True, "reception": "per",
+    "tx_power_dbm": -20.0,
     "noise_figure_db": 40.0, "ref_loss_db": 80.0, "shadowing_db": 10.0,
     "sinr_threshold_db": 20.0, "layout": "circle", "aloha_p": 0.5, "mac_slot_s": 0.05,
     "tdma_frame_slots": 50, "sense_range_m": 1.0, "backoff_slot_s": 1e-3, "cw_min": 2,
@@ -55,8 +56,12 @@ CONTEXT: dict[str, dict[str, object]] = {
     "rician_k": {"channel": "rician", **LOSSY_FADING},
     "max_attempts": {"loss_prob": 0.3, "mtu_bits": 32},
     "medium": {"channel": "rayleigh"},
+    # a mean SNR near the threshold, where the SINR -> error-rate map and the shadowing
+    # draws decide packets
+    **{name: {**SHARED, "tx_power_dbm": -25.0} for name in ("reception", "shadowing_db",
+                                                            "sinr_threshold_db")},
     **{name: SHARED for name in ("mac", "broadcast", "tx_power_dbm", "noise_figure_db",
-                                 "ref_loss_db", "shadowing_db", "sinr_threshold_db",
+                                 "ref_loss_db",
                                  "layout", "sense_range_m", "backoff_slot_s", "cw_min",
                                  "cw_max", "retry_limit")},
     "aloha_p": {**SHARED, "mac": "aloha"},
@@ -74,8 +79,10 @@ TINY: dict[str, dict[str, object]] = {
     "gfvl-unlearning": {"K": 6, "runs": 1, "learn_rounds": 5, "rounds": 5,
                         "points_per_agent": 5, "eval_every": 2},
     "unlearning-latency": {"K": 6, "runs": 3, "learn_rounds": 3, "max_rounds": 500},
-    "mobile-gossip": {"K": 6, "duration_s": 3.0, "speeds": "0,3", "rate": 2.0, "area_m": 20.0,
-                      "radius_m": 20.0},
+    # static nodes: mac=tdma (whose schedule is coloured once) is refused with moving ones;
+    # synchronous rounds, whose packets contend on a shared medium
+    "mobile-gossip": {"K": 6, "mode": "sync", "duration_s": 0.1, "speeds": "0",
+                      "area_m": 20.0, "radius_m": 20.0},
 }
 
 

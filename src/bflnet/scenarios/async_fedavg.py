@@ -24,6 +24,16 @@ merge at or past it). One row per method and round (``sync``, ``deadline``) or m
 ``cum_bits``, ``cum_bits_up``, ``cum_bits_down``, ``updates`` merged, ``late`` and
 ``busy`` (``deadline``), ``staleness_mean`` and ``staleness_max`` (``fedbuff``) and the
 metrics ``accuracy``, ``ece``, ``nll``, ``brier`` (NaN between evaluations).
+
+**Shared medium** (``medium=shared``): the agents are laid out in the ``area_m`` square
+(``layout``), the server at its centre, and every message, the downlinks too (no longer
+ideal), goes over one radio medium under the ``mac`` (:mod:`bflnet.radio`, the settings
+of ``consensus-averaging``). With ``broadcast=true`` (``methods=sync`` only: the deadline
+and FedBuff methods send the state to each agent when it becomes free) a round's state
+goes down in one transmission for every agent, counted once in ``cum_bits_down``; an
+agent that misses it sits the round out (no acknowledgement, no resending). With
+``record_messages`` the frame also keeps the ``message`` rows (a broadcast: one row with
+``receivers`` and ``received``) and the medium's ``tx`` and ``mac`` rows.
 """
 
 from __future__ import annotations
@@ -43,11 +53,15 @@ from bflnet.scenarios.schema import (
     CUM_BITS_DELIVERED,
     CUM_BITS_DOWN,
     CUM_BITS_UP,
+    DROPPED,
     ECE,
     EVENT,
     ITERATION,
+    MEDIUM_COLUMNS,
+    MESSAGE_COLUMNS,
     METHOD,
     NLL,
+    NODE,
     RUN_ID,
     TIME_S,
     UPDATES,
@@ -74,6 +88,7 @@ class AsyncFedAvgConfig(ServerOnly, NetworkSettings):
     RENAMED: ClassVar[dict[str, str]] = {"per_agent": "points_per_agent"}
 
     SCENARIO: ClassVar[str] = NAME
+    SHARED_MEDIUM: ClassVar[bool] = True
     K: int = param(10, "number of agents", ge=2, le=1000)
     rate_bps: float = param(1e7, "uplink rate in bit/s (fixed, gilbert-elliott)", gt=0,
                             le=1e15)
@@ -101,6 +116,8 @@ class AsyncFedAvgConfig(ServerOnly, NetworkSettings):
     threads: int = param(1, "torch threads inside the run", ge=1, le=1024)
     device: str = param("cpu", "where torch computes: cpu, cuda (an error without a CUDA "
                           "device) or auto (cuda when available, else cpu)", choices=DEVICES)
+    record_messages: bool = param(False, "also keep one row per message (a broadcast: one "
+                                  "row) and, with medium=shared, the medium's tx and mac rows")
 
     def __post_init__(self) -> None:
         validate(self)
@@ -109,12 +126,25 @@ class AsyncFedAvgConfig(ServerOnly, NetworkSettings):
         if bad:
             raise ValueError(f"methods: each value must be one of {', '.join(METHODS)}, "
                              f"got {bad[0]!r}")
+        unicast = [m for m in comma_list("methods", self.methods) if m != "sync"]
+        if self.broadcast and unicast:
+            raise ValueError(f"broadcast: not used by methods {', '.join(unicast)} (they send "
+                             f"the state to each agent when it becomes free); used only with "
+                             f"methods=sync, got methods={self.methods}")
         if self.buffer_size > self.K:
             raise ValueError(f"buffer_size: must be <= K = {self.K}, got {self.buffer_size}")
         if self.K * self.points_per_agent > FASHION_TRAIN:
             raise ValueError(f"points_per_agent: K·points_per_agent = "
                              f"{self.K * self.points_per_agent} exceeds "
                              f"the {FASHION_TRAIN} training examples")
+
+
+def _kept_events(config: AsyncFedAvgConfig) -> tuple[str, ...]:
+    """The row events of the frame: rounds or merges, and the messages if recorded."""
+    if not config.record_messages:
+        return ("init", "iteration")
+    return ("init", "iteration", "message", *(("tx", "mac") if config.medium == "shared"
+                                              else ()))
 
 
 def default_plot(frame: pd.DataFrame) -> Figure:
@@ -155,6 +185,18 @@ SCHEMA = Schema.of(
         "state) of the merged updates", "iteration", when="methods including fedbuff"),
     col("staleness_max", "count", "fedbuff: largest staleness of the merged updates",
         "iteration", when="methods including fedbuff"),
+    NODE.means("message, tx and mac rows: the sender (the server on its round rows)")
+    .on("init", "iteration", "message", "tx", "mac").only_when("record_messages=true"),
+    col("peer", "index", "message rows: the receiver (* for a broadcast); mac collision "
+        "rows: the receiver that lost the packet", "message", "mac",
+        when="record_messages=true"),
+    *(c.on("message", "mac").means(c.meaning + "; mac rows: backoff, defer or collision")
+      if c.name == "kind" else
+      c.on("message", "tx").means(c.meaning + "; tx rows: the packet's")
+      if c.name in ("bits", "start_s") else c for c in MESSAGE_COLUMNS),
+    DROPPED.on("message").only_when("record_messages=true"),
+    *(c.only_when(f"{c.when} and record_messages=true") if "record_messages" not in c.when
+      else c for c in MEDIUM_COLUMNS),
 )
 
 
@@ -192,7 +234,8 @@ def run(config: AsyncFedAvgConfig, *, seed: int = 0, progress: bool = False) -> 
         learner = FedAvg(model, data.agents, FedAvgParams(
             local_steps=config.local_steps, lr=config.lr, batch_size=config.batch_size),
             eval_data=data.eval)
-        sim = Simulation(seed, name=f"{NAME} {method}")
+        sim = Simulation(seed, name=f"{NAME} {method}",
+                         record_messages=config.record_messages)
         graph = nx.empty_graph(config.K)
         kwargs = config.network_kwargs(graph)
         kwargs["compute"] = LogNormalTime(config.compute_s_per_step, config.straggler_sigma)
@@ -205,11 +248,13 @@ def run(config: AsyncFedAvgConfig, *, seed: int = 0, progress: bool = False) -> 
         else:
             protocol = ParameterServerProtocol(
                 learner, stop, selector=AllAgents(), eval_every=config.eval_every,
-                progress=progress, deadline_s=config.deadline_s if method == "deadline" else None)
+                progress=progress, deadline_s=config.deadline_s if method == "deadline" else None,
+                broadcast=config.broadcast)
         frame = sim.run(protocol).frame  # type: ignore[arg-type]
-        # the round / merge rows, without the columns of the per-update rows
-        frame = frame[frame["event"].isin(("init", "iteration"))].dropna(axis=1, how="all")
-        frame = frame.drop(columns=["node", "scheduled"], errors="ignore")
+        # the round / merge rows (and the message rows), without the per-update rows' columns
+        frame = frame[frame["event"].isin(_kept_events(config))].dropna(axis=1, how="all")
+        frame = frame.drop(columns=["scheduled", *(() if config.record_messages else
+                                                   ("node",))], errors="ignore")
         frames.append(frame.reset_index(drop=True).assign(run_id=f"{method}-s{seed}",
                                                           method=method))
     return tidy(frames, COLUMNS)

@@ -77,6 +77,7 @@ class EMTDAMPConfig(ServerOnly, EMTDAMPParams, NetworkSettings):
     RENAMED: ClassVar[dict[str, str]] = {"per_agent": "points_per_agent"}
 
     SCENARIO: ClassVar[str] = NAME
+    SHARED_MEDIUM: ClassVar[bool] = True
 
     task: str = param("boston-synthetic", "data set and network", choices=TASKS)
     likelihood: str = param("gaussian", "not used here (an error if set): the task decides "

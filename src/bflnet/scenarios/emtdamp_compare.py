@@ -107,6 +107,8 @@ class CompareSettings(ServerOnly, EMTDAMPParams, NetworkSettings):
     """What both comparisons share: the methods, clients, rounds, EM-TDAMP's
     hyper-parameters, the baselines' and the links to the server."""
 
+    SHARED_MEDIUM: ClassVar[bool] = True
+
     methods: str = param(",".join(METHODS), "comma list of methods to run: "
                          + ", ".join(METHODS))
     likelihood: str = param("gaussian", "not used here (an error if set): the task decides",

@@ -10,6 +10,15 @@ recomputed at each change of the graph). One run of ``duration_s`` simulated sec
 speed of ``speeds`` (same seed: same start graph, values and clocks; speed 0 is the
 static network), rows tagged with ``speed``; ``max_deviation`` from the true mean against
 ``time_s`` (and ``cum_bits``) shows what mobility does to mixing.
+
+**Shared medium** (``medium=shared``, the settings of ``consensus-averaging``): the
+nodes' live positions place them on one radio medium (interference, half-duplex radios,
+the ``mac``: none, csma or aloha; ``tdma`` only with every speed 0, since its schedule is
+coloured once). With ``broadcast=true`` a wake-up (``mode=async``) or a round
+(``mode=sync``) is one transmission per node to all its current neighbours: async gossip
+becomes broadcast gossip (the neighbours that receive it mix it in, the sender does not;
+an ``exchange`` row with ``peer="*"``, ``received`` and ``dropped``), and a lost reception
+is skipped (no acknowledgement, no resending).
 """
 
 from __future__ import annotations
@@ -22,7 +31,15 @@ from bflnet.scenarios.lists import float_list
 from bflnet.scenarios.network_settings import GRAPHS, NetworkSettings
 from bflnet.scenarios.registry import register
 from bflnet.scenarios.resources import ROW_BYTES, Footprint
-from bflnet.scenarios.schema import BASE, DROPPED, MESSAGE_COLUMNS, NODE, Schema, col
+from bflnet.scenarios.schema import (
+    BASE,
+    DROPPED,
+    MEDIUM_COLUMNS,
+    MESSAGE_COLUMNS,
+    NODE,
+    Schema,
+    col,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,11 +59,13 @@ class MobileGossipConfig(NetworkSettings):
     """Parameters of ``mobile-gossip``."""
 
     SCENARIO: ClassVar[str] = NAME
+    SHARED_MEDIUM: ClassVar[bool] = True
     DECIDED_ELSEWHERE: ClassVar[dict[str, str]] = {
         **dict.fromkeys(("graph", "edge_prob", "graph_file"),
                         "mobility needs positions: the start graph is always "
                         "random-geometric (K, radius_m, area_m)"),
         "distance_m": "the nodes' positions decide the link distances (radius_m, area_m)",
+        "layout": "the random geometric graph gives the positions (radius_m, area_m)",
         "compute_s_per_step": "averaging does no local computation (the clocks, rounds and "
                               "the channel decide the time)"}
 
@@ -76,7 +95,11 @@ class MobileGossipConfig(NetworkSettings):
         if self.duration_s / self.update_s > MAX_UPDATES:
             raise ValueError(f"update_s: duration_s / update_s must be <= {MAX_UPDATES:g} "
                              f"position updates, got {self.duration_s / self.update_s:.3g}")
-        if self.mode == "sync" and self.channel == "ideal":
+        if self.medium == "shared" and self.mac == "tdma" and any(self.speed_list()):
+            raise ValueError(f"mac: not used as tdma with moving nodes (a TDMA schedule is "
+                             f"coloured once, for nodes that stay put); set every one of "
+                             f"speeds to 0 or another mac, got speeds={self.speeds}")
+        if self.mode == "sync" and self.channel == "ideal" and self.medium == "links":
             raise ValueError("channel: synchronous rounds over channel=ideal take no "
                              "simulated time, so duration_s is never reached (rounds without "
                              "end); use a timed channel or mode=async")
@@ -93,10 +116,10 @@ class MobileGossipConfig(NetworkSettings):
     def round_s(self) -> float:
         """A lower bound on a synchronous round's simulated time: the latency and one
         32-bit value at the link rate (0 for the ideal channel)."""
-        if self.channel == "ideal":
+        if self.channel == "ideal" and self.medium == "links":
             return 0.0
         rate = (self.rate_bps if self.channel in ("fixed", "gilbert-elliott")
-                else self.bandwidth_hz * self.coding_rate)
+                and self.medium == "links" else self.bandwidth_hz * self.coding_rate)
         return self.latency_s + 32.0 / rate
 
     def footprint(self) -> Footprint:
@@ -164,10 +187,11 @@ def _run_speed(config: MobileGossipConfig, speed: float, seed: int,
     protocol: Any
     if config.mode == "async":
         protocol = AsyncGossipProtocol(learner, stop, rate=config.rate, weight=config.weight,
-                                       codec=codec, progress=progress)
+                                       codec=codec, progress=progress,
+                                       broadcast=config.broadcast)
     else:
         protocol = ConsensusProtocol(learner, config.mixing, stop, codec=codec,
-                                     progress=progress)
+                                     progress=progress, broadcast=config.broadcast)
     frame = sim.run(protocol).frame
     frame["speed"] = speed
     return frame
@@ -179,20 +203,31 @@ SCHEMA = Schema.of(
         "exchange", "end"),
     col("mean_value", "1", "mean of the nodes' values", "init", "round", "exchange", "end"),
     NODE.means("exchange rows: the node that woke up; fault rows: one end of the link; "
-               "message rows: the sender").on("exchange", "fault", "message"),
-    col("peer", "index", "exchange rows: its partner; fault rows: the other end of the "
-        "link; message rows: the receiver", "exchange", "fault", "message"),
-    col("outcome", "label", "exchange rows: ok, or why the exchange failed", "exchange",
-        when="mode=async"),
+               "message, tx and mac rows: the sender").on("exchange", "fault", "message",
+                                                          "tx", "mac"),
+    col("peer", "index", "exchange rows: its partner (* for a broadcast); fault rows: the "
+        "other end of the link; message rows: the receiver (* for a broadcast); mac "
+        "collision rows: the receiver that lost the packet", "exchange", "fault", "message",
+        "mac"),
+    col("outcome", "label", "exchange rows: ok, or why the exchange failed (broadcast: "
+        "one broadcast)", "exchange", when="mode=async"),
     DROPPED.on("exchange", "round", "message"),
     col("replies_in_flight", "count", "exchange and end rows: replies not yet delivered",
         "exchange", "end", when="mode=async"),
     col("speed", "m/s", "the run's node speed (speeds)"),
     col("kind", "label", "fault rows: link_up or link_down; message rows: what the message "
-        "carries", "fault", "message"),
-    col("cause", "label", "fault rows: why (mobility: the nodes moved apart or closer)",
-        "fault"),
-    *MESSAGE_COLUMNS[1:],
+        "carries; mac rows: backoff, defer or collision", "fault", "message", "mac",
+        when="a speed > 0, record_messages=true or medium=shared"),
+    col("cause", "label", "fault rows: why (mobility: the nodes moved apart or closer); mac "
+        "collision rows: collision (interference) or half_duplex (the receiver was "
+        "transmitting)", "fault", "mac", when="a speed > 0 or medium=shared"),
+    *(c.on("message", "tx").means(c.meaning + "; tx rows: the packet's")
+      if c.name in ("bits", "start_s") else c for c in MESSAGE_COLUMNS[1:]),
+    *(c.on("exchange", *c.events).means(c.meaning + "; broadcast exchange rows: neighbours "
+                                        "that got it").only_when(
+          "medium=shared and (broadcast=true or record_messages=true)")
+      if c.name == "received" else c
+      for c in MEDIUM_COLUMNS if c.name != "cause"),
 )
 
 

@@ -35,11 +35,13 @@ if TYPE_CHECKING:
 MEDIA = ("links", "shared")
 MAC_NAMES = ("none", "tdma", "csma", "aloha")
 LAYOUT_NAMES = ("random", "circle", "grid")
+#: How the shared medium decides a packet from its SINR (``RadioSpec.reception``).
+RECEPTION_NAMES = ("threshold", "per")
 #: The fields of the shared medium (read only with ``medium=shared``).
-SHARED_FIELDS = ("mac", "broadcast", "tx_power_dbm", "noise_figure_db", "ref_loss_db",
-                 "shadowing_db", "sinr_threshold_db", "layout", "aloha_p", "mac_slot_s",
-                 "tdma_frame_slots", "sense_range_m", "backoff_slot_s", "cw_min", "cw_max",
-                 "retry_limit")
+SHARED_FIELDS = ("mac", "broadcast", "reception", "tx_power_dbm", "noise_figure_db",
+                 "ref_loss_db", "shadowing_db", "sinr_threshold_db", "layout", "aloha_p",
+                 "mac_slot_s", "tdma_frame_slots", "sense_range_m", "backoff_slot_s", "cw_min",
+                 "cw_max", "retry_limit")
 GRAPHS = ("complete", "star", "ring", "path", "grid", "torus", "erdos-renyi",
           "random-geometric", "file")
 CHANNELS = ("ideal", "fixed", "gilbert-elliott", "rayleigh", "rician")
@@ -72,12 +74,27 @@ SERVER_ONLY: Mapping[str, str] = {
 
 class ServerOnly:
     """Mixin (first base) of a parameter-server scenario's config: the graph fields are
-    decided elsewhere and no topology is built."""
+    decided elsewhere and no topology is built. A scenario whose protocol runs on a shared
+    medium (``SHARED_MEDIUM``) reads ``area_m`` and ``layout`` with ``medium=shared``: its
+    agents are laid out in the square, the server at its centre."""
 
     DECIDED_ELSEWHERE: ClassVar[Mapping[str, str]] = SERVER_ONLY
 
     def graphs_in_use(self) -> tuple[str, ...]:
         return ()
+
+    @classmethod
+    def decided_elsewhere(cls) -> Mapping[str, str]:
+        """The graph fields, but ``area_m`` where the shared medium lays the agents out."""
+        out = super().decided_elsewhere()  # type: ignore[misc]
+        if getattr(cls, "SHARED_MEDIUM", False):
+            return {k: v for k, v in out.items() if k != "area_m"}
+        return out
+
+    def _setting(self, field: str) -> str:
+        if field in ("area_m", "layout"):
+            return f"medium={getattr(self, 'medium', 'links')}"
+        return super()._setting(field)  # type: ignore[misc]
 
 
 def _shared(s: NetworkSettings) -> bool:
@@ -97,8 +114,18 @@ def _needs_distance(s: NetworkSettings) -> bool:
 
 
 def _laid_out(s: NetworkSettings) -> bool:
-    """Whether some topology has no positions of its own (the shared medium lays it out)."""
-    return _shared(s) and any(g not in ("random-geometric", "file") for g in s.graphs_in_use())
+    """Whether some topology has no positions of its own (the shared medium lays it out;
+    no D2D graph: a parameter server's agents, laid out around the server)."""
+    graphs = s.graphs_in_use()
+    return _shared(s) and (not graphs or any(g not in ("random-geometric", "file")
+                                             for g in graphs))
+
+
+def _threshold_read(s: NetworkSettings) -> bool:
+    """Whether the SINR threshold is read: it decides every packet (``reception=threshold``),
+    or it sets the nominal range that is CSMA's default carrier-sense range."""
+    return _shared(s) and (s.reception == "threshold"
+                           or (s.mac == "csma" and s.sense_range_m is None))
 
 
 def _mac_is(*names: str) -> Callable[[NetworkSettings], bool]:
@@ -121,7 +148,8 @@ USED_ONLY_WITH: dict[str, tuple[Callable[[NetworkSettings], bool], str]] = {
     "edge_prob": (_graph_is("erdos-renyi"), "graph=erdos-renyi"),
     "radius_m": (_graph_is("random-geometric"), "graph=random-geometric"),
     "area_m": (lambda s: _graph_is("random-geometric")(s) or _laid_out(s),
-               "graph=random-geometric, or medium=shared on a graph without positions"),
+               "graph=random-geometric, or medium=shared on a graph without positions "
+               "(or a parameter server's agents)"),
     "graph_file": (_graph_is("file"), "graph=file"),
     "rate_bps": (lambda s: _channel_is("fixed", "gilbert-elliott")(s) and not _shared(s),
                  "channel=fixed or gilbert-elliott with medium=links (fading or "
@@ -153,13 +181,16 @@ USED_ONLY_WITH: dict[str, tuple[Callable[[NetworkSettings], bool], str]] = {
                      "(mac=csma: retry_limit decides; broadcast: no ARQ)"),
     "mac": (_shared, "medium=shared"),
     "broadcast": (_shared, "medium=shared"),
+    "reception": (_shared, "medium=shared"),
     "tx_power_dbm": (_shared, "medium=shared"),
     "noise_figure_db": (_shared, "medium=shared"),
     "ref_loss_db": (_shared, "medium=shared"),
     "shadowing_db": (_shared, "medium=shared"),
-    "sinr_threshold_db": (_shared, "medium=shared"),
+    "sinr_threshold_db": (_threshold_read, "medium=shared and reception=threshold, or "
+                          "mac=csma without sense_range_m (the threshold's nominal range "
+                          "is the carrier-sense range)"),
     "layout": (_laid_out, "medium=shared on a graph without positions (not random-geometric "
-               "or file)"),
+               "or file) or a parameter server's agents"),
     "aloha_p": (_mac_is("aloha"), "medium=shared and mac=aloha"),
     "mac_slot_s": (_mac_is("aloha", "tdma"), "medium=shared and mac=aloha or tdma"),
     "tdma_frame_slots": (_mac_is("tdma"), "medium=shared and mac=tdma"),
@@ -181,8 +212,9 @@ class NetworkSettings:
     edge_prob: float = param(0.3, "edge probability (erdos-renyi)", gt=0, le=1)
     radius_m: float = param(40.0, "radio range in metres (random-geometric)", gt=0,
                             le=MAX_METRES)
-    area_m: float = param(100.0, "side of the square area in metres (random-geometric)", gt=0,
-                          le=MAX_METRES)
+    area_m: float = param(100.0, "side of the square area in metres (random-geometric; "
+                          "medium=shared: where nodes without positions are laid out, a "
+                          "server at its centre)", gt=0, le=MAX_METRES)
     graph_file: str | None = param(None, "edge list or GraphML file (graph=file)")
     channel: str = param("fixed", "channel model of every link", choices=CHANNELS)
     rate_bps: float = param(1e6, "link rate in bit/s (fixed, gilbert-elliott)", gt=0,
@@ -211,7 +243,13 @@ class NetworkSettings:
                         "medium (positions, SINR, half-duplex, MAC; the channel gives the "
                         "fading: rayleigh, rician, or none for ideal / fixed)", choices=MEDIA)
     mac: str = param("csma", "medium access on the shared medium", choices=MAC_NAMES)
-    broadcast: bool = param(False, "one transmission reaches every neighbour (shared medium)")
+    broadcast: bool = param(False, "one transmission reaches every neighbour, or a "
+                            "server's scheduled agents (shared medium; no ARQ: a lost "
+                            "reception follows the protocol's rule for a lost message)")
+    reception: str = param("threshold", "how a packet's SINR decides it (shared medium): "
+                           "threshold (received iff its lowest SINR over the packet is >= "
+                           "sinr_threshold_db) or per (lost with the packet error rate of "
+                           "uncoded BPSK at that SINR)", choices=RECEPTION_NAMES)
     tx_power_dbm: float = param(20.0, "transmit power in dBm (shared medium)", ge=-100, le=100)
     noise_figure_db: float = param(7.0, "receiver noise figure in dB; noise = -174 dBm/Hz + "
                                    "10 log10(bandwidth_hz) + NF (shared medium)", ge=0, le=100)
@@ -219,7 +257,9 @@ class NetworkSettings:
     shadowing_db: float = param(0.0, "log-normal shadowing std in dB, one draw per pair and "
                                 "run (shared medium)", ge=0, le=50)
     sinr_threshold_db: float | None = param(None, "SINR threshold in dB (none: 2^R - 1 of "
-                                            "coding_rate) (shared medium)", ge=-100, le=100)
+                                            "coding_rate) (shared medium; reception=per: "
+                                            "only its nominal range, CSMA's default sense "
+                                            "range)", ge=-100, le=100)
     layout: str = param("random", "node layout in the area_m square for graphs without "
                         "positions (shared medium)", choices=LAYOUT_NAMES)
     aloha_p: float = param(0.1, "slotted ALOHA transmit probability per slot", gt=0, le=1)
@@ -250,6 +290,8 @@ class NetworkSettings:
         """How the current settings read for the error on ``field``."""
         if field in ("medium", *SHARED_FIELDS) or (field == "mean_snr_db"
                                                     and self.channel in FADING):
+            if self.medium == "shared" and field == "sinr_threshold_db":
+                return f"reception={self.reception} and mac={self.mac}"
             if self.medium == "shared" and field in USED_ONLY_WITH and "mac=" in \
                     USED_ONLY_WITH[field][1]:
                 return f"mac={self.mac}"
@@ -322,7 +364,7 @@ class NetworkSettings:
         radio = RadioSpec(
             tx_power_dbm=self.tx_power_dbm, bandwidth_hz=self.bandwidth_hz,
             noise_figure_db=self.noise_figure_db, coding_rate=self.coding_rate,
-            sinr_threshold_db=self.sinr_threshold_db,
+            sinr_threshold_db=self.sinr_threshold_db, reception=self.reception,
             pathloss=LogDistance(self.path_loss_exponent, 1.0, self.ref_loss_db,
                                  self.shadowing_db),
             fading=self.channel if self.channel in FADING else "none",

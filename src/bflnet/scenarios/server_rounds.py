@@ -37,8 +37,9 @@ def run_server_rounds(sim: Simulation, learner: Any, clients: int, settings: Net
                       *, rounds: int, uplink_codec: Any, downlink_codec: Any,
                       eval_every: int = 1, progress: bool = False) -> pd.DataFrame:
     """``rounds`` parameter-server rounds of ``learner`` over ``clients`` clients (nodes
-    ``0 .. clients−1``, every one every round, links from ``settings``); the ``init`` and
-    ``iteration`` rows of the frame."""
+    ``0 .. clients−1``, every one every round, links from ``settings``: with
+    ``medium=shared`` and ``broadcast=true`` the state goes down in one broadcast a round);
+    the ``init`` and ``iteration`` rows of the frame."""
     import networkx as nx
 
     from bflnet.protocols.parameter_server import ParameterServerProtocol
@@ -51,6 +52,6 @@ def run_server_rounds(sim: Simulation, learner: Any, clients: int, settings: Net
     protocol = ParameterServerProtocol(
         learner, StopRule(max_iterations=rounds), selector=RoundRobinSelector(clients),
         uplink_codec=uplink_codec, downlink_codec=downlink_codec, eval_every=eval_every,
-        progress=progress)
+        progress=progress, broadcast=settings.broadcast)
     frame = sim.run(protocol).frame
     return frame[frame["event"].isin(ROW_EVENTS)].reset_index(drop=True)

@@ -1,7 +1,7 @@
 """ota-langevin's memory estimate against what a run allocates, in the manner of
 test_largest_sizes: each method alone at a size where the round's buffers dominate (K = 32
-devices, d ≈ 400 000), run in a forked child from this process (which imported
-everything once), its peak resident memory over the run (``VmHWM`` after resetting it)
+devices, d ≈ 400 000), run in a fresh interpreter (after one tiny run there imported
+everything), its peak resident memory over the run (``VmHWM`` after resetting it)
 compared with ``footprint()``. The estimate is an upper bound that matches: within it, and
 the ideal-link methods no longer charged the over-the-air buffers."""
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -26,46 +27,36 @@ SIZE = {"K": 32, "points_per_agent": 40, "hidden": 500, "batch_size": 20, "round
 DATA_PART = "Fashion-MNIST"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def imported(use_tiny_fashion):
-    """One tiny run in this process first: the children then find every module imported
-    (torch alone adds some 300 MB of resident memory)."""
-    from bflnet.scenarios import run_scenario
+#: Run in a fresh interpreter, so that the peak does not depend on which tests ran before
+#: in this process (memory they freed but the allocator kept would be reused unseen): one
+#: tiny run first imports everything (torch alone adds some 300 MB), then the peak resident
+#: memory (``VmHWM`` after resetting it) of the measured run over the memory at its start.
+CHILD = """
+import json, sys
+from bflnet.scenarios import run_scenario
 
-    run_scenario("ota-langevin", {**SIZE, "K": 2, "hidden": 2, "methods": ",".join(METHODS)},
-                 seed=0)
-
-
-def _status(key: str) -> int:
+def status(key):
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) * 1024 for line in f if line.startswith(key))
 
+tiny, overrides = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+run_scenario("ota-langevin", tiny, seed=0)
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # resets VmHWM to the current resident memory
+start = status("VmRSS:")
+run_scenario("ota-langevin", overrides, seed=0)
+print(json.dumps(status("VmHWM:") - start))
+"""
+
 
 def peak_bytes(overrides: dict) -> int:
-    """The peak resident memory a run of ``overrides`` adds, in a forked child."""
-    from bflnet.scenarios import run_scenario
-
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: one run, then its peak over the resident memory at start
-        code = 0
-        try:
-            os.close(read_end)
-            with open("/proc/self/clear_refs", "w") as f:
-                f.write("5")  # resets VmHWM to the current resident memory
-            start = _status("VmRSS:")
-            run_scenario("ota-langevin", overrides, seed=0)
-            os.write(write_end, json.dumps(_status("VmHWM:") - start).encode())
-        except BaseException as exc:  # reported through the pipe, never a second pytest
-            os.write(write_end, json.dumps(repr(exc)).encode())
-            code = 1
-        os._exit(code)
-    os.close(write_end)
-    with os.fdopen(read_end) as f:
-        answer = json.loads(f.read() or "null")
-    os.waitpid(pid, 0)
-    assert isinstance(answer, int), answer
-    return answer
+    """The peak resident memory a run of ``overrides`` adds, in a fresh interpreter."""
+    tiny = {**SIZE, "K": 2, "hidden": 2, "methods": ",".join(METHODS)}
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(tiny), json.dumps(overrides)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return int(done.stdout.strip().splitlines()[-1])
 
 
 def estimate_bytes(overrides: dict) -> tuple[float, float]:

@@ -35,6 +35,21 @@ def test_available_cpus_and_set_threads(keep_torch_threads, monkeypatch):
     assert all(__import__("os").environ[n] == "1" for n in threads_module.THREAD_VARIABLES)
 
 
+def test_set_threads_reaches_numpys_blas_already_loaded(keep_torch_threads):
+    from threadpoolctl import threadpool_limits
+
+    from bflnet.learners.numpy_blas import openblas_threads
+
+    if openblas_threads() is None:
+        pytest.skip("NumPy does not use OpenBLAS here")
+    with threadpool_limits(None):  # every pool back as it was afterwards
+        set_threads(1)
+        assert openblas_threads() == 1
+        if available_cpus() >= 2:
+            set_threads(2)
+            assert openblas_threads() == 2
+
+
 def one_line_error(capsys, argv, text):
     assert main(argv) == 2
     err = capsys.readouterr().err

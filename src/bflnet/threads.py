@@ -1,6 +1,6 @@
 """How many threads a run computes with: torch's intra-op threads and the BLAS libraries'
-(NumPy's and SciPy's, through ``threadpoolctl`` when it is installed; without it, the
-``*_NUM_THREADS`` variables, which only a BLAS loaded later reads)."""
+(NumPy's and SciPy's, through ``threadpoolctl``; the ``*_NUM_THREADS`` variables are set too,
+for a BLAS loaded later)."""
 
 from __future__ import annotations
 
@@ -34,12 +34,9 @@ def set_threads(n: int) -> None:
     check_threads(n)
     for name in THREAD_VARIABLES:
         os.environ[name] = str(n)
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        pass
-    else:
-        threadpool_limits(n)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(n)
     import torch  # lazily
 
     if torch.get_num_threads() != n:

@@ -33,6 +33,7 @@ orders inside the GEMMs).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -71,8 +72,7 @@ class MLPSGDStack:
             self.w2 = p["W2"].transpose(1, 2).contiguous()   # (N, C, H)
             self.b2 = p["b2"].unsqueeze(2).clone()            # (N, C, 1)
         self.n = theta.shape[0]
-        self._buffers: dict[tuple[int, int], tuple[Tensor, ...]] = {}
-        self._views: dict[tuple[Any, Any, Any], tuple[Tensor, Tensor, Tensor, Tensor]] = {}
+        self._plans: dict[tuple[Any, ...], _Plan] = {}
 
     @property
     def dtype(self) -> torch.dtype:
@@ -95,58 +95,61 @@ class MLPSGDStack:
         per_row = self.w1.element_size() * (self.model.d + b * (n_in + 2 * hidden + classes))
         return max(1, min(self.n, CPU_CHUNK_BYTES // per_row))
 
-    def _scratch(self, n: int, b: int) -> tuple[Tensor, ...]:
-        """Reused ``hᵀ``, logits, ``dhᵀ``, the scatter's ``−1`` and the bias sums' ones
-        for ``n`` rows of ``b`` examples."""
-        found = self._buffers.get((n, b))
-        if found is None:
-            hidden, classes = self.w1.shape[1], self.w2.shape[1]
-            kw = {"dtype": self.dtype, "device": self.device}
-            found = (torch.empty((n, hidden, b), **kw), torch.empty((n, classes, b), **kw),
-                     torch.empty((n, hidden, b), **kw),
-                     torch.full((), -1.0, **kw).expand(n, 1, b), torch.ones((n, b, 1), **kw))
-            self._buffers[(n, b)] = found
-        return found
-
-    def _rows(self, rows: slice) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """The parameter blocks of ``rows`` (views, kept for the next call)."""
-        key = (rows.start, rows.stop, rows.step)
-        found = self._views.get(key)
-        if found is None:
-            found = (self.w1[rows], self.b1[rows], self.w2[rows], self.b2[rows])
-            self._views[key] = found
-        return found
+    def _plan(self, rows: slice, b: int) -> _Plan:
+        """The views and buffers of a step of ``rows`` on ``b`` examples (kept for the next
+        call)."""
+        key = (rows.start, rows.stop, rows.step, b)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = _Plan(self.w1[rows], self.b1[rows], self.w2[rows],
+                                            self.b2[rows], b)
+        return plan
 
     def step(self, rows: slice, x: Tensor, y: Tensor, step: float,
              decay: float = 1.0) -> None:
         """One in-place step ``θ ← decay · θ + step · ∇_θ Σ_b log p(y_b | x_b, θ)`` of the
         stack's ``rows`` (a slice of ``n`` rows), row ``i`` on its minibatch ``x[i]``
         ``(n, B, n_in)`` with the labels ``y[i]`` (``(n, B)`` or ``(n, 1, B)``, int64)."""
-        w1, b1, w2, b2 = self._rows(rows)
-        n = w1.shape[0]
-        if x.ndim != 3 or x.shape[0] != n or x.shape[2] != w1.shape[2] \
-                or x.dtype != self.dtype:
-            raise ValueError(f"x: expected shape ({n}, B, {w1.shape[2]}) of dtype "
-                             f"{self.dtype}, got {tuple(x.shape)} of {x.dtype}")
+        n, n_in = len(range(self.n)[rows]), self.w1.shape[2]
+        if x.ndim != 3 or x.shape[0] != n or x.shape[2] != n_in or x.dtype != self.dtype:
+            raise ValueError(f"x: expected shape ({n}, B, {n_in}) of dtype {self.dtype}, "
+                             f"got {tuple(x.shape)} of {x.dtype}")
         b = x.shape[1]
         if y.shape not in ((n, b), (n, 1, b)) or y.dtype != torch.int64:
             raise ValueError(f"y: expected int64 labels of shape ({n}, {b}), got "
                              f"{tuple(y.shape)} of {y.dtype}")
-        h, logits, dh, minus_one, ones = self._scratch(n, b)
         with torch.no_grad():
-            torch.baddbmm(b1, w1, x.transpose(1, 2), out=h).relu_()               # hᵀ
-            torch.baddbmm(b2, w2, h, out=logits)
-            # gᵀ = softmax − onehot(y): the gradient of the loss −log p at the logits
-            g = torch.softmax(logits, dim=1)
-            g.scatter_add_(1, y if y.ndim == 3 else y.unsqueeze(1), minus_one)
-            torch.bmm(w2.transpose(1, 2), g, out=dh)
-            threshold_backward(dh, h, 0.0, grad_input=dh)                           # ⊙ 1[h>0]
-            # every parameter of the rows is read above; now the in-place updates
-            # (θ ← decay · θ − step · ∇ loss; the bias sums as products with ones)
-            w2.baddbmm_(g, h.transpose(1, 2), beta=decay, alpha=-step)
-            b2.baddbmm_(g, ones, beta=decay, alpha=-step)
-            w1.baddbmm_(dh, x, beta=decay, alpha=-step)
-            b1.baddbmm_(dh, ones, beta=decay, alpha=-step)
+            self._plan(rows, b).step(x, x.transpose(1, 2), y.reshape(n, 1, b), step, decay)
+
+    def sgd_steps(self, rows: slice, sources: Sequence[Tensor], indices: Tensor,
+                  labels: Tensor, step: float, decay: float = 1.0) -> None:
+        """``S`` steps (:meth:`step`) of the stack's ``rows`` (``n`` of them), row ``i`` at
+        step ``s`` on the rows ``indices[i, s]`` ``(B,)`` of its data ``sources[i]``
+        ``(N_i, n_in)`` with the labels ``labels[i, s]``: ``indices`` and ``labels`` are
+        ``(n, S, B)`` int64. Each minibatch is gathered into one reused buffer."""
+        n, n_in = len(range(self.n)[rows]), self.w1.shape[2]
+        if indices.ndim != 3 or indices.shape[0] != n or labels.shape != indices.shape \
+                or indices.dtype != torch.int64 or labels.dtype != torch.int64:
+            raise ValueError(f"indices, labels: expected two int64 tensors of shape ({n}, S, "
+                             f"B), got {tuple(indices.shape)} of {indices.dtype} and "
+                             f"{tuple(labels.shape)} of {labels.dtype}")
+        bad = [i for i, src in enumerate(sources) if src.ndim != 2 or src.shape[1] != n_in
+               or src.dtype != self.dtype or src.device != self.device]
+        if len(sources) != n or bad:
+            raise ValueError(f"sources: expected {n} tensors (N_i, {n_in}) of dtype "
+                             f"{self.dtype} on {self.device}; wrong: rows {bad}")
+        steps, b = indices.shape[1], indices.shape[2]
+        plan = self._plan(rows, b)
+        x = torch.empty((n, b, n_in), dtype=self.dtype, device=self.device)
+        xt, slots = x.transpose(1, 2), x.unbind(0)
+        picks = [row.unbind(0) for row in indices]          # picks[i][s]: (B,)
+        targets = labels.unsqueeze(2).unbind(1)             # targets[s]: (n, 1, B)
+        gathers = list(zip(sources, picks, slots, strict=True))
+        with torch.no_grad():
+            for s in range(steps):
+                for src, pick, slot in gathers:
+                    torch.index_select(src, 0, pick[s], out=slot)
+                plan.step(x, xt, targets[s], step, decay)
 
     def theta(self, out: Tensor | None = None) -> Tensor:
         """The ``(N, d)`` parameters in the particle layout (into ``out`` when given)."""
@@ -159,6 +162,41 @@ class MLPSGDStack:
             p["W2"].copy_(self.w2.transpose(1, 2))
             p["b2"].copy_(self.b2.squeeze(2))
         return out
+
+
+class _Plan:
+    """The blocks of some rows of a stack, their transposed views and the buffers of a step
+    on ``b`` examples, made once for all the steps."""
+
+    def __init__(self, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor, b: int) -> None:
+        n, hidden, classes = w1.shape[0], w1.shape[1], w2.shape[1]
+        kw = {"dtype": w1.dtype, "device": w1.device}
+        self.w1, self.b1, self.w2, self.b2 = w1, b1, w2, b2
+        self.w2t = w2.transpose(1, 2)                                  # (n, H, C)
+        self.h = torch.empty((n, hidden, b), **kw)                     # hᵀ
+        self.ht = self.h.transpose(1, 2)
+        self.logits = torch.empty((n, classes, b), **kw)
+        self.dh = torch.empty((n, hidden, b), **kw)
+        self.minus_one = torch.full((), -1.0, **kw).expand(n, 1, b)
+        self.ones = torch.ones((n, b, 1), **kw)
+
+    def step(self, x: Tensor, xt: Tensor, y: Tensor, step: float, decay: float) -> None:
+        """The step (module docs) on ``x`` ``(n, b, n_in)`` (``xt`` its transposed view)
+        and the labels ``y`` ``(n, 1, b)``; call under ``torch.no_grad()``."""
+        h, dh = self.h, self.dh
+        torch.baddbmm(self.b1, self.w1, xt, out=h).relu_()                    # hᵀ
+        torch.baddbmm(self.b2, self.w2, h, out=self.logits)
+        # gᵀ = softmax − onehot(y): the gradient of the loss −log p at the logits
+        g = torch.softmax(self.logits, dim=1)
+        g.scatter_add_(1, y, self.minus_one)
+        torch.bmm(self.w2t, g, out=dh)
+        threshold_backward(dh, h, 0.0, grad_input=dh)                          # ⊙ 1[h > 0]
+        # every parameter of the rows is read above; now the in-place updates
+        # (θ ← decay · θ − step · ∇ loss; the bias sums as products with ones)
+        self.w2.baddbmm_(g, self.ht, beta=decay, alpha=-step)
+        self.b2.baddbmm_(g, self.ones, beta=decay, alpha=-step)
+        self.w1.baddbmm_(dh, x, beta=decay, alpha=-step)
+        self.b1.baddbmm_(dh, self.ones, beta=decay, alpha=-step)
 
 
 __all__ = ["MLPSGDStack"]

@@ -116,7 +116,9 @@ def measure(rounds: int = 2, repeat: int = 3, threads: int = 1) -> dict[str, flo
     CLOCK = time.thread_time if threads == 1 else time.perf_counter
     data = agent_data()
     gen = torch.Generator().manual_seed(1)
-    plain_round(data, gen)  # warm-up
+    plain_round(data, gen)  # warm-ups: a steady round leaves out first-call costs
+    protocol_seconds(data, 1, True)
+    protocol_seconds(data, 1, False)
     seq, bat, plain = [], [], []
     for _ in range(repeat):
         bat.append((protocol_seconds(data, rounds + 1, True)

@@ -18,14 +18,16 @@ examples along the columns)::
 
 i.e. ``θ ← decay · θ + step · ∇_θ Σ_b log p(y_b | x_b, θ)``, the gradient of
 :meth:`BayesianMLP.log_likelihood_grad` (plain SGD on the mean loss: ``step = lr / B``,
-``decay = 1 − lr · weight_decay``). Why this layout: the two large products of a step
-(``W1ᵀ xᵀ`` and ``dhᵀ x``, ``H × n_in × B`` each) dominate it, and with ``W1ᵀ`` contiguous
-the second one is written into the weights by the GEMM itself (``beta = decay``, no
-gradient buffer, no separate update pass) in the GEMM's fastest shape on CPU (≈ 20 %
-faster here than ``xᵀ dh`` into the ``(n_in, H)`` block of the particle layout); the
-softmax runs along the classes of a class-major block (a softmax along a last dimension
-of ~10 costs ~10× one along the examples) and the ReLU's mask is ``threshold_backward``
-(no bool-to-float copy). No autograd graph is built.
+``decay = 1 − lr · weight_decay``; the code keeps ``−gᵀ``, the loss's gradient, and
+steps with ``−step``). Why this layout: the two large products of a step (``W1ᵀ xᵀ`` and
+``dhᵀ x``, ``H × n_in × B`` each) are most of its time, and with ``W1ᵀ`` contiguous the
+second one is written into the weights by the GEMM itself (``beta = decay``: no gradient
+buffer, no separate update pass), in the GEMM's fastest shape on CPU (784-100-10, B = 100,
+one thread: ≈ 170 µs against ≈ 205 µs for ``xᵀ dh`` into the ``(n_in, H)`` block of the
+particle layout); the bias sums are products with a ones vector that update the biases
+too; the softmax runs along the classes of a class-major block (a softmax along a last
+dimension of ~10 costs ~10× one along the examples) and the ReLU's mask is
+``threshold_backward`` in place (no bool-to-float copy). No autograd graph is built.
 
 Results equal the particle-layout gradient step up to float rounding (other summation
 orders inside the GEMMs).

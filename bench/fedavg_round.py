@@ -5,10 +5,11 @@ files are absent; the dense arithmetic does not depend on them), the letter's 78
 60 SGD steps of 100 examples per agent, every agent every round, an ideal network, no
 evaluation. Three timings in the same run, each the median over ``--repeat`` repeats:
 
-* **batched** (the default, ``batch_agents=True``): the ten agents' models are one stack and
-  each step is one batched forward, backward and in-place SGD update
-  (``BayesianMLP.sgd_step``: class-major logits, no gradient buffer), the minibatch
-  indices of all steps drawn when the update starts;
+* **batched** (the default, ``batch_agents=True``): the ten agents' models are one stack
+  in the layout of the hand-written SGD step (``MLPSGDStack``: W1 stored transposed for
+  the update, no autograd, no gradient buffer, the W1 update written by its product), run
+  one agent at a time on CPU (its weights stay in cache), the minibatch indices of all
+  steps drawn when the update starts;
 * **sequential** (``batch_agents=False``): one autograd ``local_update`` per agent;
 * **plain loop**: ``torch.nn`` (Linear-ReLU-Linear), ``cross_entropy``, ``torch.optim.SGD``,
   ``randperm`` minibatches, the ten agents one after the other, the mean of their weights
@@ -115,7 +116,9 @@ def measure(rounds: int = 2, repeat: int = 3, threads: int = 1) -> dict[str, flo
     CLOCK = time.thread_time if threads == 1 else time.perf_counter
     data = agent_data()
     gen = torch.Generator().manual_seed(1)
-    plain_round(data, gen)  # warm-up
+    plain_round(data, gen)  # warm-ups: a steady round leaves out first-call costs
+    protocol_seconds(data, 1, True)
+    protocol_seconds(data, 1, False)
     seq, bat, plain = [], [], []
     for _ in range(repeat):
         bat.append((protocol_seconds(data, rounds + 1, True)

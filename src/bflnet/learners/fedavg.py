@@ -15,14 +15,19 @@ mean, not weighted by ``N_k``. The optimiser state starts afresh at every local 
 
 **Batched agents** (``batch_agents``, on by default): when several agents compute in the
 same round a protocol calls :meth:`FedAvg.local_update_batch`, which runs their local
-updates as one ``(K, d)`` stack of models: per step one batched forward and backward (the
-model's hand-written ``log_likelihood_grad``; a model without one runs the agents one by
-one), and one optimiser step over the stack (SGD, momentum and Adam act element by
-element, so each row follows its own agent's update; plain SGD is one fused pass). Each
-agent draws its minibatches from its own stream as :meth:`FedAvg.local_update` does (the
-same draws); the results equal the sequential ones up to float rounding (other GEMM
-kernels and order of operations). ``batch_agents=False`` keeps the one-by-one autograd
-path.
+updates as one ``(K, d)`` stack of models. Plain SGD on a model with a hand-written step
+(:meth:`BayesianMLP.sgd_stack <bflnet.learners.models.BayesianMLP.sgd_stack>`) runs
+through :class:`~bflnet.learners.mlp_sgd.MLPSGDStack`: no autograd, no gradient buffer,
+the weights in the step's own layout for the whole update, and on CPU one chunk of agents
+at a time (one agent of the 784-100-10 MLP: its weights stay in the core's cache through
+its steps; on other devices all agents per batched kernel). Momentum, Adam and other
+models take per step one batched forward and backward (the model's hand-written
+``log_likelihood_grad``; a model without one runs the agents one by one) and one
+optimiser step over the stack (SGD, momentum and Adam act element by element, so each
+row follows its own agent's update). Each agent draws its minibatches from its own
+stream as :meth:`FedAvg.local_update` does (the same draws); the results equal the
+sequential ones up to float rounding (other GEMM kernels and order of operations).
+``batch_agents=False`` keeps the one-by-one autograd path.
 """
 
 from __future__ import annotations
@@ -189,38 +194,62 @@ class FedAvg(GlobalStateLearner):
     def _stacked_steps(self, w: Tensor, agents: list[Any], gens: list[torch.Generator],
                        m: int) -> Tensor:
         """``local_steps`` optimiser steps of the ``(len(agents), d)`` stack from ``w``."""
-        k = len(agents)
-        param = w.expand(k, -1).clone().requires_grad_(True)
-        plain_sgd = self.optimizer == "sgd" and not self.momentum
-        opt = None if plain_sgd else self._optimizer(param)
-        grad_fn = self.model.log_likelihood_grad
-        can_fuse = getattr(self.model, "has_sgd_step", None)
-        fused = self.model.sgd_step if plain_sgd and callable(can_fuse) and can_fuse() else None
-        xs = [self.data[a][0] for a in agents]
-        ys = [self.data[a][1] for a in agents]
-        x = torch.empty((k, m, *xs[0].shape[1:]), dtype=xs[0].dtype, device=self.device)
-        y = torch.empty((k, m), dtype=ys[0].dtype, device=self.device)
-        grad: Tensor | None = None
         # each agent's minibatches of the whole update, from its own stream (the same
         # draws as step by step: the streams are independent)
         steps = self.local_steps
         idx = [self.sampler.many_indices(agent, gen, steps)
                for agent, gen in zip(agents, gens, strict=True)]
+        xs = [self.data[a][0] for a in agents]
         # the labels of every step at once: (k, steps, m)
-        labels = torch.stack([y_agent[i] for y_agent, i in zip(ys, idx, strict=True)])
+        labels = torch.stack([self.data[a][1][i] for a, i in zip(agents, idx, strict=True)])
+        plain_sgd = self.optimizer == "sgd" and not self.momentum
+        can_fuse = getattr(self.model, "has_sgd_step", None)
+        if plain_sgd and callable(can_fuse) and can_fuse():
+            new = self._fused_sgd_steps(w, xs, idx, labels, m)
+        else:
+            new = self._gradient_steps(w, xs, idx, labels, m)
+        if not bool(torch.isfinite(new.sum(dim=1)).all()):  # (a finite sum: finite entries)
+            bad = ~torch.isfinite(new).all(dim=1)
+            if bool(bad.any()):
+                which = [a for a, b in zip(agents, bad.tolist(), strict=True) if b]
+                raise ValueError(f"FedAvg (agents {which!r}): non-finite parameters after "
+                                 f"{self.local_steps} local steps")
+        return new
+
+    def _fused_sgd_steps(self, w: Tensor, xs: list[Tensor], idx: list[Tensor],
+                         labels: Tensor, m: int) -> Tensor:
+        """Plain SGD through the model's :meth:`sgd_stack` (``θ ← (1 − lr·wd) θ + (lr/m)
+        ∇ Σ log p`` per step, in place, no gradient buffer), a chunk of agents at a time:
+        on CPU as many as keep their weights and minibatch in a core's cache (one agent
+        of the 784-100-10 MLP: its weights stay hot through its steps), elsewhere all."""
+        k = len(xs)
+        stack = self.model.sgd_stack(w.expand(k, -1))
+        chunk = stack.chunk_rows(m)
+        indices = torch.stack(idx)           # (k, steps, m)
+        labels = labels.long()
+        step, decay = self.lr / m, 1.0 - self.lr * self.weight_decay
+        for start in range(0, k, chunk):
+            rows = slice(start, min(start + chunk, k))
+            stack.sgd_steps(rows, xs[rows], indices[rows], labels[rows], step, decay)
+        return stack.theta()
+
+    def _gradient_steps(self, w: Tensor, xs: list[Tensor], idx: list[Tensor],
+                        labels: Tensor, m: int) -> Tensor:
+        """The stack's steps through the model's ``log_likelihood_grad`` and a torch
+        optimiser over the stack (momentum, Adam, or a model without :meth:`sgd_stack`)."""
+        k = len(xs)
+        param = w.expand(k, -1).clone().requires_grad_(True)
+        plain_sgd = self.optimizer == "sgd" and not self.momentum
+        opt = None if plain_sgd else self._optimizer(param)
+        grad_fn = self.model.log_likelihood_grad
+        x = torch.empty((k, m, *xs[0].shape[1:]), dtype=xs[0].dtype, device=self.device)
+        grad = torch.empty_like(param)
         decay = 1.0 - self.lr * self.weight_decay
-        for step in range(steps):
+        for step in range(self.local_steps):
             for row in range(k):
                 torch.index_select(xs[row], 0, idx[row][step], out=x[row])
-            if fused is None:
-                y.copy_(labels[:, step])
             with torch.no_grad():
-                if fused is not None:  # w ← (1 − lr·wd) w + (lr/m) ∇ Σ log p, in place
-                    fused(param.detach(), x, labels[:, step], self.lr / m, decay)
-                    continue
-                if grad is None:
-                    grad = torch.empty_like(param)
-                grad_fn(param.detach(), x, y, out=grad)  # ∇ Σ_batch log p
+                grad_fn(param.detach(), x, labels[:, step], out=grad)  # ∇ Σ_batch log p
                 if opt is None:  # w ← (1 − lr·wd) w + (lr/m) ∇ Σ log p, one pass
                     if self.weight_decay:
                         param.mul_(decay)
@@ -231,13 +260,7 @@ class FedAvg(GlobalStateLearner):
                     grad.add_(param.detach(), alpha=self.weight_decay)
             param.grad = grad
             opt.step()
-        new = param.detach()
-        bad = ~torch.isfinite(new).all(dim=1)
-        if bool(bad.any()):
-            which = [a for a, b in zip(agents, bad.tolist(), strict=True) if b]
-            raise ValueError(f"FedAvg (agents {which!r}): non-finite parameters after "
-                             f"{self.local_steps} local steps")
-        return new
+        return param.detach()
 
     def _optimizer(self, param: Tensor) -> torch.optim.Optimizer:
         if self.optimizer == "sgd":

@@ -30,11 +30,14 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import torch
 from torch import Tensor
+
+if TYPE_CHECKING:
+    from bflnet.learners.mlp_sgd import MLPSGDStack
 
 Init = Literal["scaled", "prior"]
 
@@ -405,7 +408,9 @@ class BayesianMLP(_Classifier):
         along the examples), the ReLU's mask by ``threshold_backward`` (no bool-to-float
         copy), and each block updated from its own gradient (no ``(N, d)`` gradient
         buffer). Results equal ``θ + step · log_likelihood_grad``
-        up to float rounding (other summation orders). Only where :meth:`has_sgd_step`."""
+        up to float rounding (other summation orders). Only where :meth:`has_sgd_step`.
+        For many steps without other changes of ``theta`` in between, :meth:`sgd_stack`
+        is faster (W1 kept transposed, its update written by its product)."""
         if not self.has_sgd_step():
             raise ValueError(f"{type(self).__name__}: redefines the forward maths; use "
                              "log_likelihood_grad")
@@ -431,6 +436,14 @@ class BayesianMLP(_Classifier):
             b2.add_(dlt.sum(dim=2), alpha=step)
             w1.add_(torch.bmm(x.transpose(1, 2), dh), alpha=step)
             b1.add_(dh.sum(dim=1), alpha=step)
+
+    def sgd_stack(self, theta: Tensor) -> MLPSGDStack:
+        """The rows of ``theta`` ``(N, d)`` as a :class:`~bflnet.learners.mlp_sgd.MLPSGDStack`
+        (a copy in the layout of the hand-written SGD step). Only where
+        :meth:`has_sgd_step`."""
+        from bflnet.learners.mlp_sgd import MLPSGDStack
+
+        return MLPSGDStack(self, theta)
 
     def activation_width(self) -> int:
         """The widest layer's activations per example and particle."""

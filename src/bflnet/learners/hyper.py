@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from bflnet.devices import DEVICES
 from bflnet.params import param, validate
 
 #: SVGD step rules: AdaGrad (fresh each local update) or a constant step size.
@@ -167,6 +168,8 @@ class GFVLParams:
 
 #: EM-TDAMP's likelihoods: Gaussian (regression, eq. 5) or probit-product (eq. 6).
 EMTDAMP_LIKELIHOODS = ("gaussian", "probit")
+#: Float types of EM-TDAMP's client computation.
+EMTDAMP_DTYPES = ("float64", "float32")
 #: Which Gumbel the classification noise update moment-matches (docs/em-tdamp.md, Sec. 4.3).
 GUMBEL_SIDES = ("min", "max")
 
@@ -230,6 +233,15 @@ class EMTDAMPParams:
                                "at 0.99, BiG-AMP's; compounds under PasP) or 'extrinsic' "
                                "(floor the extrinsic precision 1/nu_z - 1/nu_p at 1e-6)",
                                choices=VARIANCE_CLIPS)
+    batch_agents: bool = param(True, "clients scheduled in the same round run their TDAMP "
+                               "together, as one batch (bit for bit the results of one by "
+                               "one; faster)")
+    dtype: str = param("float64", "float type of the clients' TDAMP: float64, or float32 "
+                       "(faster; results differ in the last digits, docs/em-tdamp.md); the "
+                       "server's EM and the evaluation stay float64", choices=EMTDAMP_DTYPES)
+    device: str = param("cpu", "where the clients' TDAMP computes: cpu, cuda (an error "
+                        "without a CUDA device) or auto (cuda when available, else cpu)",
+                        choices=DEVICES)
 
     def __post_init__(self) -> None:
         validate(self)

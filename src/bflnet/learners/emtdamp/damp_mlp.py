@@ -10,6 +10,12 @@ Module B (:func:`~bflnet.learners.emtdamp.group_sparse.group_sparse_messages`), 
 sent Module A's messages ``A → B`` in precision form. Equations (6.10)-(6.22) of
 docs/em-tdamp.md, Sec. 6.4.
 
+**Batched problems.** The state, priors and data may carry one leading dimension, a batch
+of independent problems (the clients of a round, :func:`~.tdamp_client.tdamp_clients`):
+``(K, N_l, B)``, ``(K, N_l, N_{l−1} + 1)``. Every client's numbers are then bit for bit
+those of its problem run alone (the per-client matrix products are the same BLAS calls,
+:func:`_mm`), and clip counts are ``(K,)`` tensors instead of ints.
+
 Safeguards, each clip counted in ``clips["layer<l>/<quantity>"]``: ``ν_z/ν_p`` capped at
 ``ratio_cap``; ``ν_p`` floored at ``var_floor``; ``ν_q``, ``ν_r`` capped at ``var_cap``
 (their precisions floored at ``1/var_cap``); BiG-AMP's gain factors clipped to ``[0, 1]``;
@@ -173,10 +179,11 @@ def gaussian_layer_prior(mean: Tensor, var: Tensor) -> LayerPrior:
     if mean.dim() != 2 or var.shape != mean.shape:
         raise ValueError("mean: must be (N_out, N_in + 1) and match var")
     n_out, n_in = mean.shape[0], mean.shape[1] - 1
-    ones = torch.ones(n_in, dtype=mean.dtype)
+    ones = torch.ones(n_in, dtype=mean.dtype, device=mean.device)
     return LayerPrior(
         ones, mean[:, :-1].T.clone(), var[:, :-1].T.clone(),
-        torch.ones(n_out, dtype=mean.dtype), mean[:, -1:].clone(), var[:, -1:].clone(),
+        torch.ones(n_out, dtype=mean.dtype, device=mean.device), mean[:, -1:].clone(),
+        var[:, -1:].clone(),
     )
 
 
@@ -273,7 +280,8 @@ def dense_prior(prior: LayerPrior) -> DenseGroupPrior:
 def _dense_layout(weights: Tensor, biases: Tensor) -> Tensor:
     """``[Wᵀᵀ, b]``: ``(N_in, N_out)`` weights and ``(N_out, 1)`` biases as one
     ``(N_out, N_in + 1)`` array (one pass over the weights)."""
-    out = torch.empty(weights.shape[1], weights.shape[0] + 1, dtype=weights.dtype)
+    out = torch.empty(weights.shape[1], weights.shape[0] + 1, dtype=weights.dtype,
+                      device=weights.device)
     out[:, :-1].copy_(weights.T)
     out[:, -1:].copy_(biases)
     return out
@@ -321,14 +329,15 @@ def _init_dense_state(priors: list[DenseGroupPrior], batch: int) -> DampState:
         raise ValueError(f"batch: must be >= 1, got {batch}")
     state = DampState([], [], [], [], [], [], [], [], priors=list(priors))
     for index, prior in enumerate(priors):
-        n_out, n_in = prior.mean.shape[0], prior.mean.shape[1] - 1
-        dtype = prior.mean.dtype
-        zero_q = torch.zeros((), dtype=dtype).expand(n_out, n_in + 1)
+        *lead, n_out, n_in = prior.mean.shape
+        n_in -= 1
+        kind = {"dtype": prior.mean.dtype, "device": prior.mean.device}
+        zero_q = torch.zeros((), **kind).expand(*lead, n_out, n_in + 1)
         state.weight_mean.append(prior.marginal_mean)
         state.weight_var.append(prior.marginal_var)
-        state.s_hat.append(torch.zeros(n_out, batch, dtype=dtype))
-        state.s_var.append(torch.zeros(n_out, batch, dtype=dtype))
-        zero_r = torch.zeros(n_in, batch, dtype=dtype) if index > 0 else None
+        state.s_hat.append(torch.zeros(*lead, n_out, batch, **kind))
+        state.s_var.append(torch.zeros(*lead, n_out, batch, **kind))
+        zero_r = torch.zeros(*lead, n_in, batch, **kind) if index > 0 else None
         state.r_precision.append(zero_r)
         state.r_shift.append(zero_r)
         state.q_precision.append(zero_q)
@@ -337,7 +346,50 @@ def _init_dense_state(priors: list[DenseGroupPrior], batch: int) -> DampState:
 
 
 def _count(clips: dict[str, int], key: str, mask: Tensor) -> None:
-    clips[key] = clips.get(key, 0) + int(mask.sum())
+    """Add the ``True`` entries of one problem's ``mask`` (at most 2-D) to ``clips[key]``
+    (an int), or of each problem's of a batch ``(K, …, …)`` (a ``(K,)`` tensor, no host
+    round trip)."""
+    counts = int(mask.sum()) if mask.dim() <= 2 else mask.sum((-2, -1))
+    clips[key] = clips.get(key, 0) + counts  # type: ignore[assignment]
+
+
+_ALIGN = 64  # bytes: torch's CPU allocator aligns every new tensor so
+
+
+def _aligned(t: Tensor) -> Tensor:
+    """``t`` itself, or a copy with the same sizes and strides in fresh (aligned) memory
+    when ``t`` starts off the allocator's alignment (a problem's slice of a batch): the
+    small BLAS kernels (GEMV) round differently on unaligned data."""
+    if t.data_ptr() % _ALIGN == 0:
+        return t
+    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype,
+                               device=t.device).copy_(t)
+
+
+def _vector_shaped(a: Tensor, b: Tensor) -> bool:
+    """Whether ``a @ b`` has a dimension of 1, where a 2-D product may take another kernel
+    (a GEMV) than a batched one."""
+    return 1 in (a.shape[-2], a.shape[-1], b.shape[-1])
+
+
+def _mm(a: Tensor, b: Tensor) -> Tensor:
+    """``a @ b``, for a batch of problems the same BLAS call per problem as alone:
+    ``torch.matmul`` of 3-D tensors (one GEMM per problem, packed, so bit for bit the 2-D
+    product), except for vector-shaped products, multiplied problem by problem on aligned
+    copies (:func:`_aligned`)."""
+    if a.dim() == 2 or not _vector_shaped(a, b):
+        return torch.matmul(a, b)
+    return torch.stack([_aligned(x) @ _aligned(y) for x, y in zip(a, b, strict=True)])
+
+
+def _addmm(out: Tensor, a: Tensor, b: Tensor) -> Tensor:
+    """``out + a @ b`` (in place in ``out`` where it can), per problem as :func:`_mm`."""
+    if out.dim() == 2:
+        return out.addmm_(a, b)
+    if not _vector_shaped(a, b):
+        return out.baddbmm_(a, b)
+    return torch.stack([o.clone().addmm_(_aligned(x), _aligned(y))
+                        for o, x, y in zip(out, a, b, strict=True)])
 
 
 def _floor(clips: dict[str, int], key: str, value: Tensor, bound: float) -> Tensor:
@@ -378,7 +430,9 @@ def _floor_finite(
 def _input_rows(state: DampState, inputs: Tensor) -> tuple[Tensor, Tensor]:
     """Layer 1's ``X̃ = [X; 1ᵀ]`` and ``X̃²``, cached while ``inputs`` is the same tensor."""
     if state.inputs is not inputs or not state.u_mean or not state.u_square:
-        x = torch.cat([inputs, torch.ones(1, inputs.shape[1], dtype=inputs.dtype)])
+        ones = torch.ones(*inputs.shape[:-2], 1, inputs.shape[-1], dtype=inputs.dtype,
+                          device=inputs.device)
+        x = torch.cat([inputs, ones], dim=-2)
         state.inputs = inputs
         return x, x * x
     return state.u_mean[0], state.u_square[0]
@@ -404,18 +458,19 @@ def forward_sweep(
                                            z=False)
             check_finite("û", u_mean, layer - 1)
             u_var = check_finite("ν_u", torch.clamp(u_var, min=0.0), layer - 1)
-            batch = u_mean.shape[1]
-            u_t = torch.cat([u_mean, torch.ones(1, batch, dtype=u_mean.dtype)])
+            row = (*u_mean.shape[:-2], 1, u_mean.shape[-1])
+            kind = {"dtype": u_mean.dtype, "device": u_mean.device}
+            u_t = torch.cat([u_mean, torch.ones(row, **kind)], dim=-2)
             u2 = u_t * u_t
-            u_var_t = torch.cat([u_var, torch.zeros(1, batch, dtype=u_var.dtype)])
-        p_bar_var = w_var @ u2  # (6.11)
+            u_var_t = torch.cat([u_var, torch.zeros(row, **kind)], dim=-2)
+        p_bar_var = _mm(w_var, u2)  # (6.11)
         p_var = p_bar_var
         if u_var_t is not None:
-            p_bar_var = p_bar_var + (w_mean * w_mean) @ u_var_t
-            p_var = p_bar_var + w_var @ u_var_t
+            p_bar_var = p_bar_var + _mm(w_mean * w_mean, u_var_t)
+            p_var = p_bar_var + _mm(w_var, u_var_t)
         p_var = _floor(clips, f"layer{layer}/p_var_floor", check_finite("ν_p", p_var, layer),
                        settings.var_floor)
-        p_hat = w_mean @ u_t - state.s_hat[index] * p_bar_var  # (6.12) Onsager correction
+        p_hat = _mm(w_mean, u_t) - state.s_hat[index] * p_bar_var  # (6.12) Onsager correction
         state.p_hat.append(check_finite("p̂", p_hat, layer))
         state.p_var.append(p_var)
         state.u_mean.append(u_t)
@@ -503,21 +558,24 @@ def _backward_sweep(
         w_mean, w_var = state.weight_mean[index], state.weight_var[index]
         u_t, u_var_t = state.u_mean[index], state.u_var[index]
         if index > 0:  # (6.15)-(6.16) backward message on u_{l−1}, precision form
-            w_in, w_var_in = w_mean[:, :-1], w_var[:, :-1]
+            w_in, w_var_in = w_mean[..., :-1], w_var[..., :-1]
             r_precision = _floor_finite(clips, f"layer{layer}/r_var_cap", "1/ν_r",
-                                        (w_in * w_in).T @ s_var, 1.0 / settings.var_cap, layer)
-            gain = _floor(clips, f"layer{layer}/r_gain", r_precision - w_var_in.T @ s_var, 0.0)
-            r_shift = u_t[:-1] * gain + w_in.T @ s_hat
+                                        _mm((w_in * w_in).mT, s_var), 1.0 / settings.var_cap,
+                                        layer)
+            gain = _floor(clips, f"layer{layer}/r_gain", r_precision - _mm(w_var_in.mT, s_var),
+                          0.0)
+            r_shift = u_t[..., :-1, :] * gain + _mm(w_in.mT, s_hat)
             state.r_precision[index] = r_precision
             state.r_shift[index] = check_finite("r̂/ν_r", r_shift, layer)
         # (6.17)-(6.18) A → B messages on W̃_l, precision form
         q_precision = _floor_finite(clips, f"layer{layer}/q_var_cap", "1/ν_q",
-                                    s_var @ state.u_square[index].T, 1.0 / settings.var_cap,
-                                    layer)
+                                    _mm(s_var, state.u_square[index].mT),
+                                    1.0 / settings.var_cap, layer)
         gain = q_precision
         if u_var_t is not None:
-            gain = _floor(clips, f"layer{layer}/q_gain", q_precision - s_var @ u_var_t.T, 0.0)
-        q_shift = check_finite("q̂/ν_q", torch.mul(w_mean, gain).addmm_(s_hat, u_t.T), layer)
+            gain = _floor(clips, f"layer{layer}/q_gain", q_precision - _mm(s_var, u_var_t.mT),
+                          0.0)
+        q_shift = check_finite("q̂/ν_q", _addmm(torch.mul(w_mean, gain), s_hat, u_t.mT), layer)
         state.q_precision[index], state.q_shift[index] = q_precision, q_shift
         # (6.19)-(6.20) Module B's posterior of W̃_l, damped means
         layer_posterior = dense_group_posterior(priors[index], q_precision, q_shift)

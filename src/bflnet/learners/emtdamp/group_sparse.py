@@ -21,7 +21,9 @@ The DAMP sweeps call the same sum-product in Module A's layout instead
 (:func:`dense_group_posterior`): ``W̃ = [W, b]`` as ``(N_out, N_in + 1)``, groups are the
 weight columns and each bias on its own, the prior's constants ``μ/v``, ``μ²/v`` and its
 moments are computed once per minibatch (:func:`dense_group_prior`), and only what Module A
-and PasP use is computed (no ``B → A`` activities, no per-element ``ℓ``).
+and PasP use is computed (no ``B → A`` activities, no per-element ``ℓ``). These take a
+batch of layers too (leading dimensions, e.g. ``(K, N_out, N_in + 1)`` for the clients of
+a round), each computed bit for bit as alone.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from typing import NamedTuple
 
 import torch
 from torch import Tensor
+
+from .moments import client_sigmoid
 
 __all__ = [
     "DenseGroupPosterior",
@@ -177,12 +181,13 @@ def _dense_moments(
     """:func:`bernoulli_gaussian_moments` with one ``ρ`` per weight column and one per bias,
     the variance as ``ρ(1 − ρ)μ² + ρv`` (no difference of large terms, few passes)."""
     marginal_mean = torch.empty_like(mean)
-    torch.mul(mean[:, :-1], weight_activity, out=marginal_mean[:, :-1])
-    torch.mul(mean[:, -1], bias_activity, out=marginal_mean[:, -1])
+    columns = weight_activity.unsqueeze(-2)  # (…, 1, N_in) against (…, N_out, N_in)
+    torch.mul(mean[..., :-1], columns, out=marginal_mean[..., :-1])
+    torch.mul(mean[..., -1], bias_activity, out=marginal_mean[..., -1])
     spread = mean * mean
-    spread[:, :-1].mul_(weight_activity * (1.0 - weight_activity)).addcmul_(
-        var[:, :-1], weight_activity)
-    spread[:, -1].mul_(bias_activity * (1.0 - bias_activity)).addcmul_(var[:, -1], bias_activity)
+    spread[..., :-1].mul_(columns * (1.0 - columns)).addcmul_(var[..., :-1], columns)
+    spread[..., -1].mul_(bias_activity * (1.0 - bias_activity)).addcmul_(var[..., -1],
+                                                                        bias_activity)
     return marginal_mean, spread
 
 
@@ -210,17 +215,21 @@ _LOG_CHUNK = 8  # rows multiplied before one log: Σ log g = Σ log ∏_8 g (g �
 
 
 def _column_log_sum(gain: Tensor) -> Tensor:
-    """``Σ_rows log g`` per column for ``g ≥ 1``, one log per ``_LOG_CHUNK`` rows (products
-    of 8 factors ``≥ 1``; falls back to one log per element if a product overflows)."""
-    rows = gain.shape[0]
+    """``Σ_rows log g`` per column for ``g ≥ 1`` (rows: the second-to-last dimension),
+    one log per ``_LOG_CHUNK`` rows (products of 8 factors ``≥ 1``; a layer whose products
+    overflow falls back to one log per element)."""
+    rows, lead = gain.shape[-2], gain.shape[:-2]
     full = rows - rows % _LOG_CHUNK
     if full < 2 * _LOG_CHUNK:
-        return torch.log(gain).sum(0)
-    total = torch.log(gain[:full].view(_LOG_CHUNK, full // _LOG_CHUNK, -1).prod(0)).sum(0)
+        return torch.log(gain).sum(-2)
+    chunks = gain[..., :full, :].view(*lead, _LOG_CHUNK, full // _LOG_CHUNK, gain.shape[-1])
+    total = torch.log(chunks.prod(-3)).sum(-2)
     if full < rows:
-        total += torch.log(gain[full:]).sum(0)
-    if not bool(torch.isfinite(total.sum())):
-        return torch.log(gain).sum(0)
+        total += torch.log(gain[..., full:, :]).sum(-2)
+    finite = torch.isfinite(total.sum(-1))
+    if not bool(finite.all()):
+        exact = torch.log(gain).sum(-2)
+        return exact if finite.dim() == 0 else torch.where(finite.unsqueeze(-1), total, exact)
     return total
 
 
@@ -233,7 +242,8 @@ def dense_group_posterior(
     With ``g = 1 + τv``: ``v^post = v/g``, ``μ^post = v^post (μ/v + h)`` (3.4) and
     ``2ℓ = h μ^post + (μ/g)(h − τμ) − log g`` ((3.1) rewritten with the posterior slab); a
     weight column's log-odds add up its ``ℓ``, a bias keeps its own."""
-    gain = torch.addcmul(torch.ones((), dtype=prior.var.dtype), message_precision, prior.var)
+    gain = torch.addcmul(torch.ones((), dtype=prior.var.dtype, device=prior.var.device),
+                         message_precision, prior.var)
     post_var = prior.var / gain
     post_mean = torch.addcdiv(message_shift, prior.mean, prior.var).mul_(post_var)
     if prior.certain:  # σ(±∞ + ℓ) is the prior's 0 or 1 again
@@ -244,10 +254,10 @@ def dense_group_posterior(
                                    *marginals)
     ratio = torch.addcmul(message_shift, message_precision, prior.mean, value=-1.0)
     ratio = ratio.mul_(prior.mean).div_(gain).addcmul_(message_shift, post_mean)
-    column = ratio.sum(0)[:-1] - _column_log_sum(gain)[:-1]
-    weight_activity = torch.sigmoid(prior.weight_logit + 0.5 * column)
-    bias_ratio = ratio[:, -1] - torch.log(gain[:, -1])
-    bias_activity = torch.sigmoid(prior.bias_logit + 0.5 * bias_ratio)
+    column = ratio.sum(-2)[..., :-1] - _column_log_sum(gain)[..., :-1]
+    weight_activity = client_sigmoid(prior.weight_logit + 0.5 * column, core=1)
+    bias_ratio = ratio[..., -1] - torch.log(gain[..., -1])
+    bias_activity = client_sigmoid(prior.bias_logit + 0.5 * bias_ratio, core=1)
     return DenseGroupPosterior(
         weight_activity, bias_activity, post_mean, post_var,
         *_dense_moments(weight_activity, bias_activity, post_mean, post_var),

@@ -32,6 +32,19 @@ the others to 0 when ``S > B``, completed by a cap on the survivors that shrinks
 geometrically to ``B`` over ``budget_rounds`` merges, ranked by Module B's unsaturated
 posterior log-odds (:func:`~.server_em.group_log_odds`).
 
+**Batched clients** (``batch_agents``, on by default): when several clients compute in
+the same round the protocol calls :meth:`EMTDAMP.local_update_batch`, which runs their
+TDAMP passes together (:func:`~.tdamp_client.tdamp_clients`, clients with the same number
+of examples as one batch). Each client keeps its own shuffling stream, so the updates are
+bit for bit those of :meth:`EMTDAMP.local_update` one by one; the protocol still moves
+one message per client, with the same bits and times.
+
+**Dtype and device** (``dtype``, ``device``): the clients' TDAMP runs in ``dtype``
+(float64 by default; float32 is faster, its differences are measured in docs/em-tdamp.md)
+on ``device`` (``cpu``, ``cuda``, ``auto``): the clients' data live there and the prior is
+moved there once per round. The global state, the server's EM merge and the evaluation
+stay float64 on the CPU (the payloads are brought back once per client and round).
+
 **Evaluate**: the posterior-mean network ``E[θ] = ρμ`` on the test set: ``test_mse`` and
 ``test_nmse`` ``‖ŷ − y‖²/‖y‖²`` (regression) or ``accuracy`` and ``test_error``
 (classification); the ``noise_var``; ``active_groups`` (weight groups with ``ρ > 0``),
@@ -48,6 +61,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from bflnet.devices import resolve_device
 from bflnet.learners.base import GlobalStateLearner, Update, Work
 from bflnet.learners.hyper import EMTDAMPParams
 from bflnet.learners.torch_utils import torch_generator
@@ -65,7 +79,7 @@ from .server_em import (
     paper_sparsity,
     regression_noise_variance,
 )
-from .tdamp_client import tdamp_client
+from .tdamp_client import ClientResult, tdamp_clients
 
 __all__ = ["EMTDAMP", "PART_KINDS", "every_part", "part_codecs", "state_keys"]
 
@@ -136,7 +150,10 @@ class EMTDAMP(GlobalStateLearner):
         self.depth = len(self.sizes) - 1
         self.settings = DampSettings(damping=self.params.damping,
                                      variance_clip=self.params.variance_clip)
-        self.data = {agent: self._columns(x, y, f"agent_data[{agent!r}]")
+        #: Where and in which float type the clients' TDAMP computes.
+        self.device = resolve_device(self.params.device)
+        self.dtype = getattr(torch, self.params.dtype)
+        self.data = {agent: self._client_columns(x, y, f"agent_data[{agent!r}]")
                      for agent, (x, y) in agent_data.items()}
         self.counts = {agent: int(x.shape[1]) for agent, (x, _) in self.data.items()}
         self.eval = None if eval_data is None else self._columns(*eval_data, "eval_data")
@@ -150,6 +167,14 @@ class EMTDAMP(GlobalStateLearner):
         self.start: list[Tensor] | None = None
 
     # ------------------------------------------------------------------ data
+
+    def _client_columns(self, x: Any, y: Any, name: str) -> tuple[Tensor, Tensor]:
+        """:meth:`_columns` in the clients' dtype, on their device."""
+        inputs, targets = self._columns(x, y, name)
+        inputs = inputs.to(dtype=self.dtype, device=self.device)
+        if targets.dtype.is_floating_point:
+            targets = targets.to(dtype=self.dtype)
+        return inputs, targets.to(device=self.device)
 
     def _columns(self, x: Any, y: Any, name: str) -> tuple[Tensor, Tensor]:
         """``(N_0, I)`` inputs and ``(N_L, I)`` targets or ``(I,)`` labels."""
@@ -211,23 +236,60 @@ class EMTDAMP(GlobalStateLearner):
 
     def local_update(self, agent: Any, state: Mapping[str, Tensor], agent_state: Any,
                      rng: np.random.Generator) -> Update:
-        if agent not in self.data:
-            raise ValueError(f"agent: {agent!r} has no data")
+        return self._updates([agent], state, [rng])[0]
+
+    @property
+    def batches_agents(self) -> bool:
+        """Whether protocols should call :meth:`local_update_batch` for clients that
+        compute in the same round (``batch_agents``)."""
+        return bool(self.params.batch_agents)
+
+    def local_update_batch(self, agents: Sequence[Any], state: Mapping[str, Tensor],
+                           agent_states: Sequence[Any],
+                           rngs: Sequence[np.random.Generator | None]) -> list[Update]:
+        """:meth:`local_update` for each of ``agents`` from the same downloaded state,
+        computed together (module docs); the updates in ``agents`` order."""
+        if not (len(agent_states) == len(rngs) == len(agents)):
+            raise ValueError("agent_states, rngs: need one per agent")
+        return self._updates(agents, state, rngs)
+
+    def _updates(self, agents: Sequence[Any], state: Mapping[str, Tensor],
+                 rngs: Sequence[np.random.Generator | None]) -> list[Update]:
+        """The clients' updates, those with the same number of examples as one batch."""
+        unknown = [a for a in agents if a not in self.data]
+        if unknown:
+            raise ValueError(f"agent: {unknown[0]!r} has no data")
         p = self.params
-        inputs, targets = self.data[agent]
         noise_var = float(torch.as_tensor(state[NOISE_STATE]).reshape(-1)[0])
-        result = tdamp_client(
-            inputs, targets, self.priors(state), noise_var, likelihood=p.likelihood,  # type: ignore[arg-type]
-            batch_size=p.batch_size, tau_max=p.tau_max, sweeps=p.sweeps, power=p.power,
-            settings=self.settings,
-            generator=torch_generator(rng, torch.device("cpu")) if rng is not None else None,
-            start=self.start if float(torch.as_tensor(state[ROUND]).reshape(-1)[0]) == 0
-            else None)
+        priors = self.priors(state)
+        start = self.start if float(torch.as_tensor(state[ROUND]).reshape(-1)[0]) == 0 \
+            else None
+        # one generator per client, drawn from its stream in order, as one by one
+        gens = [torch_generator(rng, torch.device("cpu")) if rng is not None else None
+                for rng in rngs]
+        groups: dict[int, list[int]] = {}
+        for i, agent in enumerate(agents):
+            groups.setdefault(self.counts[agent], []).append(i)
+        out: list[Update | None] = [None] * len(agents)
+        for rows in groups.values():
+            results = tdamp_clients(
+                [self.data[agents[i]][0] for i in rows], [self.data[agents[i]][1] for i in rows],
+                priors, noise_var, likelihood=p.likelihood,  # type: ignore[arg-type]
+                batch_size=p.batch_size, tau_max=p.tau_max, sweeps=p.sweeps, power=p.power,
+                settings=self.settings, generators=[gens[i] for i in rows], start=start)
+            for i, result in zip(rows, results, strict=True):
+                out[i] = self._update(agents[i], result)
+        return [u for u in out if u is not None]
+
+    def _update(self, agent: Any, result: ClientResult) -> Update:
+        """A client's :class:`Update`: its posterior as float64 on the CPU (the wire)."""
         stat = torch.tensor(result.noise_statistic, dtype=F64).reshape(-1)
-        payload = {**self.pack(result.posterior), NOISE_STAT: stat}
+        payload = {key: part.to(device="cpu", dtype=F64)
+                   for key, part in self.pack(result.posterior).items()}
+        payload[NOISE_STAT] = stat
         count = self.counts[agent]
         return Update(payload, Work(steps=result.minibatches,
-                                    flops=self.pass_flops(count) * p.tau_max),
+                                    flops=self.pass_flops(count) * self.params.tau_max),
                       agent, metrics=clip_metrics(result.clips))
 
     # ------------------------------------------------------------------ server

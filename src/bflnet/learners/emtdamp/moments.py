@@ -1,7 +1,10 @@
 """Posterior moments of EM-TDAMP's nonlinear nodes (docs/em-tdamp.md, Sec. 2).
 
 All functions are batched elementwise torch code (any broadcastable shapes, float64
-advised). Gaussian messages towards a node from *below* (the forward message
+advised). Leading dimensions batch independent problems (e.g. the clients of a round,
+``(K, N, B)``); every result is then bit for bit the one of each ``(N, B)`` slice alone
+(:func:`client_sigmoid` and the size rule of :func:`_erfcx` see to it). Gaussian
+messages towards a node from *below* (the forward message
 ``N(z; mean, var)``) are in mean/variance form, since their variance is always positive;
 messages from *above* that may be flat (the backward message on a ReLU output, which
 starts at zero precision) are in precision form ``exp(−precision·u²/2 + shift·u)``, so
@@ -26,6 +29,7 @@ __all__ = [
     "ProbitProductMoments",
     "ReluForward",
     "ReluMoments",
+    "client_sigmoid",
     "gaussian_output_moments",
     "inverse_mills",
     "probit_moments",
@@ -79,6 +83,23 @@ def _check_precision(precision: Tensor) -> None:
         raise ValueError("backward_precision: must be finite and >= 0 everywhere")
 
 
+#: Element counts whose vectorised kernels cover a whole slice: a slice of a multiple of
+#: this many elements is computed the same alone or inside a larger batch.
+_VECTOR_BLOCK = 64
+
+
+def client_sigmoid(x: Tensor, core: int = 2) -> Tensor:
+    """``torch.sigmoid(x)`` computed slice by slice over the leading dimensions (the last
+    ``core`` are one problem's) when a slice is not a whole number of vector blocks:
+    torch's sigmoid computes the last few elements of a tensor by a scalar path that
+    rounds differently, so batching would move those elements' last bits."""
+    lead = x.dim() - core
+    if lead <= 0 or x.shape[lead:].numel() % _VECTOR_BLOCK == 0:
+        return torch.sigmoid(x)
+    flat = x.reshape(-1, *x.shape[lead:])
+    return torch.stack([torch.sigmoid(part) for part in flat]).reshape(x.shape)
+
+
 def inverse_mills(a: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """``(λ, a + λ, 1 − λ(λ + a))`` with ``λ = φ(a)/Φ(a)``, accurate for every ``a``.
 
@@ -95,8 +116,9 @@ def _erfcx(x: Tensor) -> Tensor:
     """``torch.special.erfcx``, faster: ``exp(x²) erfc(x)`` for ``x ≤ 3`` (relative error
     about ``(x² + 2) ε``, as ``torch.special.erfcx``'s ``2 exp(x²) − erfcx(−x)`` for
     ``x < 0``), ``erfcx`` itself above (where ``erfc`` underflows). ``erfc`` and ``exp`` take
-    about a third of ``erfcx``'s time."""
-    if x.numel() < _ERFC_PRODUCT_MIN_SIZE:
+    about a third of ``erfcx``'s time. The size rule looks at one problem's ``(N, B)``
+    (the last two dimensions), so a batch of problems takes each one's path."""
+    if (x.shape[-2:].numel() if x.dim() >= 2 else x.numel()) < _ERFC_PRODUCT_MIN_SIZE:
         return torch.special.erfcx(x)
     out = torch.special.erfc(x).mul_(torch.exp(x * x))
     tail = x > _ERFC_PRODUCT_BELOW
@@ -197,7 +219,8 @@ def relu_posterior(
         log_odds = _log_ndtr(scaled_pos, erfcx_pos) - forward.log_ndtr
     else:
         lam_b, h = backward_precision, backward_shift
-        gain = torch.addcmul(torch.ones((), dtype=vf.dtype), lam_b, vf)  # v_f / v* = 1 + Λv_f
+        one = torch.ones((), dtype=vf.dtype, device=vf.device)
+        gain = torch.addcmul(one, lam_b, vf)  # v_f / v* = 1 + Λv_f
         post_var = vf / gain  # v* (eq. 2.1)
         shifted_mean = torch.addcmul(mf, h, vf)
         post_mean = shifted_mean / gain  # m*
@@ -210,7 +233,7 @@ def relu_posterior(
         quadratic = shifted_mean.add_(mf).mul_(h).addcmul_(lam_b * mf, mf, value=-1.0)
         log_odds = (quadratic.div_(gain).sub_(torch.log(gain)).mul_(0.5)
                     .add_(_log_ndtr(scaled_pos, erfcx_pos)).sub_(forward.log_ndtr))
-    active = torch.sigmoid(log_odds)
+    active = client_sigmoid(log_odds)
     _, shifted_pos, var_factor_pos = _inverse_mills(a_pos, erfcx_pos)
     mean_pos = post_std * shifted_pos  # E[z | z > 0] (eq. 2.2)
     var_pos = post_var * var_factor_pos
@@ -289,18 +312,20 @@ def probit_product_moments(
     """Posterior moments of the outputs under the probit-product likelihood (paper eq. 6).
 
     ``forward_mean``, ``forward_var``: ``(C, B)`` messages ``N(z; p̂, ν_p)`` on the ``C``
-    outputs of ``B`` examples; ``labels``: ``(B,)`` class indices. Appendix A2's schedule
-    (eqs. 2.10-2.14): each factor ``Φ((z_y − z_m)/√v)`` first tilts ``z_y`` with ``z_m``
-    integrated out, the extrinsic precisions are summed on ``z_y`` (clipped at zero,
-    counted), then each ``z_m`` is tilted with ``z_y``'s cavity integrated out. Exact for
-    ``C = 2``. ``check=False`` skips the argument checks (for callers that made them).
+    outputs of ``B`` examples; ``labels``: ``(B,)`` class indices (or a batch of such
+    problems, ``(K, C, B)`` and ``(K, B)``; ``clipped`` is then a ``(K,)`` tensor).
+    Appendix A2's schedule (eqs. 2.10-2.14): each factor ``Φ((z_y − z_m)/√v)`` first tilts
+    ``z_y`` with ``z_m`` integrated out, the extrinsic precisions are summed on ``z_y``
+    (clipped at zero, counted), then each ``z_m`` is tilted with ``z_y``'s cavity
+    integrated out. Exact for ``C = 2``. ``check=False`` skips the argument checks (for
+    callers that made them).
     """
     if check:
         _check_probit_product(forward_mean, forward_var, labels, noise_var)
-    idx = labels.long().unsqueeze(0)
-    mean_y = forward_mean.gather(0, idx)  # (1, B)
-    var_y = forward_var.gather(0, idx)
-    is_label = torch.zeros_like(forward_mean, dtype=torch.bool).scatter_(0, idx, True)
+    idx = labels.long().unsqueeze(-2)
+    mean_y = forward_mean.gather(-2, idx)  # (1, B)
+    var_y = forward_var.gather(-2, idx)
+    is_label = torch.zeros_like(forward_mean, dtype=torch.bool).scatter_(-2, idx, True)
     # (2.10) tilt z_y by each m ≠ y, with z_m integrated out: Φ((z_y − p̂_m)/√(v + ν_m)).
     tilt_mean, tilt_var, _ = _probit_tilt(
         mean_y, var_y, forward_mean, noise_var + forward_var, upper=True
@@ -311,13 +336,13 @@ def probit_product_moments(
     ext_shift = tilt_mean / tilt_var - shift_y
     ext_precision.masked_fill_(is_label, 0.0)
     negative = ext_precision < 0  # the label row is 0 now, so it is never counted
-    clipped = int(negative.sum())
-    if clipped:
-        ext_precision.masked_fill_(negative, 0.0)
+    counts = negative.sum((-2, -1))
+    clipped: Tensor | int = int(counts) if counts.dim() == 0 else counts
+    ext_precision.masked_fill_(negative, 0.0)
     ext_shift.masked_fill_(is_label, 0.0)
     # (2.12) posterior of z_y.
-    post_precision_y = precision_y + ext_precision.sum(0, keepdim=True)
-    post_shift_y = shift_y + ext_shift.sum(0, keepdim=True)
+    post_precision_y = precision_y + ext_precision.sum(-2, keepdim=True)
+    post_shift_y = shift_y + ext_shift.sum(-2, keepdim=True)
     # (2.13) cavity z_y → h_m.
     cavity_var = 1.0 / (post_precision_y - ext_precision)
     cavity_mean = (post_shift_y - ext_shift) * cavity_var
@@ -325,21 +350,22 @@ def probit_product_moments(
     other_mean, other_var, _ = _probit_tilt(
         forward_mean, forward_var, cavity_mean, noise_var + cavity_var, upper=False
     )
-    mean = other_mean.scatter_(0, idx, post_shift_y / post_precision_y)
-    var = other_var.scatter_(0, idx, 1.0 / post_precision_y)
-    return ProbitProductMoments(mean, var, clipped)
+    mean = other_mean.scatter_(-2, idx, post_shift_y / post_precision_y)
+    var = other_var.scatter_(-2, idx, 1.0 / post_precision_y)
+    return ProbitProductMoments(mean, var, clipped)  # type: ignore[arg-type]
 
 
 def _check_probit_product(
     forward_mean: Tensor, forward_var: Tensor, labels: Tensor, noise_var: float
 ) -> None:
     _check_positive("forward_var", forward_var)
-    if forward_mean.shape != forward_var.shape or forward_mean.dim() != 2:
-        raise ValueError("forward_mean: must be (C, B) and match forward_var")
-    classes, batch = forward_mean.shape
+    if forward_mean.shape != forward_var.shape or forward_mean.dim() not in (2, 3):
+        raise ValueError("forward_mean: must be (C, B) (or (K, C, B)) and match forward_var")
+    classes, batch = forward_mean.shape[-2:]
     if classes < 2:
         raise ValueError(f"forward_mean: needs at least 2 classes, got {classes}")
-    if labels.shape != (batch,) or bool(torch.any((labels < 0) | (labels >= classes))):
+    shape = (*forward_mean.shape[:-2], batch)
+    if labels.shape != shape or bool(torch.any((labels < 0) | (labels >= classes))):
         raise ValueError(f"labels: must be ({batch},) class indices in [0, {classes})")
     if not (noise_var > 0 and math.isfinite(noise_var)):
         raise ValueError(f"noise_var: must be a finite number > 0, got {noise_var!r}")

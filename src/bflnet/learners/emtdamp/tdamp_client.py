@@ -8,10 +8,16 @@ sweep; then PasP (eq. 27) replaces the prior by the minibatch posterior raised t
 backward messages, so no evidence is counted twice (docs/em-tdamp.md, Sec. 6.5). The
 result is the local posterior ``φ^k`` per layer in the server's layout and ``σ^k``
 (eq. 19 or eq. 22) from the output posteriors of the last pass.
+
+:func:`tdamp_clients` runs several clients of a round at once (Module A's state and
+priors with a leading client dimension, :mod:`.damp_mlp`): each client's minibatch
+``j`` is processed together with the others', and every client's result is bit for bit
+the one :func:`tdamp_client` gives for it alone.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
 import torch
@@ -36,9 +42,10 @@ from .group_sparse import (
     dense_group_prior,
 )
 from .heap import keep_freed_memory
+from .moments import client_sigmoid
 from .server_em import classification_noise_statistics, regression_noise_statistic
 
-__all__ = ["ClientResult", "pasp_update", "tdamp_client"]
+__all__ = ["ClientResult", "pasp_update", "tdamp_client", "tdamp_clients"]
 
 Likelihood = Literal["gaussian", "probit"]
 
@@ -88,7 +95,7 @@ def _pasp_parts(
         return posterior.weight_activity, posterior.bias_activity, posterior.mean, posterior.var
 
     def activity(p: Tensor) -> Tensor:
-        return torch.sigmoid(power * torch.logit(p))
+        return client_sigmoid(power * torch.logit(p), core=1)
 
     return (activity(posterior.weight_activity), activity(posterior.bias_activity),
             posterior.mean, posterior.var / power)
@@ -106,6 +113,35 @@ def _batches(count: int, size: int, generator: torch.Generator | None) -> list[T
     if generator is None:
         return [slice(start, min(start + size, count)) for start in range(0, count, size)]
     return list(torch.split(torch.randperm(count, generator=generator), size))
+
+
+def _check_client(inputs: Tensor, targets: Tensor, likelihood: str) -> int:
+    """The client's example count, after checking its data's shapes."""
+    if inputs.dim() != 2:
+        raise ValueError(f"inputs: must be (N_0, I_k), got shape {tuple(inputs.shape)}")
+    count = inputs.shape[1]
+    if likelihood == "gaussian":
+        if targets.dim() != 2 or targets.shape[1] != count:
+            raise ValueError(f"targets: must be (N_L, {count}) for a gaussian likelihood")
+    elif likelihood == "probit":
+        if targets.shape != (count,):
+            raise ValueError(f"targets: must be ({count},) class indices for a probit likelihood")
+    else:
+        raise ValueError(f"likelihood: must be 'gaussian' or 'probit', got {likelihood!r}")
+    return count
+
+
+def _batched(prior: DenseGroupPrior, clients: int) -> DenseGroupPrior:
+    """The same prior for every client: each tensor repeated along a new first dimension."""
+    return prior._replace(**{name: value.unsqueeze(0).repeat(clients, *(1,) * value.dim())
+                             for name, value in prior._asdict().items()
+                             if isinstance(value, Tensor)})
+
+
+def _take(data: Sequence[Tensor], index: Sequence[Tensor | slice]) -> Tensor:
+    """Every client's minibatch of ``data`` (columns ``index[k]`` of the last dimension)
+    stacked along a new first dimension."""
+    return torch.stack([d[..., i] for d, i in zip(data, index, strict=True)])
 
 
 def tdamp_client(
@@ -132,51 +168,80 @@ def tdamp_client(
     unless a ``generator`` shuffles them each pass. Between minibatches the priors stay in
     Module A's layout (:func:`~.damp_mlp.dense_prior`). ``start``: Module A's weight
     estimates ``(N_l, N_{l−1} + 1)`` for the first sweep of the first minibatch (default:
-    the prior's marginal means), a starting point that does not enter the prior.
+    the prior's marginal means), a starting point that does not enter the prior. The
+    computation runs in the data's dtype and on its device (the priors are moved there).
     """
-    if inputs.dim() != 2:
-        raise ValueError(f"inputs: must be (N_0, I_k), got shape {tuple(inputs.shape)}")
-    count = inputs.shape[1]
-    if likelihood == "gaussian":
-        if targets.dim() != 2 or targets.shape[1] != count:
-            raise ValueError(f"targets: must be (N_L, {count}) for a gaussian likelihood")
-    elif likelihood == "probit":
-        if targets.shape != (count,):
-            raise ValueError(f"targets: must be ({count},) class indices for a probit likelihood")
-    else:
-        raise ValueError(f"likelihood: must be 'gaussian' or 'probit', got {likelihood!r}")
+    return tdamp_clients([inputs], [targets], priors, noise_var, likelihood=likelihood,
+                         batch_size=batch_size, tau_max=tau_max, sweeps=sweeps, power=power,
+                         settings=settings, generators=[generator], start=start)[0]
+
+
+def tdamp_clients(
+    inputs: Sequence[Tensor],
+    targets: Sequence[Tensor],
+    priors: list[LayerPrior],
+    noise_var: float,
+    *,
+    likelihood: Likelihood = "gaussian",
+    batch_size: int = 100,
+    tau_max: int = 1,
+    sweeps: int = 1,
+    power: float = 1.0,
+    settings: DampSettings | None = None,
+    generators: Sequence[torch.Generator | None] | None = None,
+    start: list[Tensor] | None = None,
+) -> list[ClientResult]:
+    """:func:`tdamp_client` for several clients with the same number of examples, from the
+    same prior, computed together (module docs): one :class:`ClientResult` per client, in
+    order, each equal bit for bit to that client's :func:`tdamp_client`. ``generators``:
+    one per client (``None``: contiguous minibatches)."""
+    clients = len(inputs)
+    if clients < 1 or len(targets) != clients:
+        raise ValueError("inputs: need at least one client, and one targets per client")
+    gens = list(generators) if generators is not None else [None] * clients
+    if len(gens) != clients:
+        raise ValueError("generators: need one per client")
+    counts = {_check_client(x, y, likelihood) for x, y in zip(inputs, targets, strict=True)}
+    if len(counts) != 1:
+        raise ValueError("inputs: every client must hold the same number of examples")
+    count = counts.pop()
     if batch_size < 1 or tau_max < 1 or sweeps < 1:
         raise ValueError("batch_size: batch_size, tau_max and sweeps must all be >= 1")
     if not 0.0 < power <= 1.0:
         raise ValueError(f"power: must be in (0, 1], got {power!r}")
     settings = settings or DampSettings()
     keep_freed_memory()
+    kind = {"dtype": inputs[0].dtype, "device": inputs[0].device}
     n_out = priors[-1].weight_mean.shape[1]
-    z_mean = torch.zeros(n_out, count, dtype=inputs.dtype)
+    z_mean = torch.zeros(clients, n_out, count, **kind)
     z_var = torch.zeros_like(z_mean)
-    clips: dict[str, int] = {}
+    clips: dict[str, Tensor | int] = {}
     minibatches = 0
     posterior: list[DenseGroupPosterior] | None = None  # of the last minibatch
     for _ in range(tau_max):
-        for index in _batches(count, batch_size, generator):
-            batch_inputs = inputs[:, index]
-            batch_targets = targets[:, index] if likelihood == "gaussian" else targets[index]
+        orders = [_batches(count, batch_size, g) for g in gens]
+        for index in zip(*orders, strict=True):
+            index = [i if isinstance(i, slice) else i.to(kind["device"]) for i in index]
+            batch_inputs = _take(inputs, index)
+            batch_targets = _take(targets, index)
             node = (
                 gaussian_output(batch_targets, noise_var)
                 if likelihood == "gaussian"
                 else probit_output(batch_targets, noise_var)
             )
             if posterior is None:
-                _check_priors(priors, batch_inputs)
-                dense = [dense_prior(p) for p in priors]
+                _check_priors(priors, batch_inputs[0])
+                dense = [_batched(dense_prior(LayerPrior(*(t.to(**kind) for t in p))), clients)
+                         for p in priors]
             else:  # PasP (eq. 27): the last minibatch's posterior becomes the prior
                 dense = [_dense_pasp(p, power) for p in posterior]
-            state = _init_dense_state(dense, batch_inputs.shape[1])
+            state = _init_dense_state(dense, batch_inputs.shape[-1])
             if start is not None and minibatches == 0:
-                if [tuple(w.shape) for w in start] != [tuple(w.shape)
+                if [tuple(w.shape) for w in start] != [tuple(w.shape[1:])
                                                        for w in state.weight_mean]:
                     raise ValueError("start: must hold one (N_l, N_{l-1} + 1) tensor per layer")
-                state.weight_mean = [w.to(inputs.dtype) for w in start]
+                state.weight_mean = [w.to(**kind).expand(clients, *w.shape).clone()
+                                     for w in start]
             batch_clips: dict[str, int] = {}
             for _ in range(sweeps):
                 forward_sweep(state, batch_inputs, settings, batch_clips)
@@ -188,13 +253,25 @@ def tdamp_client(
             # state, which is the extrinsic reset.
             posterior = state.posterior
             assert state.z_mean is not None and state.z_var is not None
-            z_mean[:, index], z_var[:, index] = state.z_mean, state.z_var
+            if all(isinstance(i, slice) for i in index):
+                z_mean[..., index[0]], z_var[..., index[0]] = state.z_mean, state.z_var
+            else:
+                for k, i in enumerate(index):
+                    z_mean[k][:, i], z_var[k][:, i] = state.z_mean[k], state.z_var[k]
             minibatches += 1
-    statistic: float | tuple[float, float] = (
-        regression_noise_statistic(targets, z_mean, z_var)
-        if likelihood == "gaussian"
-        else classification_noise_statistics(targets, z_mean, z_var)
-    )
-    if posterior is not None:
-        priors = [layer_prior(*_pasp_parts(p, power)) for p in posterior]
-    return ClientResult(priors, z_mean, z_var, statistic, clips, minibatches)
+    counted = {key: (value.tolist() if isinstance(value, Tensor) else [int(value)] * clients)
+               for key, value in clips.items()}
+    results = []
+    for k in range(clients):
+        statistic: float | tuple[float, float] = (
+            regression_noise_statistic(targets[k], z_mean[k], z_var[k])
+            if likelihood == "gaussian"
+            else classification_noise_statistics(targets[k], z_mean[k], z_var[k])
+        )
+        own = priors
+        if posterior is not None:
+            own = [layer_prior(*(t[k] for t in _pasp_parts(p, power))) for p in posterior]
+        results.append(ClientResult(own, z_mean[k], z_var[k], statistic,
+                                    {key: int(v[k]) for key, v in counted.items()},
+                                    minibatches))
+    return results

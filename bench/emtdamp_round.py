@@ -51,7 +51,9 @@ def mnist_shaped(clients: int, points: int, seed: int = 0) -> dict[int, tuple]:
 
 def make_round(mode: str, data: dict[int, tuple], tau_max: int):
     """A function running one round of ``mode`` (all clients and the merge)."""
-    extra = MODES[mode]
+    # (batch_agents is absent from code older than the batched clients: one by one there)
+    extra = {k: v for k, v in MODES[mode].items()
+             if k != "batch_agents" or k in EMTDAMPParams.__dataclass_fields__}
     params = EMTDAMPParams(likelihood="probit", batch_size=100, tau_max=tau_max, **extra)
     learner = EMTDAMP(SIZES, data, params)
     state = learner.init(np.random.default_rng(1))

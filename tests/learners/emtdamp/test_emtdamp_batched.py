@@ -112,3 +112,33 @@ def test_clients_on_cuda_follow_the_cpu():  # pragma: no cover - no GPU in CI
     for cpu, gpu in zip(payloads["cpu"], payloads["cuda"], strict=True):
         for key, value in cpu.items():
             torch.testing.assert_close(gpu[key], value, rtol=1e-6, atol=1e-8)
+
+
+def test_the_device_path_gives_the_same_numbers(monkeypatch):
+    """Off the CPU nothing in a sweep waits for the host (checks queued, clips by
+    torch.where): forced on the CPU, that path gives bit for bit the same updates."""
+    from bflnet.learners.emtdamp import moments
+
+    sizes, counts = (30, 16, 10), [50, 50]
+    params = EMTDAMPParams(likelihood="probit", batch_size=20, tau_max=2, sweeps=2,
+                           initial_activity=0.8)
+    learner = EMTDAMP(sizes, _problem("probit", sizes, counts), params)
+    state = learner.init(np.random.default_rng(1))
+    host = _round(learner, state, [0, 1], batched=True)
+    monkeypatch.setattr(moments, "on_host", lambda t: False)
+    device = _round(learner, state, [0, 1], batched=True)
+    for a, b in zip(host, device, strict=True):
+        assert a.metrics == b.metrics
+        assert all(torch.equal(a.payload[k], b.payload[k]) for k in a.payload)
+
+
+def test_queued_checks_name_the_first_quantity_that_failed(monkeypatch):
+    from bflnet.learners.emtdamp import moments
+    from bflnet.learners.emtdamp.damp import NonFiniteError
+
+    monkeypatch.setattr(moments, "on_host", lambda t: False)
+    data = _problem("gaussian", (13, 8, 1), [101])
+    data[0][0][3, 2] = 1e308  # overflows in the first layer's products
+    learner = EMTDAMP((13, 8, 1), data, EMTDAMPParams(sweeps=1))
+    with pytest.raises(NonFiniteError, match="layer 1: ν_p is not finite"):
+        learner.local_update(0, learner.init(np.random.default_rng(0)), None, None)

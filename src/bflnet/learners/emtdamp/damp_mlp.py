@@ -16,6 +16,13 @@ of independent problems (the clients of a round, :func:`~.tdamp_client.tdamp_cli
 those of its problem run alone (the per-client matrix products are the same BLAS calls,
 :func:`_mm`), and clip counts are ``(K,)`` tensors instead of ints.
 
+**Devices.** On the CPU every check is made where it stands and a clip that cannot fire
+is skipped after one reduction. On another device (CUDA) nothing waits for the host
+inside a sweep: the finiteness checks are collected in ``DampState.pending`` and read
+once per minibatch (:func:`flush_checks`, raising for the first quantity that failed,
+in the order the CPU would have), and the clips always take their ``torch.where`` path
+(the same numbers).
+
 Safeguards, each clip counted in ``clips["layer<l>/<quantity>"]``: ``ν_z/ν_p`` capped at
 ``ratio_cap``; ``ν_p`` floored at ``var_floor``; ``ν_q``, ``ν_r`` capped at ``var_cap``
 (their precisions floored at ``1/var_cap``); BiG-AMP's gain factors clipped to ``[0, 1]``;
@@ -34,6 +41,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from . import moments
 from .damp import NonFiniteError, check_finite
 from .group_sparse import (
     DenseGroupPosterior,
@@ -60,6 +68,7 @@ __all__ = [
     "backward_sweep",
     "damp_sweep",
     "dense_prior",
+    "flush_checks",
     "forward_sweep",
     "gaussian_layer_prior",
     "gaussian_output",
@@ -136,7 +145,8 @@ class DampState:
     ``posterior``: Module B's output per layer from the last backward sweep (for PasP);
     ``u_square``: ``Ũ²`` of the last forward sweep; ``inputs``: the data of the cached
     layer-1 ``X̃`` (``u_mean[0]``); ``relu_parts``: the forward sweep's ReLU parts per
-    layer input (``None`` for ``l = 1``), reused by the backward sweep.
+    layer input (``None`` for ``l = 1``), reused by the backward sweep; ``pending``: the
+    checks deferred off the CPU (module docs).
     """
 
     weight_mean: list[Tensor]
@@ -160,6 +170,8 @@ class DampState:
     u_square: list[Tensor] = field(default_factory=list)
     inputs: Tensor | None = None
     relu_parts: list[ReluForward | None] = field(default_factory=list)
+    #: Finiteness checks not yet read (off the CPU): ``(quantity, layer, all finite)``.
+    pending: list[tuple[str, int, Tensor]] = field(default_factory=list)
 
     @property
     def weight_posterior(self) -> list[tuple[GroupSparseMessages, GroupSparseMessages]]:
@@ -221,10 +233,18 @@ def random_layer_priors(
 
 
 def gaussian_output(targets: Tensor, noise_var: float) -> OutputNode:
-    """Gaussian likelihood ``N(y; z, v)`` (paper eq. 5) as an output node (eq. 2.15)."""
+    """Gaussian likelihood ``N(y; z, v)`` (paper eq. 5) as an output node (eq. 2.15); the
+    arguments are checked at the first call on the CPU (the sweeps floor and check every
+    ``ν_p``)."""
+
+    checked = False
 
     def node(p_hat: Tensor, p_var: Tensor) -> tuple[Tensor, Tensor, int]:
-        return (*gaussian_output_moments(p_hat, p_var, targets, noise_var), 0)
+        nonlocal checked
+        out = gaussian_output_moments(p_hat, p_var, targets, noise_var,
+                                      check=not checked and moments.on_host(p_var))
+        checked = True
+        return (*out, 0)
 
     return node
 
@@ -237,7 +257,8 @@ def probit_output(labels: Tensor, noise_var: float) -> OutputNode:
 
     def node(p_hat: Tensor, p_var: Tensor) -> tuple[Tensor, Tensor, int]:
         nonlocal checked
-        result = probit_product_moments(p_hat, p_var, labels, noise_var, check=not checked)
+        result = probit_product_moments(p_hat, p_var, labels, noise_var,
+                                        check=not checked and moments.on_host(p_var))
         checked = True
         return tuple(result)  # type: ignore[return-value]
 
@@ -392,9 +413,31 @@ def _addmm(out: Tensor, a: Tensor, b: Tensor) -> Tensor:
                         for o, x, y in zip(out, a, b, strict=True)])
 
 
+def _check(state: DampState, name: str, value: Tensor, layer: int) -> Tensor:
+    """:func:`check_finite` on the CPU; elsewhere the check is queued in
+    ``state.pending`` (read by :func:`flush_checks`). Returns ``value``."""
+    if moments.on_host(value):
+        return check_finite(name, value, layer)
+    state.pending.append((name, layer, torch.isfinite(value).all()))
+    return value
+
+
+def flush_checks(state: DampState) -> None:
+    """Read the queued finiteness checks (one device sync) and raise
+    :class:`NonFiniteError` for the first that failed."""
+    if not state.pending:
+        return
+    passed = torch.stack([flag for _, _, flag in state.pending]).tolist()
+    pending, state.pending = state.pending, []
+    for (name, layer, _), ok in zip(pending, passed, strict=True):
+        if not ok:
+            raise NonFiniteError(f"layer {layer}: {name} is not finite")
+
+
 def _floor(clips: dict[str, int], key: str, value: Tensor, bound: float) -> Tensor:
-    """``max(value, bound)``, counting the clipped entries (one reduction if none is)."""
-    if float(value.min()) >= bound:
+    """``max(value, bound)``, counting the clipped entries (on the CPU, one reduction if
+    none is)."""
+    if moments.on_host(value) and float(value.min()) >= bound:
         clips.setdefault(key, 0)
         return value
     below = value < bound
@@ -403,8 +446,9 @@ def _floor(clips: dict[str, int], key: str, value: Tensor, bound: float) -> Tens
 
 
 def _cap(clips: dict[str, int], key: str, value: Tensor, bound: float) -> Tensor:
-    """``min(value, bound)``, counting the clipped entries (one reduction if none is)."""
-    if float(value.max()) <= bound:
+    """``min(value, bound)``, counting the clipped entries (on the CPU, one reduction if
+    none is)."""
+    if moments.on_host(value) and float(value.max()) <= bound:
         clips.setdefault(key, 0)
         return value
     over = value > bound
@@ -413,9 +457,13 @@ def _cap(clips: dict[str, int], key: str, value: Tensor, bound: float) -> Tensor
 
 
 def _floor_finite(
-    clips: dict[str, int], key: str, name: str, value: Tensor, bound: float, layer: int
+    clips: dict[str, int], key: str, name: str, value: Tensor, bound: float, layer: int,
+    state: DampState | None = None,
 ) -> Tensor:
-    """:func:`check_finite` then :func:`_floor`, from one ``aminmax`` when nothing is wrong."""
+    """:func:`check_finite` then :func:`_floor`, from one ``aminmax`` when nothing is wrong
+    (off the CPU: :func:`_check` then :func:`_floor`)."""
+    if state is not None and not moments.on_host(value):
+        return _floor(clips, key, _check(state, name, value, layer), bound)
     low, high = (float(v) for v in torch.aminmax(value))
     if not (math.isfinite(low) and math.isfinite(high)):  # NaN reaches both
         raise NonFiniteError(f"layer {layer}: {name} is not finite")
@@ -456,8 +504,8 @@ def forward_sweep(
             state.relu_parts[index] = forward
             u_mean, u_var = relu_posterior(forward, *((None, None) if flat else (lam_b, h)),
                                            z=False)
-            check_finite("û", u_mean, layer - 1)
-            u_var = check_finite("ν_u", torch.clamp(u_var, min=0.0), layer - 1)
+            _check(state, "û", u_mean, layer - 1)
+            u_var = _check(state, "ν_u", torch.clamp(u_var, min=0.0), layer - 1)
             row = (*u_mean.shape[:-2], 1, u_mean.shape[-1])
             kind = {"dtype": u_mean.dtype, "device": u_mean.device}
             u_t = torch.cat([u_mean, torch.ones(row, **kind)], dim=-2)
@@ -468,10 +516,10 @@ def forward_sweep(
         if u_var_t is not None:
             p_bar_var = p_bar_var + _mm(w_mean * w_mean, u_var_t)
             p_var = p_bar_var + _mm(w_var, u_var_t)
-        p_var = _floor(clips, f"layer{layer}/p_var_floor", check_finite("ν_p", p_var, layer),
+        p_var = _floor(clips, f"layer{layer}/p_var_floor", _check(state, "ν_p", p_var, layer),
                        settings.var_floor)
         p_hat = _mm(w_mean, u_t) - state.s_hat[index] * p_bar_var  # (6.12) Onsager correction
-        state.p_hat.append(check_finite("p̂", p_hat, layer))
+        state.p_hat.append(_check(state, "p̂", p_hat, layer))
         state.p_var.append(p_var)
         state.u_mean.append(u_t)
         state.u_var.append(u_var_t)
@@ -497,7 +545,7 @@ def _scores(clips: dict[str, int], layer: int, z_mean: Tensor, z_var: Tensor, p_
     extrinsic = (1.0 - ratio) / z_var
     bad = extrinsic < 1.0 / settings.var_cap
     _count(clips, f"layer{layer}/z_to_p_ratio", bad)
-    if not bool(bad.any()):
+    if moments.on_host(bad) and not bool(bad.any()):
         return s_hat, (1.0 - ratio) / p_var
     return (torch.where(bad, 0.0, s_hat),
             torch.where(bad, 0.0, (1.0 - ratio) / p_var))
@@ -547,11 +595,11 @@ def _backward_sweep(
                 forward = relu_forward(p_hat, p_var)
             z_mean, z_var, _ = relu_posterior(forward, state.r_precision[index + 1],
                                               state.r_shift[index + 1], u=False)
-        check_finite("ẑ", z_mean, layer)
-        s_new, s_var_new = _scores(clips, layer, z_mean, check_finite("ν_z", z_var, layer),
+        _check(state, "ẑ", z_mean, layer)
+        s_new, s_var_new = _scores(clips, layer, z_mean, _check(state, "ν_z", z_var, layer),
                                    p_hat, p_var, settings)  # (6.14)
-        check_finite("ŝ", s_new, layer)
-        check_finite("ν_s", s_var_new, layer)
+        _check(state, "ŝ", s_new, layer)
+        _check(state, "ν_s", s_var_new, layer)
         s_hat = _damp(s_new, state.s_hat[index], settings.damping, first)
         s_var = _damp(s_var_new, state.s_var[index], settings.damping, first)
         state.s_hat[index], state.s_var[index] = s_hat, s_var
@@ -561,28 +609,28 @@ def _backward_sweep(
             w_in, w_var_in = w_mean[..., :-1], w_var[..., :-1]
             r_precision = _floor_finite(clips, f"layer{layer}/r_var_cap", "1/ν_r",
                                         _mm((w_in * w_in).mT, s_var), 1.0 / settings.var_cap,
-                                        layer)
+                                        layer, state)
             gain = _floor(clips, f"layer{layer}/r_gain", r_precision - _mm(w_var_in.mT, s_var),
                           0.0)
             r_shift = u_t[..., :-1, :] * gain + _mm(w_in.mT, s_hat)
             state.r_precision[index] = r_precision
-            state.r_shift[index] = check_finite("r̂/ν_r", r_shift, layer)
+            state.r_shift[index] = _check(state, "r̂/ν_r", r_shift, layer)
         # (6.17)-(6.18) A → B messages on W̃_l, precision form
         q_precision = _floor_finite(clips, f"layer{layer}/q_var_cap", "1/ν_q",
                                     _mm(s_var, state.u_square[index].mT),
-                                    1.0 / settings.var_cap, layer)
+                                    1.0 / settings.var_cap, layer, state)
         gain = q_precision
         if u_var_t is not None:
             gain = _floor(clips, f"layer{layer}/q_gain", q_precision - _mm(s_var, u_var_t.mT),
                           0.0)
-        q_shift = check_finite("q̂/ν_q", _addmm(torch.mul(w_mean, gain), s_hat, u_t.mT), layer)
+        q_shift = _check(state, "q̂/ν_q", _addmm(torch.mul(w_mean, gain), s_hat, u_t.mT), layer)
         state.q_precision[index], state.q_shift[index] = q_precision, q_shift
         # (6.19)-(6.20) Module B's posterior of W̃_l, damped means
         layer_posterior = dense_group_posterior(priors[index], q_precision, q_shift)
         posterior[index] = layer_posterior
-        new_mean = check_finite("ŵ", layer_posterior.marginal_mean, layer)
+        new_mean = _check(state, "ŵ", layer_posterior.marginal_mean, layer)
         state.weight_mean[index] = _damp(new_mean, w_mean, settings.damping)
-        state.weight_var[index] = check_finite("ν_w", layer_posterior.marginal_var, layer)
+        state.weight_var[index] = _check(state, "ν_w", layer_posterior.marginal_var, layer)
     state.posterior = posterior  # type: ignore[assignment]
     state.sweeps += 1
 
@@ -635,6 +683,7 @@ def run_damp(
     for _ in range(sweeps):
         forward_sweep(state, inputs, settings, clips)
         _backward_sweep(state, dense, output, settings, clips)
+    flush_checks(state)
     return state, clips
 
 

@@ -33,6 +33,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from . import moments
 from .moments import client_sigmoid
 
 __all__ = [
@@ -202,7 +203,10 @@ def dense_group_prior(
     activities as in :class:`DenseGroupPrior`). ``marginals``: the prior's moments (3.5)
     if already known (a posterior used as the next prior), else computed."""
     weight_logit, bias_logit = torch.logit(weight_activity), torch.logit(bias_activity)
-    certain = bool(weight_logit.isinf().all()) and bool(bias_logit.isinf().all())
+    # Off the CPU the flags are not read (a device sync): the general path gives the same
+    # numbers (σ(±∞ + ℓ) is exactly 1 or 0, and moments with ρ = 1 are the slab's).
+    certain = moments.on_host(mean) and bool(weight_logit.isinf().all()) and bool(
+        bias_logit.isinf().all())
     dense = certain and bool((weight_activity == 1).all()) and bool((bias_activity == 1).all())
     if marginals is None:
         marginals = (mean, var) if dense else _dense_moments(
@@ -227,6 +231,8 @@ def _column_log_sum(gain: Tensor) -> Tensor:
     if full < rows:
         total += torch.log(gain[..., full:, :]).sum(-2)
     finite = torch.isfinite(total.sum(-1))
+    if not moments.on_host(gain):  # no host round trip: both, chosen per layer
+        return torch.where(finite.unsqueeze(-1), total, torch.log(gain).sum(-2))
     if not bool(finite.all()):
         exact = torch.log(gain).sum(-2)
         return exact if finite.dim() == 0 else torch.where(finite.unsqueeze(-1), total, exact)

@@ -32,6 +32,7 @@ __all__ = [
     "client_sigmoid",
     "gaussian_output_moments",
     "inverse_mills",
+    "on_host",
     "probit_moments",
     "probit_product_moments",
     "relu_forward",
@@ -83,6 +84,13 @@ def _check_precision(precision: Tensor) -> None:
         raise ValueError("backward_precision: must be finite and >= 0 everywhere")
 
 
+def on_host(t: Tensor) -> bool:
+    """Whether ``t`` lives on the CPU, where reading a reduction (to skip work that cannot
+    apply) costs no device sync; elsewhere the code takes a path without host round trips
+    that gives the same numbers."""
+    return t.device.type == "cpu"
+
+
 #: Element counts whose vectorised kernels cover a whole slice: a slice of a multiple of
 #: this many elements is computed the same alone or inside a larger batch.
 _VECTOR_BLOCK = 64
@@ -122,6 +130,8 @@ def _erfcx(x: Tensor) -> Tensor:
         return torch.special.erfcx(x)
     out = torch.special.erfc(x).mul_(torch.exp(x * x))
     tail = x > _ERFC_PRODUCT_BELOW
+    if not on_host(x):  # no host round trip: erfcx everywhere, kept in the tail
+        return torch.where(tail, torch.special.erfcx(x), out)
     if bool(tail.any()):
         out[tail] = torch.special.erfcx(x[tail])
     return out
@@ -132,7 +142,8 @@ def _inverse_mills(a: Tensor, scaled_erfcx: Tensor) -> tuple[Tensor, Tensor, Ten
     lam = _SQRT_2_OVER_PI / scaled_erfcx
     shifted = a + lam
     var_factor = 1.0 - lam * shifted
-    if a.numel() and float(a.min()) >= _ASYMPTOTIC_BELOW:  # NaN: the general path
+    if a.numel() and on_host(a) and float(a.min()) >= _ASYMPTOTIC_BELOW:
+        # (NaN, or off the CPU, where reading the minimum would wait: the general path)
         return lam, shifted, var_factor
     t = torch.clamp(-a, min=-_ASYMPTOTIC_BELOW)
     t2 = t * t
@@ -176,7 +187,9 @@ def _erfcx_pair(x: Tensor) -> tuple[Tensor, Tensor]:
     large = torch.rsub(tail_erfc, 2.0).mul_(scale)
     small = tail_erfc.mul_(scale)
     tail = y > _ERFC_PRODUCT_BELOW
-    if bool(tail.any()):
+    if not on_host(y):
+        small = torch.where(tail, torch.special.erfcx(y), small)
+    elif bool(tail.any()):
         small[tail] = torch.special.erfcx(y[tail])
     nonnegative = x >= 0
     return torch.where(nonnegative, small, large), torch.where(nonnegative, large, small)
@@ -372,10 +385,13 @@ def _check_probit_product(
 
 
 def gaussian_output_moments(
-    forward_mean: Tensor, forward_var: Tensor, targets: Tensor, noise_var: float
+    forward_mean: Tensor, forward_var: Tensor, targets: Tensor, noise_var: float,
+    *, check: bool = True,
 ) -> tuple[Tensor, Tensor]:
-    """Posterior ``(mean, var)`` of ``z`` under ``N(z; p̂, ν_p)·N(y; z, v)`` (eq. 2.15)."""
-    _check_positive("forward_var", forward_var)
+    """Posterior ``(mean, var)`` of ``z`` under ``N(z; p̂, ν_p)·N(y; z, v)`` (eq. 2.15).
+    ``check=False`` skips the check of ``forward_var`` (for callers that made it)."""
+    if check:
+        _check_positive("forward_var", forward_var)
     if not (noise_var > 0 and math.isfinite(noise_var)):
         raise ValueError(f"noise_var: must be a finite number > 0, got {noise_var!r}")
     var = 1.0 / (1.0 / forward_var + 1.0 / noise_var)

@@ -30,6 +30,7 @@ from .damp_mlp import (
     _check_priors,
     _init_dense_state,
     dense_prior,
+    flush_checks,
     forward_sweep,
     gaussian_output,
     layer_prior,
@@ -246,6 +247,7 @@ def tdamp_clients(
             for _ in range(sweeps):
                 forward_sweep(state, batch_inputs, settings, batch_clips)
                 _backward_sweep(state, dense, node, settings, batch_clips)
+            flush_checks(state)
             for key, value in batch_clips.items():
                 clips[key] = clips.get(key, 0) + value
             # Module B's posterior from the last backward sweep's A → B messages (eq. 26)

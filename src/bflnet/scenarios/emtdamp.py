@@ -18,6 +18,12 @@ separate arrays, each ``uplink_bits`` bits per value (64 or 32); the downlink ``
 and the round counter, ``downlink_bits`` per value. Both directions use the config's
 channel (default 1 Mbit/s, 5 ms); ``compute_s_per_step`` is per minibatch.
 
+Speed (docs/em-tdamp.md, Sec. 7.5): the ``K`` clients of a round run their TDAMP as one
+batch (``batch_agents``, on by default; the same numbers, bit for bit, as one by one);
+``dtype=float32`` runs the clients' TDAMP in float32 (faster, results differ in the last
+digits; the server's EM and the evaluation stay float64); ``device`` (``cpu``, ``cuda``,
+``auto``) is where the clients compute; ``threads`` sets torch's threads.
+
 One row per round (``iteration``; 0 is the initial prior): ``task``, ``time_s``,
 ``cum_bits``, ``cum_bits_up``, ``cum_bits_down``, ``uplink_bits``; the test loss of the
 posterior-mean network (``test_nmse``, ``test_mse`` or ``accuracy``, ``test_error``);

@@ -35,6 +35,9 @@ instead (Boston: the last 20 % of the training rows; MNIST: ``eval_size`` traini
 no client holds), for choosing the baselines' ``lr`` and ``group_lasso`` without the test
 set.
 
+EM-TDAMP's ``batch_agents``, ``dtype`` and ``device`` (docs/em-tdamp.md, Sec. 7.5) apply
+to EM-TDAMP's clients only; the baselines run on the CPU in float32 as before.
+
 Defaults are reduced to finish in about a minute on 2 cores. The paper's settings:
 
 * Fig. 6/7 (one client): ``--set K=1 --set tau_max=1`` (Boston: ``rounds`` ~ 100; MNIST:

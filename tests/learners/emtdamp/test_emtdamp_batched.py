@@ -142,3 +142,15 @@ def test_queued_checks_name_the_first_quantity_that_failed(monkeypatch):
     learner = EMTDAMP((13, 8, 1), data, EMTDAMPParams(sweeps=1))
     with pytest.raises(NonFiniteError, match="layer 1: ν_p is not finite"):
         learner.local_update(0, learner.init(np.random.default_rng(0)), None, None)
+
+
+@pytest.mark.parametrize("name", ["emtdamp", "emtdamp-boston", "emtdamp-mnist"])
+def test_scenarios_have_the_settings(name):
+    from bflnet.scenarios.registry import get_scenario
+
+    scenario = get_scenario(name)
+    config = scenario.config({})
+    assert (config.device, config.dtype, config.batch_agents) == ("cpu", "float64", True)
+    assert scenario.config({"device": "auto", "dtype": "float32"}).dtype == "float32"
+    with pytest.raises(ValueError, match="device: must be one of"):
+        scenario.config({"device": "tpu"})

@@ -235,7 +235,7 @@ class EMTDAMPParams:
                                choices=VARIANCE_CLIPS)
     batch_agents: bool = param(True, "clients scheduled in the same round run their TDAMP "
                                "together, as one batch (bit for bit the results of one by "
-                               "one; faster)")
+                               "one, with less overhead per operation)")
     dtype: str = param("float64", "float type of the clients' TDAMP: float64, or float32 "
                        "(faster; results differ in the last digits, docs/em-tdamp.md); the "
                        "server's EM and the evaluation stay float64", choices=EMTDAMP_DTYPES)

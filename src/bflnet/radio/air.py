@@ -22,7 +22,7 @@ import simpy
 
 from bflnet.checks import check_real
 from bflnet.radio.backoff import BackoffScheduler
-from bflnet.radio.mac import Aloha, Csma, Mac, NoMac, SlotRows, Tdma, distance2_colouring
+from bflnet.radio.mac import Aloha, Csma, Mac, NoMac, Tdma, distance2_colouring
 from bflnet.radio.medium import SharedMedium
 from bflnet.radio.positions import LAYOUTS, MAX_AREA_M, node_positions
 from bflnet.radio.spec import RadioSpec
@@ -90,8 +90,6 @@ class Air:
             if slot < largest * (1 - 1e-12):
                 raise ValueError(f"mac_slot_s: must be at least the air time of the largest "
                                  f"packet (mtu_bits / rate = {largest:g} s), got {slot:g}")
-        if isinstance(mac, Aloha):
-            self.medium.slot_rows = SlotRows(self.env, slot, self.recorder)
         if isinstance(mac, Tdma):
             if live is not None:
                 raise ValueError("mac: tdma needs nodes that stay put (its schedule is "

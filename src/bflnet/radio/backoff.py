@@ -5,9 +5,10 @@ transmitter within sense range is on the air (:class:`~bflnet.radio.mac.Csma`). 
 of waking each contender with SimPy events at every change of its carrier, the medium
 tells this scheduler which nodes' carrier became busy or idle (:meth:`carrier_busy`,
 :meth:`carrier_idle`): a busy carrier freezes a counting node in place (the slots that
-ran out idle count, a ``defer`` row), an idle one resumes it, and the times at which
+ran out idle count; a deferral), an idle one resumes it, and the times at which
 counters run out sit in one heap served by a single SimPy timer. A node's process wakes
-once, when it may transmit.
+once, when it may transmit; its back-off is then one ``backoff`` row (``cw``, the
+``counter`` drawn, its ``deferrals``).
 
 The rules are those of the event-per-change version: a node whose counter is zero
 transmits unless it hears a transmission that began before this instant (two nodes
@@ -31,10 +32,13 @@ _SLOT_EPS = 1e-6
 class _Waiting:
     """One node's back-off in progress."""
 
-    __slots__ = ("attempt", "counter", "counting", "done", "gen", "t0")
+    __slots__ = ("attempt", "counter", "counting", "cw", "deferrals", "done", "drawn", "gen",
+                 "t0")
 
-    def __init__(self, counter: int, attempt: int, done: simpy.Event) -> None:
+    def __init__(self, counter: int, attempt: int, cw: int, done: simpy.Event) -> None:
         self.counter, self.attempt, self.done = counter, attempt, done
+        self.cw, self.drawn = cw, counter
+        self.deferrals = 0
         self.counting = False
         self.gen = 0
         self.t0 = 0.0
@@ -56,21 +60,21 @@ class BackoffScheduler:
         self._resume: list[int] = []  # nodes whose carrier became idle, not yet resumed
         medium.carrier = self
 
-    def backoff(self, node: int, counter: int, attempt: int) -> simpy.Event:
-        """An event that fires when ``node`` may transmit, after ``counter`` idle slots."""
+    def backoff(self, node: int, counter: int, attempt: int, cw: int) -> simpy.Event:
+        """An event that fires when ``node`` may transmit, after ``counter`` idle slots
+        (drawn from a window of ``cw``)."""
         done = self.env.event()
-        state = self.waiting[node] = _Waiting(counter, attempt, done)
+        state = self.waiting[node] = _Waiting(counter, attempt, cw, done)
         self._begin(node, state)
         return done
 
-    def _defer(self, node: int, state: _Waiting) -> None:
-        self.recorder.record_fields("mac", {"node": self.ids[node], "kind": "defer",
-                                            "attempt": state.attempt,
-                                            "counter": state.counter})
-
     def _fire(self, node: int, state: _Waiting) -> None:
+        """The back-off of ``node`` ended: its row, and its process may transmit."""
         del self.waiting[node]
         state.gen += 1
+        self.recorder.record_fields("mac", {
+            "node": self.ids[node], "kind": "backoff", "attempt": state.attempt,
+            "cw": state.cw, "counter": state.drawn, "deferrals": state.deferrals})
         state.done.succeed()
 
     def _begin(self, node: int, state: _Waiting) -> None:
@@ -80,7 +84,7 @@ class BackoffScheduler:
             self._fire(node, state)
             return
         if medium.busy(node):
-            self._defer(node, state)
+            state.deferrals += 1
             state.counting = False
             return
         now = self.env.now
@@ -119,7 +123,6 @@ class BackoffScheduler:
         """A transmission began within sense range of ``nodes``: counting ones freeze
         (or transmit, if their counter ran out in this slot)."""
         waiting, now, slot = self.waiting, self.env.now, self.slot
-        record, ids = self.recorder.record_fields, self.ids
         for n in nodes:
             state = waiting.get(n)
             if state is None or not state.counting:
@@ -131,8 +134,7 @@ class BackoffScheduler:
             state.counter -= elapsed
             state.counting = False
             state.gen += 1
-            record("mac", {"node": ids[n], "kind": "defer", "attempt": state.attempt,
-                           "counter": state.counter})
+            state.deferrals += 1
 
     def carrier_idle(self, nodes: list[int]) -> None:
         """The last transmission within sense range of ``nodes`` ended: frozen ones
@@ -159,7 +161,7 @@ class BackoffScheduler:
             if state.counter == 0:
                 self._begin(n, state)
             elif busy[n]:
-                self._defer(n, state)
+                state.deferrals += 1
             else:  # _begin, the carrier known idle
                 state.counting, state.t0 = True, now
                 state.gen += 1

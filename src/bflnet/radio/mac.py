@@ -2,8 +2,9 @@
 
 * :class:`NoMac` — at once (overlapping transmissions collide: the medium decides).
 * :class:`Aloha` — slotted ALOHA: at each slot boundary the node transmits with
-  probability ``p`` (else it defers to the next slot: a ``defer`` row); the slots until
-  it transmits are drawn at once (geometric), the rows written at their slots.
+  probability ``p`` (else it defers to the next slot); the slots until it transmits are
+  drawn at once (geometric). An attempt that deferred is one ``defer`` row, written when
+  the node transmits, with the slots it skipped (``deferrals``).
 * :class:`Tdma` — a conflict-free schedule: a distance-2 greedy colouring of the
   interference graph (nodes within interference range, and the graph's links) gives every
   node a colour; a frame is ``frame_slots`` (default: the number of colours) slots of
@@ -11,15 +12,17 @@
   the start of its own slot.
 * :class:`Csma` — carrier sense with binary exponential back-off (the 802.11 DCF in its
   simple form): before each attempt the node draws a back-off counter uniform in
-  ``{0, ..., CW - 1}`` (a ``backoff`` row), ``CW = min(cw_min · 2^(attempt-1), cw_max)``;
-  the counter runs down one per idle ``slot_s`` and freezes while a transmitter within
-  ``sense_range_m`` is on the air (a ``defer`` row); at zero the node transmits. Two nodes
-  whose counters reach zero in the same slot both transmit and collide. A unicast packet
-  is dropped after ``retry_limit`` retries.
+  ``{0, ..., CW - 1}``, ``CW = min(cw_min · 2^(attempt-1), cw_max)``; the counter runs
+  down one per idle ``slot_s`` and freezes while a transmitter within ``sense_range_m``
+  is on the air (a deferral); at zero the node transmits. Two nodes whose counters reach
+  zero in the same slot both transmit and collide. A unicast packet is dropped after
+  ``retry_limit`` retries. Every back-off is one ``backoff`` row, written when it ends
+  (the node transmits), with ``cw``, the ``counter`` drawn and its ``deferrals``.
 
 The rows are ``event="mac"`` with ``kind`` (``backoff``, ``defer``, ``collision``: see
 :mod:`bflnet.radio.medium`), ``node``, the ``attempt`` and what the MAC drew, stamped with
-``time_s`` and ``cum_bits`` as every row.
+``time_s`` and ``cum_bits`` as every row: one row per attempt (CSMA: always; ALOHA: when
+it deferred), not one per slot.
 """
 
 from __future__ import annotations
@@ -186,44 +189,23 @@ def _wait_until(env: simpy.Environment, t: float) -> simpy.Event | None:
 
 def _aloha(mac: Aloha, radio: Transceiver, attempt: int) -> simpy.Event | None:
     """The slots until the node transmits drawn at once (geometric with ``p``: the
-    distribution of one draw per slot): it waits once, for the slot it transmits in; its
-    ``defer`` rows are written at their slots by the medium's :class:`SlotRows`."""
+    distribution of one draw per slot): it waits once, for the slot it transmits in, and
+    its ``defer`` row (the slots it skipped) is written then."""
     env, slot = radio.env, radio.slot_s
     first = math.ceil(env.now / slot - _SLOT_TOL)
     k = first + int(radio.mac_rng.geometric(mac.p)) - 1
+    wait = _wait_until(env, k * slot)
     if k > first:
-        radio.medium.slot_rows.defer(radio.node, attempt, first, k)
-    return _wait_until(env, k * slot)
+        row = {"node": radio.node, "kind": "defer", "attempt": attempt, "deferrals": k - first}
+        if wait is None:  # the slot is now (rounding): the row at once
+            radio.recorder.record_fields("mac", row)
+        else:  # before the node's process resumes (its callback comes later)
+            wait.callbacks.append(partial(_write_row, radio.recorder.record_fields, row))
+    return wait
 
 
-class SlotRows:
-    """The slotted-ALOHA ``defer`` rows of every node, written at their slots: one SimPy
-    timer per slot in which some node defers, not one wake-up per node and slot."""
-
-    def __init__(self, env: simpy.Environment, slot_s: float, recorder: Any) -> None:
-        self.env, self.slot, self.recorder = env, slot_s, recorder
-        self._due: dict[int, list[dict[str, Any]]] = {}
-
-    def defer(self, node: Any, attempt: int, first: int, end: int) -> None:
-        """``node`` defers in slots ``first, ..., end - 1`` of its ``attempt``."""
-        due, env = self._due, self.env
-        for k in range(first, end):
-            rows = due.get(k)
-            if rows is None:
-                rows = due[k] = []
-                wait = k * self.slot - env.now
-                if wait > 0:
-                    env.timeout(wait).callbacks.append(partial(self._write, k))
-                else:
-                    event = env.event()
-                    event.callbacks.append(partial(self._write, k))
-                    event.succeed()
-            rows.append({"node": node, "kind": "defer", "attempt": attempt, "slot": k})
-
-    def _write(self, k: int, _: Any) -> None:
-        record = self.recorder.record_fields
-        for row in self._due.pop(k):
-            record("mac", row)
+def _write_row(record: Any, row: dict[str, Any], _: Any) -> None:
+    record("mac", row)
 
 
 def _tdma(radio: Transceiver) -> simpy.Event | None:
@@ -236,5 +218,4 @@ def _tdma(radio: Transceiver) -> simpy.Event | None:
 def _csma(mac: Csma, radio: Transceiver, attempt: int) -> simpy.Event:
     window = mac.window(attempt)
     counter = int(radio.mac_rng.integers(window))
-    radio.record_mac("backoff", attempt=attempt, cw=window, counter=counter)
-    return radio.medium.carrier.backoff(radio.index, counter, attempt)
+    return radio.medium.carrier.backoff(radio.index, counter, attempt, window)

@@ -141,8 +141,6 @@ class SharedMedium:
         #: Told of carrier changes (``carrier_busy(nodes)``, ``carrier_idle(nodes)``)
         #: while its ``waiting`` is not empty: the CSMA back-offs, or ``None``.
         self.carrier: Any = None
-        #: Writes the slotted-ALOHA ``defer`` rows at their slots (``mac.SlotRows``).
-        self.slot_rows: Any = None
         self._xy_array: np.ndarray | None = None
         #: ``{node index: (tank, watts)}``: receivers charged for their receptions.
         self.rx_energy: dict[int, tuple[Any, float]] = {}

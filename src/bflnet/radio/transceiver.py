@@ -50,9 +50,6 @@ class Transceiver:
             self._mac_rng = self._mac_rng()
         return self._mac_rng
 
-    def record_mac(self, kind: str, **fields: Any) -> None:
-        self.recorder.record_fields("mac", {"node": self.node, "kind": kind, **fields})
-
     def _take(self) -> Generator[simpy.Event, Any, None]:
         """Wait for the radio (at once, without an event, when it is free)."""
         if not self.holding:

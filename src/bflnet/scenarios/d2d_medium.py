@@ -246,10 +246,15 @@ def _counting_recorder(env: Any, *, links: bool) -> Any:
             if event == "tx":
                 c["transmissions"] += 1
                 c["receptions"] += fields["receivers"]
-            elif event == "mac":
-                key = _MAC_COUNTS.get(fields.get("kind"))
-                if key is not None:
-                    c[key] += 1
+            elif event == "mac":  # one row per back-off, deferring attempt or loss
+                kind = fields.get("kind")
+                if kind == "collision":
+                    c["collisions"] += 1
+                elif kind == "backoff":
+                    c["backoffs"] += 1
+                    c["deferrals"] += fields["deferrals"]
+                elif kind == "defer":
+                    c["deferrals"] += fields["deferrals"]
             elif event == "message":
                 if links:  # every attempt is one packet to one receiver
                     c["transmissions"] += fields["attempts"]
@@ -262,9 +267,6 @@ def _counting_recorder(env: Any, *, links: bool) -> Any:
 
     counts = dict.fromkeys(COUNTS, 0)
     return CountingRecorder(env, record_messages=True)
-
-
-_MAC_COUNTS = {"collision": "collisions", "backoff": "backoffs", "defer": "deferrals"}
 
 
 def _summarise(frame: pd.DataFrame) -> pd.DataFrame:

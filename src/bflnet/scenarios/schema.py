@@ -149,20 +149,22 @@ MESSAGE_COLUMNS = (
 )
 
 
-#: Rows of the shared radio medium (``medium=shared``): ``mac`` rows (back-offs,
-#: deferrals, collisions) always, ``tx`` rows (one per packet) with ``record_messages``.
+#: Rows of the shared radio medium (``medium=shared``): ``mac`` rows (one per CSMA
+#: back-off, one per ALOHA attempt that deferred, with its deferrals counted, one per
+#: lost reception) always, ``tx`` rows (one per packet) with ``record_messages``.
 SHARED_WHEN = "medium=shared"
 MEDIUM_COLUMNS = (
     col("cause", "label", "mac collision rows: collision (interference) or half_duplex "
         "(the receiver was transmitting)", "mac", when=SHARED_WHEN),
     col("attempt", "index", "mac and tx rows: attempt of the packet (1: first)", "mac", "tx",
         when=SHARED_WHEN),
-    col("cw", "count", "mac backoff rows (csma): the contention window drawn from", "mac",
-        when="medium=shared and mac=csma"),
-    col("counter", "count", "mac backoff and defer rows (csma): slots left to count down",
-        "mac", when="medium=shared and mac=csma"),
-    col("slot", "index", "mac defer rows (aloha): the slot skipped", "mac",
-        when="medium=shared and mac=aloha"),
+    col("cw", "count", "mac backoff rows (csma, one per back-off, written when it ends): "
+        "the contention window drawn from", "mac", when="medium=shared and mac=csma"),
+    col("counter", "count", "mac backoff rows (csma): the back-off counter drawn (idle "
+        "slots to count down)", "mac", when="medium=shared and mac=csma"),
+    col("deferrals", "count", "mac backoff rows (csma): times the countdown froze on a busy "
+        "carrier; mac defer rows (aloha, one per attempt that deferred, written when it "
+        "transmits): slots skipped", "mac", when="medium=shared and mac in (csma, aloha)"),
     col("end_s", "s", "tx rows: simulated time the packet left the air", "tx",
         when="medium=shared and record_messages=true"),
     col("receivers", "count", "tx rows and broadcast message rows: nodes addressed",

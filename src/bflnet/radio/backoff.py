@@ -23,6 +23,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import simpy
 
 #: Slots that ran out idle: ``floor(elapsed / slot + _SLOT_EPS)``.
@@ -58,6 +59,9 @@ class BackoffScheduler:
         self._seq = 0
         self._armed = math.inf  # when the timer in flight fires
         self._resume: list[int] = []  # nodes whose carrier became idle, not yet resumed
+        #: Per node: whether it is counting down now (``_Waiting.counting``, as an array:
+        #: a busy carrier looks only at the counting nodes among those that sense it).
+        self.counting = np.zeros(len(self.ids), dtype=bool)
         medium.carrier = self
 
     def backoff(self, node: int, counter: int, attempt: int, cw: int) -> simpy.Event:
@@ -72,6 +76,8 @@ class BackoffScheduler:
         """The back-off of ``node`` ended: its row, and its process may transmit."""
         del self.waiting[node]
         state.gen += 1
+        if state.counting:
+            state.counting = self.counting[node] = False
         self.recorder.record_fields("mac", {
             "node": self.ids[node], "kind": "backoff", "attempt": state.attempt,
             "cw": state.cw, "counter": state.drawn, "deferrals": state.deferrals})
@@ -85,10 +91,12 @@ class BackoffScheduler:
             return
         if medium.busy(node):
             state.deferrals += 1
-            state.counting = False
+            if state.counting:
+                state.counting = self.counting[node] = False
             return
         now = self.env.now
         state.counting, state.t0 = True, now
+        self.counting[node] = True
         state.gen += 1
         self._at(now + state.counter * self.slot, node, state.gen)
 
@@ -119,20 +127,22 @@ class BackoffScheduler:
                 return
             heapq.heappop(heap)  # stale
 
-    def carrier_busy(self, nodes: list[int]) -> None:
-        """A transmission began within sense range of ``nodes``: counting ones freeze
-        (or transmit, if their counter ran out in this slot)."""
+    def carrier_busy(self, nodes: np.ndarray) -> None:
+        """A transmission began within sense range of ``nodes`` (sorted): counting ones
+        freeze (or transmit, if their counter ran out in this slot)."""
+        counting = self.counting
+        found = nodes[counting[nodes]]
+        if not found.size:
+            return
         waiting, now, slot = self.waiting, self.env.now, self.slot
-        for n in nodes:
-            state = waiting.get(n)
-            if state is None or not state.counting:
-                continue
+        for n in found.tolist():
+            state = waiting[n]
             elapsed = math.floor((now - state.t0) / slot + _SLOT_EPS)
             if elapsed >= state.counter:
                 self._fire(n, state)
                 continue
             state.counter -= elapsed
-            state.counting = False
+            state.counting = counting[n] = False
             state.gen += 1
             state.deferrals += 1
 
@@ -150,10 +160,11 @@ class BackoffScheduler:
 
     def _resume_all(self, _: Any) -> None:
         nodes, self._resume = self._resume, []
-        waiting, medium = self.waiting, self.medium
+        waiting, medium, counting = self.waiting, self.medium, self.counting
         now = self.env.now
         medium.settle(now)
-        busy, slot, gen_at = medium.busy_count, self.slot, self._at
+        busy, slot, heap, push = medium.busy_count, self.slot, self._heap, heapq.heappush
+        earliest = math.inf
         for n in dict.fromkeys(nodes):
             state = waiting.get(n)
             if state is None or state.counting:
@@ -162,7 +173,15 @@ class BackoffScheduler:
                 self._begin(n, state)
             elif busy[n]:
                 state.deferrals += 1
-            else:  # _begin, the carrier known idle
+            else:  # _begin, the carrier known idle; the timer armed once, below
                 state.counting, state.t0 = True, now
+                counting[n] = True
                 state.gen += 1
-                gen_at(now + state.counter * slot, n, state.gen)
+                self._seq += 1
+                t = now + state.counter * slot
+                push(heap, (t, self._seq, n, state.gen))
+                if t < earliest:
+                    earliest = t
+        if earliest < self._armed:
+            self._armed = earliest
+            self.env.timeout(earliest - now).callbacks.append(self._tick)

@@ -28,7 +28,7 @@ it deferred), not one per slot.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -174,13 +174,20 @@ def distance2_colouring(nodes: Iterable[int], edges: Iterable[tuple[int, int]],
 def access(mac: Mac, radio: Transceiver, attempt: int) -> simpy.Event | None:
     """The one event to wait for before ``radio`` may start its ``attempt``-th attempt
     under ``mac`` (``None``: at once)."""
+    procedure = mac_access(mac)
+    return None if procedure is None else procedure(mac, radio, attempt)
+
+
+def mac_access(mac: Mac) -> Callable[[Any, Transceiver, int], simpy.Event | None] | None:
+    """``mac``'s access procedure, ``(mac, radio, attempt) -> event or None`` (see
+    :func:`access`); ``None`` for :class:`NoMac` (transmit at once)."""
     if isinstance(mac, NoMac):
         return None
     if isinstance(mac, Tdma):
-        return _tdma(radio)
+        return _tdma
     if isinstance(mac, Aloha):
-        return _aloha(mac, radio, attempt)
-    return _csma(mac, radio, attempt)
+        return _aloha
+    return _csma
 
 
 def _wait_until(env: simpy.Environment, t: float) -> simpy.Event | None:
@@ -208,7 +215,7 @@ def _write_row(record: Any, row: dict[str, Any], _: Any) -> None:
     record("mac", row)
 
 
-def _tdma(radio: Transceiver) -> simpy.Event | None:
+def _tdma(mac: Tdma, radio: Transceiver, attempt: int) -> simpy.Event | None:
     env, slot = radio.env, radio.slot_s
     frame, offset = radio.frame_slots * slot, radio.colour * slot
     f = math.ceil((env.now - offset) / frame - _SLOT_TOL)

@@ -332,7 +332,7 @@ class SharedMedium:
             self.busy_count[sensed] += 1
             carrier = self.carrier
             if carrier is not None and carrier.waiting:
-                carrier.carrier_busy(sensed.tolist())
+                carrier.carrier_busy(sensed)
         return tx
 
     def finish(self, tx: Transmission) -> dict[int, bool]:

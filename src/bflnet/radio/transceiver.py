@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from bflnet.radio.mac import Csma, Mac, access
+from bflnet.radio.mac import Csma, Mac, mac_access
 from bflnet.radio.medium import SharedMedium
 
 #: Losses in a row after which unlimited ARQ gives a packet up (a receiver out of range
@@ -42,6 +42,10 @@ class Transceiver:
         self.holding = False
         self._queue: deque[simpy.Event] = deque()
         self.latency_s = medium.spec.latency_s
+        #: The MAC's access procedure (``None``: transmit at once) and, under CSMA, the
+        #: attempts a packet gets (its ``retry_limit`` + 1; ``None``: the link's).
+        self._access = mac_access(mac)
+        self._cap = mac.retry_limit + 1 if isinstance(mac, Csma) else None
 
     @property
     def mac_rng(self) -> np.random.Generator:
@@ -88,41 +92,48 @@ class Transceiver:
         else:
             full, rest = divmod(bits, mtu)
             sizes = [mtu] * full + ([rest] if rest else [])
-        if isinstance(self.mac, Csma):
-            cap: int | None = self.mac.retry_limit + 1
-        else:
+        cap = self._cap
+        if cap is None:
             cap = max_attempts if max_attempts is not None else UNLIMITED_ATTEMPTS
         start, attempts, on_air = None, 0, 0
-        yield from self._take()
+        if self.holding:
+            yield from self._take()
+        else:  # free: taken without an event
+            self.holding = True
+        mac, access, me, latency = self.mac, self._access, self.index, self.latency_s
+        rate = medium.spec.rate_bps
+        first = targets[0]
         try:
             for size in sizes:
-                airtime = medium.spec.airtime_s(size)
+                airtime = size / rate
                 tries = 0
                 while True:
                     tries += 1
-                    wait = access(self.mac, self, tries)
-                    if wait is not None:
-                        yield wait
-                    tx = medium.start(self.index, targets, airtime, size,
-                                      {"attempt": tries})
+                    if access is not None:
+                        wait = access(mac, self, tries)
+                        if wait is not None:
+                            yield wait
+                    tx = medium.start(me, targets, airtime, size, {"attempt": tries})
                     if start is None:
                         start = tx.start
                     yield env.timeout(airtime)
-                    outcome = medium.finish(tx)
+                    outcome = tx.outcome
+                    if outcome is None:
+                        outcome = medium.finish(tx)
                     on_air += size
-                    if self.latency_s:
-                        yield env.timeout(self.latency_s)
+                    if latency:
+                        yield env.timeout(latency)
                     if not acknowledged:
                         for r, ok in outcome.items():
                             got[r] = got[r] and ok
                         break
-                    if outcome[targets[0]]:
+                    if outcome[first]:
                         break
-                    if cap is not None and tries >= cap:
-                        got[targets[0]] = False
+                    if tries >= cap:
+                        got[first] = False
                         break
                 attempts += tries
-                if acknowledged and not got[targets[0]]:
+                if acknowledged and not got[first]:
                     break
         finally:
             self._give()

@@ -164,7 +164,7 @@ class BackoffScheduler:
         now = self.env.now
         medium.settle(now)
         busy, slot, heap, push = medium.busy_count, self.slot, self._heap, heapq.heappush
-        earliest = math.inf
+        env, tick = self.env, self._tick
         for n in dict.fromkeys(nodes):
             state = waiting.get(n)
             if state is None or state.counting:
@@ -173,15 +173,13 @@ class BackoffScheduler:
                 self._begin(n, state)
             elif busy[n]:
                 state.deferrals += 1
-            else:  # _begin, the carrier known idle; the timer armed once, below
+            else:  # _begin, the carrier known idle (``_at`` inlined)
                 state.counting, state.t0 = True, now
                 counting[n] = True
                 state.gen += 1
                 self._seq += 1
                 t = now + state.counter * slot
                 push(heap, (t, self._seq, n, state.gen))
-                if t < earliest:
-                    earliest = t
-        if earliest < self._armed:
-            self._armed = earliest
-            self.env.timeout(earliest - now).callbacks.append(self._tick)
+                if t < self._armed:  # (each earlier one its own timer: the order of
+                    self._armed = t  # simultaneous events stays that of every release)
+                    env.timeout(t - now).callbacks.append(tick)

@@ -245,25 +245,20 @@ class Link:
         put it in the receiver's inbox (single-process protocols take the returned
         :class:`Delivery` instead). On a shared medium the message queues for the
         sender's radio and each packet is decided by the medium when it ends."""
-        if self.radio is not None:
-            return (yield from self._send_shared(message, deliver))
+        if self.radio is not None:  # through the sender's transceiver
+            bits = message.bits
+            if bits.__class__ is not int or bits < 0:
+                if int(bits) != bits or bits < 0:
+                    raise ValueError(f"bits: must be a non-negative integer, got {bits!r}")
+                bits = int(bits)
+            start, attempts, on_air, got = yield from self.radio.transmit(
+                [self.dst], bits, acknowledged=True, max_attempts=self.max_attempts)
+            end = self.env.now
+            delivered = got[self.dst]
+            self.complete(message, (start, end, attempts, on_air, delivered), deliver)
+            return Delivery(message, delivered, attempts, on_air, start, end)
         schedule = self.schedule(message.bits)
         yield self.env.timeout(schedule[1] - self.env.now)
         delivered = self.complete(message, schedule, deliver)
         start, end, attempts, on_air, _ = schedule
         return Delivery(message, delivered, attempts, on_air, start, end)
-
-    def _send_shared(self, message: Message, deliver: bool
-                     ) -> Generator[simpy.Event, Any, Delivery]:
-        """:meth:`send` through the sender's transceiver on a shared medium."""
-        bits = message.bits
-        if bits.__class__ is not int or bits < 0:
-            if int(bits) != bits or bits < 0:
-                raise ValueError(f"bits: must be a non-negative integer, got {bits!r}")
-            bits = int(bits)
-        start, attempts, on_air, got = yield from self.radio.transmit(
-            [self.dst], bits, acknowledged=True, max_attempts=self.max_attempts)
-        delivered = got[self.dst]
-        schedule = (start, self.env.now, attempts, on_air, delivered)
-        self.complete(message, schedule, deliver)
-        return Delivery(message, delivered, attempts, on_air, start, self.env.now)

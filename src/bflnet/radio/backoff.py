@@ -86,15 +86,17 @@ class BackoffScheduler:
     def _begin(self, node: int, state: _Waiting) -> None:
         """Start (or resume) the countdown, or defer until the carrier is idle."""
         medium = self.medium
-        if state.counter == 0 and not medium.busy(node, hear_now=False):
+        now = self.env.now
+        medium.settle(now)
+        busy = medium.busy_count[node] > 0  # medium.busy(node), settled above
+        if state.counter == 0 and not (busy and medium.busy(node, hear_now=False)):
             self._fire(node, state)
             return
-        if medium.busy(node):
+        if busy:
             state.deferrals += 1
             if state.counting:
                 state.counting = self.counting[node] = False
             return
-        now = self.env.now
         state.counting, state.t0 = True, now
         self.counting[node] = True
         state.gen += 1

@@ -54,6 +54,7 @@ stay float64 on the CPU (the payloads are brought back once per client and round
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -306,7 +307,14 @@ class EMTDAMP(GlobalStateLearner):
                                                       dtype=F64) for u in updates])
                          for name in ("activity", "mean", "var")]
                 mean, var = aggregate_gaussians(parts[1], parts[2], weights)
-                activity = aggregate_activity(parts[0], parts[1], parts[2], weights, mean, var)
+                prior = [torch.as_tensor(state[f"l{layer}.{kind}_{name}"], dtype=F64)
+                         for name in ("activity", "mean", "var")]
+                # Each client's unsaturated log-odds (eq. 4.10 against the round's prior):
+                # read only where some client's activity rounded to 0 or 1 and another's
+                # did not round the same way (server_em.aggregate_activity).
+                odds = group_log_odds(*prior, parts[1], parts[2], clamp=math.inf)
+                activity = aggregate_activity(parts[0], parts[1], parts[2], weights, mean, var,
+                                              log_odds=odds)
                 new[f"l{layer}.{kind}_activity"] = activity
                 new[f"l{layer}.{kind}_mean"], new[f"l{layer}.{kind}_var"] = mean, var
         new[NOISE_STATE] = torch.tensor([self._noise(state, updates, counts)], dtype=F64)

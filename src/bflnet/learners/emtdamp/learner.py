@@ -16,7 +16,9 @@ over layers per quantity, ``clip_<quantity>``, and in total, ``clips``); the par
 server adds them to the round's row.
 
 **Merge** (Algorithm 2): the weighted geometric mean of the clients' posteriors (eqs.
-12-15, weights ``I_k / I`` over the clients that arrived), the noise variance (eq. 18, or
+12-15, weights ``I_k / I`` over the clients that arrived; where clients' activities
+rounded to 0 or 1 disagree, their log-odds are read from their slabs against the
+round's prior, :func:`~.server_em.aggregate_activity`), the noise variance (eq. 18, or
 eqs. 20-23 damped), then the target-sparsity rule in every layer ``l``: when more than
 ``T_l = round(ρ·N_{l−1})`` (at least 1) of its groups have ``ρ_i > ρ_th``, the ``T_l``
 confident groups of largest slab energy ``Σ_n μ²`` keep ``ρ₀`` and the layer's other groups

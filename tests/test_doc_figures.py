@@ -170,6 +170,8 @@ MADE_BY = {
        for s in ("boston_single", "boston_multi", "mnist_single", "mnist_multi")},
     "emtdamp_boston_single_paper.png": ("cp out/emtdamp-paper/boston-single.png docs/figures/"
                                         "emtdamp_boston_single_paper.png", "emtdamp"),
+    "emtdamp_boston_multi_paper.png": ("cp out/emtdamp-paper/boston-multi.png docs/figures/"
+                                       "emtdamp_boston_multi_paper.png", "emtdamp"),
     "d2d_medium.png": ("scripts/reproduce_d2d_medium.py", "d2d"),
     "wflmc_gaussian.png": ("scripts/plot_wflmc_gaussian.py wflmc.csv", "wflmc"),
     "ota_langevin.png": ("scripts/summarise_ota_langevin.py", "ota"),

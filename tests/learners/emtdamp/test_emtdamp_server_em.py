@@ -100,22 +100,96 @@ def test_one_client_aggregates_to_itself_and_certainty_is_kept():
                            agg_mean[:1], agg_var[:1])
 
 
-def test_opposite_certainties_are_voted_at_the_float_limits_and_others_unchanged():
-    """One client's rho rounded to 0, another's to 1: read at log(tiny) and -log(eps/2)."""
-    info = torch.finfo(torch.float64)
-    low, high = math.log(info.tiny), -math.log(info.eps / 2)
+SATURATION = -math.log(torch.finfo(torch.float64).eps / 2)  # logit at which float64 rho = 1
+
+
+def test_opposite_certainties_are_read_from_the_clients_log_odds():
+    """One client's rho rounded to 0, another's to 1: the sum uses their log-odds, each
+    bounded on its own side of +-T; without them both read +-T (symmetric)."""
     means = f64([[[0.1], [0.3]], [[0.1], [0.3]]])  # equal slabs: log C = 0
     variances = f64([[[1.0], [2.0]], [[1.0], [2.0]]])
     rho = f64([[0.0, 0.4], [1.0, 0.7]])
-    for counts in ([1, 1], [1, 99]):
+    odds = f64([[-50.0, 123.0], [80.0, -7.0]])  # the second group's are not read
+    for counts in ([1, 1], [1, 99], [30, 10]):
         w = client_weights(counts)
         agg_mean, agg_var = aggregate_gaussians(means, variances, w)
-        activity = aggregate_activity(rho, means, variances, w, agg_mean, agg_var)
-        expected = torch.sigmoid(w[0] * low + w[1] * high)
-        torch.testing.assert_close(activity[0], expected, rtol=1e-12, atol=1e-300)
+        with_odds = aggregate_activity(rho, means, variances, w, agg_mean, agg_var,
+                                       log_odds=odds)
+        torch.testing.assert_close(with_odds[0], torch.sigmoid(w[0] * -50.0 + w[1] * 80.0),
+                                   rtol=1e-12, atol=0)
         plain = torch.sigmoid((w * torch.logit(rho[:, 1])).sum())
-        torch.testing.assert_close(activity[1], plain, rtol=1e-12, atol=0)
-    assert float(activity[0]) > 0.99  # 99 to 1 for the client whose rho rounded to 1
+        torch.testing.assert_close(with_odds[1], plain, rtol=1e-12, atol=0)
+        bare = aggregate_activity(rho, means, variances, w, agg_mean, agg_var)
+        torch.testing.assert_close(bare[0], torch.sigmoid((w[1] - w[0]) * SATURATION),
+                                   rtol=1e-12, atol=0)
+        torch.testing.assert_close(bare[1], plain, rtol=1e-12, atol=0)
+    # Equal weights and no log-odds: a 0 and a 1 tie; 19 clients at 1 outvote one at 0.
+    w = client_weights([1, 1])
+    agg = aggregate_gaussians(means, variances, w)
+    assert float(aggregate_activity(rho, means, variances, w, *agg)[0]) == pytest.approx(0.5)
+    many = torch.cat([rho[:1], rho[1:].expand(19, 2)])
+    slabs = means[:1].expand(20, 2, 1), variances[:1].expand(20, 2, 1)
+    w = client_weights([1] * 20)
+    agg = aggregate_gaussians(*slabs, w)
+    assert float(aggregate_activity(many, *slabs, w, *agg)[0]) > 1 - 1e-12
+    # A log-odds on the wrong side of the rounding is bounded at +-T.
+    wrong = f64([[+5.0, 0.0], [-5.0, 0.0]])
+    w = client_weights([1, 3])
+    agg = aggregate_gaussians(means, variances, w)
+    out = aggregate_activity(rho, means, variances, w, *agg, log_odds=wrong)
+    torch.testing.assert_close(out[0], torch.sigmoid((w[1] - w[0]) * SATURATION),
+                               rtol=1e-12, atol=0)
+    with pytest.raises(ValueError, match="log_odds"):
+        aggregate_activity(rho, means, variances, w, *agg, log_odds=wrong[:, :1])
+
+
+def test_flipping_every_client_flips_the_merge():
+    """With equal slabs (log C = 0) the merged log-odds is odd in the clients' activities:
+    rho -> 1 - rho (and log-odds -> -log-odds) gives 1 - merged, saturated groups too."""
+    gen = torch.Generator().manual_seed(11)
+    K, G, M = 5, 40, 3
+    rho = torch.rand(K, G, generator=gen, dtype=torch.float64)
+    parity = (torch.arange(K).reshape(-1, 1) + torch.arange(8)) % 2
+    rho[:, :8] = parity.to(torch.float64)  # opposite certainties across clients
+    rho[0, 8:16] = 0.0  # one client saturated among interior ones
+    rho[1, 12:20] = 1.0
+    rho[:, 20] = 0.0  # unanimous: stays exactly 0 / 1
+    rho[:, 21] = 1.0
+    odds = torch.logit(rho) + torch.where(rho == 0, -60.0, 0.0) + torch.where(rho == 1, 45.0, 0.0)
+    odds = torch.where(torch.isfinite(odds), odds, torch.sign(odds) * 90.0)
+    means = torch.randn(1, G, M, generator=gen, dtype=torch.float64).expand(K, G, M)
+    variances = (0.1 + torch.rand(1, G, M, generator=gen, dtype=torch.float64)).expand(K, G, M)
+    w = client_weights([3, 1, 4, 1, 5])
+    agg = aggregate_gaussians(means, variances, w)
+    for extra in ({}, {"log_odds": odds}):
+        flipped_extra = {"log_odds": -odds} if extra else {}
+        merged = aggregate_activity(rho, means, variances, w, *agg, **extra)
+        flipped = aggregate_activity(1.0 - rho, means, variances, w, *agg, **flipped_extra)
+        torch.testing.assert_close(flipped, 1.0 - merged, rtol=1e-12, atol=2e-16)
+        assert merged[20] == 0.0 and merged[21] == 1.0
+
+
+def test_identical_clients_merge_to_one_clients_posterior():
+    """K identical posteriors: the weighted geometric mean is that posterior (closed form:
+    precision sum_k w_k / v = 1/v, log C = 0, logit = sum_k w_k logit rho = logit rho),
+    saturated activities included."""
+    gen = torch.Generator().manual_seed(3)
+    G, M = 12, 4
+    rho = torch.rand(G, generator=gen, dtype=torch.float64)
+    rho[0], rho[1] = 0.0, 1.0
+    mean = torch.randn(G, M, generator=gen, dtype=torch.float64)
+    var = 1e-13 + torch.rand(G, M, generator=gen, dtype=torch.float64)
+    for K, counts in ((1, [7]), (4, [1, 1, 1, 1]), (3, [5, 90, 2])):
+        w = client_weights(counts)
+        odds = torch.logit(rho).expand(K, G)
+        agg_mean, agg_var = aggregate_gaussians(mean.expand(K, G, M), var.expand(K, G, M), w)
+        torch.testing.assert_close(agg_mean, mean, rtol=1e-13, atol=1e-15)
+        torch.testing.assert_close(agg_var, var, rtol=1e-13, atol=0)
+        activity = aggregate_activity(rho.expand(K, G), mean.expand(K, G, M),
+                                      var.expand(K, G, M), w, agg_mean, agg_var,
+                                      log_odds=odds)
+        torch.testing.assert_close(activity, rho, rtol=1e-12, atol=1e-15)
+        assert activity[0] == 0.0 and activity[1] == 1.0
 
 
 def test_eq18_maximises_the_regression_em_objective():

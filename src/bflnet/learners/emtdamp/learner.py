@@ -16,7 +16,9 @@ over layers per quantity, ``clip_<quantity>``, and in total, ``clips``); the par
 server adds them to the round's row.
 
 **Merge** (Algorithm 2): the weighted geometric mean of the clients' posteriors (eqs.
-12-15, weights ``I_k / I`` over the clients that arrived), the noise variance (eq. 18, or
+12-15, weights ``I_k / I`` over the clients that arrived; where clients' activities
+rounded to 0 or 1 disagree, their log-odds are read from their slabs against the
+round's prior, :func:`~.server_em.aggregate_activity`), the noise variance (eq. 18, or
 eqs. 20-23 damped), then the target-sparsity rule in every layer ``l``: when more than
 ``T_l = round(ρ·N_{l−1})`` (at least 1) of its groups have ``ρ_i > ρ_th``, the ``T_l``
 confident groups of largest slab energy ``Σ_n μ²`` keep ``ρ₀`` and the layer's other groups
@@ -54,6 +56,7 @@ stay float64 on the CPU (the payloads are brought back once per client and round
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -306,7 +309,14 @@ class EMTDAMP(GlobalStateLearner):
                                                       dtype=F64) for u in updates])
                          for name in ("activity", "mean", "var")]
                 mean, var = aggregate_gaussians(parts[1], parts[2], weights)
-                activity = aggregate_activity(parts[0], parts[1], parts[2], weights, mean, var)
+                prior = [torch.as_tensor(state[f"l{layer}.{kind}_{name}"], dtype=F64)
+                         for name in ("activity", "mean", "var")]
+                # Each client's unsaturated log-odds (eq. 4.10 against the round's prior):
+                # read only where some client's activity rounded to 0 or 1 and another's
+                # did not round the same way (server_em.aggregate_activity).
+                odds = group_log_odds(*prior, parts[1], parts[2], clamp=math.inf)
+                activity = aggregate_activity(parts[0], parts[1], parts[2], weights, mean, var,
+                                              log_odds=odds)
                 new[f"l{layer}.{kind}_activity"] = activity
                 new[f"l{layer}.{kind}_mean"], new[f"l{layer}.{kind}_var"] = mean, var
         new[NOISE_STATE] = torch.tensor([self._noise(state, updates, counts)], dtype=F64)

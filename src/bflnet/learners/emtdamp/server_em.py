@@ -111,6 +111,8 @@ def aggregate_activity(
     weights: Tensor,
     aggregated_mean: Tensor,
     aggregated_var: Tensor,
+    *,
+    log_odds: Tensor | None = None,
 ) -> Tensor:
     """Group activity of the geometric mean of Bernoulli-Gaussians (eqs. 13, 15; eq. 4.2).
 
@@ -119,21 +121,43 @@ def aggregate_activity(
     :func:`aggregate_gaussians`. Returns ``(G,)``:
     ``logit ρ_g = Σ_k w_k logit ρ_{g,k} + log C_g`` with
     ``log C_g = Σ_m [Σ_k w_k log N(0; μ_k, v_k) − log N(0; μ, v)]`` (the ratio is the same
-    at every point, 0 is the cheapest). Certain inputs (``ρ ∈ {0, 1}``) stay certain.
-    Where clients are certain of opposite answers (one ``ρ`` rounded to 0, another to 1:
-    the paper mode's activities can underflow), those groups' logits are read at the
-    limits of the floating-point type instead (``log`` of its smallest normal number for
-    0, ``−log(ε/2)`` for 1), so the weighted vote decides; every other group is unchanged.
+    at every point, 0 is the cheapest).
+
+    Saturated inputs (``ρ`` rounded to exactly 0 or 1). Where every client reports the
+    same 0 or the same 1, the group stays exactly there (a pruned group stays pruned).
+    Where a group mixes a saturated client with a client that reports the other end or a
+    value inside ``(0, 1)``, the probabilities have lost the log-odds the sum needs, so the
+    saturated clients' log-odds are read from ``log_odds`` (``(K, G)``: each client's
+    unsaturated posterior log-odds, :func:`group_log_odds` of its slab against the round's
+    prior), bounded on their own side of ``±T`` with ``T = −log(ε/2)`` (the log-odds at
+    which the float type rounds ``ρ`` to 1: a client that sent 1 had at least ``T``, and
+    symmetrically ``−T`` for 0); without ``log_odds`` (or where it is not finite) they read
+    ``±T``. So the rule is symmetric: flipping every client's ``ρ`` (and its log-odds)
+    flips the merged log-odds up to ``log C``, which depends on the slabs only.
     """
     w = _weights_for(weights, activities)
     if not bool(torch.all((activities >= 0) & (activities <= 1))):
         raise ValueError("activities: must be in [0, 1] (no NaN)")
-    logit = (w * torch.logit(activities)).sum(0)
-    conflict = torch.isnan(logit)
-    if bool(torch.any(conflict)):
-        info = torch.finfo(activities.dtype)
-        bounded = torch.logit(activities).clamp(math.log(info.tiny), -math.log(info.eps / 2))
-        logit = torch.where(conflict, (w * bounded).sum(0), logit)
+    logits = torch.logit(activities)
+    saturated = (activities == 0) | (activities == 1)
+    unanimous = saturated.all(0) & (activities == activities[:1]).all(0)
+    mixed = saturated.any(0) & ~unanimous
+    if bool(torch.any(mixed)):
+        bound = -math.log(torch.finfo(activities.dtype).eps / 2)
+        side = torch.where(activities == 1, activities.new_tensor(bound),
+                           activities.new_tensor(-bound))
+        read = side
+        if log_odds is not None:
+            if log_odds.shape != activities.shape:
+                raise ValueError(f"log_odds: must have the shape of activities, "
+                                 f"{tuple(activities.shape)}")
+            odds = log_odds.to(activities.dtype)
+            ok = ~torch.isnan(odds)
+            read = torch.where(activities == 1, torch.maximum(odds, side),
+                               torch.minimum(odds, side))
+            read = torch.where(ok & torch.isfinite(read), read, side)
+        logits = torch.where(saturated & mixed, read, logits)
+    logit = (w * logits).sum(0)
     w3 = _weights_for(weights, means)
     log_c = (
         (w3 * _log_normal_at_zero(means, variances)).sum(0)

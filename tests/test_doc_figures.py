@@ -172,6 +172,8 @@ MADE_BY = {
                                         "emtdamp_boston_single_paper.png", "emtdamp"),
     "emtdamp_boston_multi_paper.png": ("cp out/emtdamp-paper/boston-multi.png docs/figures/"
                                        "emtdamp_boston_multi_paper.png", "emtdamp"),
+    "emtdamp_mnist_single_paper.png": ("cp out/emtdamp-paper/mnist-single.png docs/figures/"
+                                       "emtdamp_mnist_single_paper.png", "emtdamp"),
     "d2d_medium.png": ("scripts/reproduce_d2d_medium.py", "d2d"),
     "wflmc_gaussian.png": ("scripts/plot_wflmc_gaussian.py wflmc.csv", "wflmc"),
     "ota_langevin.png": ("scripts/summarise_ota_langevin.py", "ota"),

@@ -195,17 +195,25 @@ class _Run:
                                 mine, theirs, p.weight, node=node, iteration=self.iteration,
                                 what="learner.absorb_pair"))
 
-    def exchange(self, i: Any, j: Any) -> Generator[simpy.Event, Any, None]:
-        """One push-pull exchange started by ``i`` with ``j``."""
-        env, sim, slots, learner, done = self.env, self.sim, self.slots, self.p.learner, self.done
-        state, work = call(sim, learner.local_steps, i, slots.state(i), slots.rng(i), node=i,
-                           iteration=self.iteration, what="learner.local_steps")
+    def _local_work(self, i: Any) -> Generator[simpy.Event, Any, bool]:
+        """``i``'s local steps, committed, then their compute time; False if the run ended
+        meanwhile."""
+        sim, slots = self.sim, self.slots
+        state, work = call(sim, self.p.learner.local_steps, i, slots.state(i), slots.rng(i),
+                           node=i, iteration=self.iteration, what="learner.local_steps")
         slots.commit(i, state)
         duration = self.compute[i](work)
         if duration:
-            yield env.timeout(duration)
-            if done.triggered:
-                return
+            yield self.env.timeout(duration)
+            if self.done.triggered:
+                return False
+        return True
+
+    def exchange(self, i: Any, j: Any) -> Generator[simpy.Event, Any, None]:
+        """One push-pull exchange started by ``i`` with ``j``."""
+        env, done = self.env, self.done
+        if not (yield from self._local_work(i)):
+            return
         payload, bits, mine_i = self._publish(i, j)
         link = self.links[(i, j)]
         if link.radio is not None:  # a shared medium: decided when the packets end
@@ -237,16 +245,10 @@ class _Run:
 
     def broadcast(self, i: Any, nbrs: tuple[Any, ...]) -> Generator[simpy.Event, Any, None]:
         """One broadcast of ``i``'s value to ``nbrs``; each receiver mixes it in."""
-        env, sim, slots, p, done = self.env, self.sim, self.slots, self.p, self.done
+        sim, slots, p, done = self.sim, self.slots, self.p, self.done
         learner, it = p.learner, self.iteration
-        state, work = call(sim, learner.local_steps, i, slots.state(i), slots.rng(i), node=i,
-                           iteration=it, what="learner.local_steps")
-        slots.commit(i, state)
-        duration = self.compute[i](work)
-        if duration:
-            yield env.timeout(duration)
-            if done.triggered:
-                return
+        if not (yield from self._local_work(i)):
+            return
         state = slots.state(i)
         value = call(sim, learner.outgoing, i, state, node=i, iteration=it,
                      what="learner.outgoing")

@@ -57,6 +57,8 @@ def weight_grad(a: Tensor, g: Tensor, out: Tensor) -> None:
     if (rows_ok and out.device.type == "cpu" and out.dtype in (torch.float32, torch.float64)
             and openblas_threads() == 1):
         an, gn, on = a.numpy(), g.numpy(), out.numpy()
+        # one BLAS call per model: the same bits as NumPy's stacked matmul, which ran
+        # 1.1x (float32) to 1.7x (float64) slower on these shapes
         for n in range(out.shape[0]):
             np.matmul(an[n].T, gn[n], out=on[n])
         return

@@ -236,9 +236,10 @@ class EMTDAMPParams:
     batch_agents: bool = param(True, "clients scheduled in the same round run their TDAMP "
                                "together, as one batch (bit for bit the results of one by "
                                "one, with less overhead per operation)")
-    dtype: str = param("float64", "float type of the clients' TDAMP: float64, or float32 "
-                       "(faster; results differ in the last digits, docs/em-tdamp.md); the "
-                       "server's EM and the evaluation stay float64", choices=EMTDAMP_DTYPES)
+    dtype: str = param("float32", "float type of the clients' TDAMP: float32 (about twice "
+                       "as fast), or float64 (the reproductions' numbers; results differ in "
+                       "the last digits, docs/em-tdamp.md); the server's EM and the "
+                       "evaluation stay float64", choices=EMTDAMP_DTYPES)
     device: str = param("cpu", "where the clients' TDAMP computes: cpu, cuda (an error "
                         "without a CUDA device) or auto (cuda when available, else cpu)",
                         choices=DEVICES)

@@ -20,8 +20,9 @@ channel (default 1 Mbit/s, 5 ms); ``compute_s_per_step`` is per minibatch.
 
 Speed (docs/em-tdamp.md, Sec. 7.5): the ``K`` clients of a round run their TDAMP as one
 batch (``batch_agents``, on by default; the same numbers, bit for bit, as one by one);
-``dtype=float32`` runs the clients' TDAMP in float32 (faster, results differ in the last
-digits; the server's EM and the evaluation stay float64); ``device`` (``cpu``, ``cuda``,
+the clients' TDAMP runs in float32 by default (``dtype``; ``float64`` is about half as
+fast and gives the reproductions' numbers, which differ in the last digits; the server's
+EM and the evaluation are float64 either way); ``device`` (``cpu``, ``cuda``,
 ``auto``) is where the clients compute; ``threads`` sets torch's threads.
 
 One row per round (``iteration``; 0 is the initial prior): ``task``, ``time_s``,

@@ -83,7 +83,7 @@ def test_device_and_dtype_settings_are_checked():
         EMTDAMPParams(dtype="float16")
     with pytest.raises(ValueError, match="device: must be one of"):
         EMTDAMPParams(device="tpu")
-    assert EMTDAMPParams().device == "cpu" and EMTDAMPParams().dtype == "float64"
+    assert EMTDAMPParams().device == "cpu" and EMTDAMPParams().dtype == "float32"
 
 
 @pytest.mark.skipif(CUDA, reason="this machine has a CUDA device")
@@ -150,7 +150,7 @@ def test_scenarios_have_the_settings(name):
 
     scenario = get_scenario(name)
     config = scenario.config({})
-    assert (config.device, config.dtype, config.batch_agents) == ("cpu", "float64", True)
-    assert scenario.config({"device": "auto", "dtype": "float32"}).dtype == "float32"
+    assert (config.device, config.dtype, config.batch_agents) == ("cpu", "float32", True)
+    assert scenario.config({"device": "auto", "dtype": "float64"}).dtype == "float64"
     with pytest.raises(ValueError, match="device: must be one of"):
         scenario.config({"device": "tpu"})

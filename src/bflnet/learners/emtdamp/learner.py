@@ -42,7 +42,8 @@ bit for bit those of :meth:`EMTDAMP.local_update` one by one; the protocol still
 one message per client, with the same bits and times.
 
 **Dtype and device** (``dtype``, ``device``): the clients' TDAMP runs in ``dtype``
-(float64 by default; float32 is faster, its differences are measured in docs/em-tdamp.md)
+(float32 by default, about twice as fast as float64; float64 gives the reproductions'
+numbers, the differences are measured in docs/em-tdamp.md)
 on ``device`` (``cpu``, ``cuda``, ``auto``): the clients' data live there and the prior is
 moved there once per round. The global state, the server's EM merge and the evaluation
 stay float64 on the CPU (the payloads are brought back once per client and round).

@@ -20,8 +20,8 @@ those of its problem run alone (the per-client matrix products are the same BLAS
 is skipped after one reduction. On another device (CUDA) nothing waits for the host
 inside a sweep: the finiteness checks are collected in ``DampState.pending`` and read
 once per minibatch (:func:`flush_checks`, raising for the first quantity that failed,
-in the order the CPU would have), and the clips always take their ``torch.where`` path
-(the same numbers).
+in the order the CPU would have), and the clips always take their counting and clamping
+path (the same numbers).
 
 Safeguards, each clip counted in ``clips["layer<l>/<quantity>"]``: ``ν_z/ν_p`` capped at
 ``ratio_cap``; ``ν_p`` floored at ``var_floor``; ``ν_q``, ``ν_r`` capped at ``var_cap``
@@ -450,9 +450,8 @@ def _floor(clips: dict[str, int], key: str, value: Tensor, bound: float) -> Tens
     if moments.on_host(value) and float(value.min()) >= bound:
         clips.setdefault(key, 0)
         return value
-    below = value < bound
-    _count(clips, key, below)
-    return torch.where(below, bound, value)
+    _count(clips, key, value < bound)
+    return value.clamp(min=bound)  # the same values as torch.where(below, bound, value)
 
 
 def _cap(clips: dict[str, int], key: str, value: Tensor, bound: float) -> Tensor:
@@ -461,9 +460,8 @@ def _cap(clips: dict[str, int], key: str, value: Tensor, bound: float) -> Tensor
     if moments.on_host(value) and float(value.max()) <= bound:
         clips.setdefault(key, 0)
         return value
-    over = value > bound
-    _count(clips, key, over)
-    return torch.where(over, bound, value)
+    _count(clips, key, value > bound)
+    return value.clamp(max=bound)
 
 
 def _floor_finite(
@@ -480,9 +478,8 @@ def _floor_finite(
     if low >= bound:
         clips.setdefault(key, 0)
         return value
-    below = value < bound
-    _count(clips, key, below)
-    return torch.where(below, bound, value)
+    _count(clips, key, value < bound)
+    return value.clamp(min=bound)  # the same values as torch.where(below, bound, value)
 
 
 def _input_rows(state: DampState, inputs: Tensor) -> tuple[Tensor, Tensor]:

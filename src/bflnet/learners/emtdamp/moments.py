@@ -132,9 +132,18 @@ def _erfcx(x: Tensor) -> Tensor:
     tail = x > _ERFC_PRODUCT_BELOW
     if not on_host(x):  # no host round trip: erfcx everywhere, kept in the tail
         return torch.where(tail, torch.special.erfcx(x), out)
-    if bool(tail.any()):
-        out[tail] = torch.special.erfcx(x[tail])
+    _put_erfcx(out, x, tail)
     return out
+
+
+def _put_erfcx(out: Tensor, x: Tensor, tail: Tensor) -> None:
+    """``out[tail] = erfcx(x[tail])`` in place (contiguous ``out``, ``x``), through one
+    ``nonzero`` and flat index copies (the same values; boolean indexing's gather and
+    scatter take about twice as long)."""
+    index = tail.reshape(-1).nonzero().squeeze(1)
+    if index.numel():
+        values = torch.special.erfcx(x.reshape(-1).index_select(0, index))
+        out.view(-1).index_copy_(0, index, values)
 
 
 def _inverse_mills(a: Tensor, scaled_erfcx: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -189,8 +198,8 @@ def _erfcx_pair(x: Tensor) -> tuple[Tensor, Tensor]:
     tail = y > _ERFC_PRODUCT_BELOW
     if not on_host(y):
         small = torch.where(tail, torch.special.erfcx(y), small)
-    elif bool(tail.any()):
-        small[tail] = torch.special.erfcx(y[tail])
+    else:
+        _put_erfcx(small, y, tail)
     nonnegative = x >= 0
     return torch.where(nonnegative, small, large), torch.where(nonnegative, large, small)
 

@@ -40,8 +40,9 @@ def _round(learner: EMTDAMP, state, agents, *, batched: bool):
     ("probit", (30, 16, 10), [70, 70, 45, 70], {"batch_size": 20, "initial_activity": 0.8,
                                                  "power": 0.9, "init_slab": "zero"}),
 ])
-def test_batched_clients_are_bit_for_bit_one_by_one(likelihood, sizes, counts, extra):
-    params = EMTDAMPParams(likelihood=likelihood, tau_max=2, sweeps=2, **extra)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_batched_clients_are_bit_for_bit_one_by_one(likelihood, sizes, counts, extra, dtype):
+    params = EMTDAMPParams(likelihood=likelihood, tau_max=2, sweeps=2, dtype=dtype, **extra)
     learner = EMTDAMP(sizes, _problem(likelihood, sizes, counts), params)
     state = learner.init(np.random.default_rng(1))
     agents = list(range(len(counts)))

@@ -9,6 +9,10 @@ result). Exit status 1 when any differs.
 
     .venv/bin/python scripts/same_tables.py 6cdcd5e
     .venv/bin/python scripts/same_tables.py HEAD --cases emtdamp,emtdamp-boston
+    .venv/bin/python scripts/same_tables.py 9a320c3 --cases emtdamp --set dtype=float64
+
+``--set KEY=VALUE`` (repeatable) adds a setting to every case run, on both sides (e.g. to
+pin a setting whose default changed).
 """
 
 from __future__ import annotations
@@ -58,20 +62,23 @@ CASES: dict[str, tuple[str, dict]] = {
 }
 
 
-def run_cases(out: Path, names: list[str]) -> None:
-    """Write each case's table to ``out/<case>.pkl`` (run in the code under test)."""
+def run_cases(out: Path, names: list[str], extra: dict[str, str] | None = None) -> None:
+    """Write each case's table to ``out/<case>.pkl`` (run in the code under test), with
+    the settings ``extra`` added to every case."""
     from bflnet.scenarios import run_scenario
 
     for name in names:
         scenario, overrides = CASES[name]
-        run_scenario(scenario, overrides, seed=3).to_pickle(out / f"{name}.pkl")
+        frame = run_scenario(scenario, {**overrides, **(extra or {})}, seed=3)
+        frame.to_pickle(out / f"{name}.pkl")
         print(f"  {name}", flush=True)
 
 
-def run_with(src: Path, out: Path, names: list[str]) -> None:
+def run_with(src: Path, out: Path, names: list[str], settings: list[str]) -> None:
     env = {**os.environ, "PYTHONPATH": str(src)}
+    extra = [arg for pair in settings for arg in ("--set", pair)]
     subprocess.run([sys.executable, __file__, "--cases-into", str(out), "--cases",
-                    ",".join(names)], env=env, check=True)
+                    ",".join(names), *extra], env=env, check=True)
 
 
 def main() -> None:
@@ -79,14 +86,20 @@ def main() -> None:
     parser.add_argument("rev", nargs="?", help="the commit to compare with")
     parser.add_argument("--cases", default=",".join(CASES),
                         help="comma list of the cases to run (default: all)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting added to every case (repeatable)")
     parser.add_argument("--cases-into", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    bad = [pair for pair in args.set if "=" not in pair or not pair.split("=", 1)[0]]
+    if bad:
+        parser.error(f"--set: must be KEY=VALUE, got {bad[0]!r}")
+    extra = dict(pair.split("=", 1) for pair in args.set)
     names = [n.strip() for n in args.cases.split(",")]
     unknown = [n for n in names if n not in CASES]
     if unknown:
         parser.error(f"--cases: unknown {', '.join(unknown)}; known: {', '.join(CASES)}")
     if args.cases_into:
-        run_cases(Path(args.cases_into), names)
+        run_cases(Path(args.cases_into), names, extra)
         return
     if not args.rev:
         parser.error("give the commit to compare with")
@@ -98,12 +111,12 @@ def main() -> None:
                         str(tree), args.rev], check=True)
         try:
             print(f"at {args.rev}:")
-            run_with(tree / "src", old, names)
+            run_with(tree / "src", old, names, args.set)
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
                             str(tree)], check=True)
         print("working tree:")
-        run_with(ROOT / "src", new, names)
+        run_with(ROOT / "src", new, names, args.set)
         differ = []
         for name in names:
             a, b = pd.read_pickle(old / f"{name}.pkl"), pd.read_pickle(new / f"{name}.pkl")

@@ -406,8 +406,8 @@ def _mm(a: Tensor, b: Tensor) -> Tensor:
 def _mul_addmm(w: Tensor, gain: Tensor, a: Tensor, b: Tensor) -> Tensor:
     """``w ⊙ gain + a @ b``, per problem as :func:`_mm`. In float64 one ``addmm``/``baddbmm``
     into ``w ⊙ gain`` (the tables' bits); in other dtypes the product first, then the
-    elementwise term added in place: MKL's float32 ``baddbmm`` with ``β = 1`` takes about
-    1.8 × the time of the plain product (``bench/emtdamp_products.py``)."""
+    elementwise term added in place: MKL's float32 ``baddbmm`` with ``β = 1`` is slower than
+    the product and the add (``bench/emtdamp_products.py``)."""
     if w.dtype == torch.float64:
         return _addmm(torch.mul(w, gain), a, b)
     return _mm(a, b).addcmul_(w, gain)

@@ -45,6 +45,7 @@ def test_erfcx_tail_by_index_copies_is_erfcx(dtype):
     tail = x > 3.0
     reference[tail] = torch.special.erfcx(x[tail])  # the boolean-indexing form
     assert torch.equal(_erfcx(x), reference)
+    assert torch.equal(_erfcx(x.T), reference.T)  # a transposed tensor: boolean indexing
     pair = _erfcx_pair(x)
     assert torch.equal(pair[0][x >= 0], reference[x >= 0])
     torch.testing.assert_close(pair[0], torch.special.erfcx(x), rtol=1e-5 if dtype ==

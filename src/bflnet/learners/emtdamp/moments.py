@@ -137,9 +137,13 @@ def _erfcx(x: Tensor) -> Tensor:
 
 
 def _put_erfcx(out: Tensor, x: Tensor, tail: Tensor) -> None:
-    """``out[tail] = erfcx(x[tail])`` in place (contiguous ``out``, ``x``), through one
-    ``nonzero`` and flat index copies (the same values; boolean indexing's gather and
-    scatter take about twice as long)."""
+    """``out[tail] = erfcx(x[tail])`` in place, through one ``nonzero`` and flat index
+    copies (the same values; boolean indexing's gather and scatter take about twice as
+    long), or by boolean indexing when a tensor is not contiguous."""
+    if not (out.is_contiguous() and x.is_contiguous() and tail.is_contiguous()):
+        if bool(tail.any()):
+            out[tail] = torch.special.erfcx(x[tail])
+        return
     index = tail.reshape(-1).nonzero().squeeze(1)
     if index.numel():
         values = torch.special.erfcx(x.reshape(-1).index_select(0, index))

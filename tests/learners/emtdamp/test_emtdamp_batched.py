@@ -139,8 +139,8 @@ def test_queued_checks_name_the_first_quantity_that_failed(monkeypatch):
 
     monkeypatch.setattr(moments, "on_host", lambda t: False)
     data = _problem("gaussian", (13, 8, 1), [101])
-    data[0][0][3, 2] = 1e308  # overflows in the first layer's products
-    learner = EMTDAMP((13, 8, 1), data, EMTDAMPParams(sweeps=1))
+    data[0][0][3, 2] = 1e308  # overflows in the first layer's products (float64)
+    learner = EMTDAMP((13, 8, 1), data, EMTDAMPParams(sweeps=1, dtype="float64"))
     with pytest.raises(NonFiniteError, match="layer 1: ν_p is not finite"):
         learner.local_update(0, learner.init(np.random.default_rng(0)), None, None)
 
@@ -155,3 +155,12 @@ def test_scenarios_have_the_settings(name):
     assert scenario.config({"device": "auto", "dtype": "float64"}).dtype == "float64"
     with pytest.raises(ValueError, match="device: must be one of"):
         scenario.config({"device": "tpu"})
+
+
+def test_data_beyond_float32_is_a_one_line_error():
+    data = _problem("gaussian", (13, 8, 1), [101])
+    data[0][0][3, 2] = 1e39  # finite in float64, infinite in float32
+    with pytest.raises(ValueError, match=r"agent_data\[0\] inputs: values beyond float32's "
+                                         r"range .*use dtype=float64"):
+        EMTDAMP((13, 8, 1), data, EMTDAMPParams())
+    EMTDAMP((13, 8, 1), data, EMTDAMPParams(dtype="float64"))  # fine in float64

@@ -175,10 +175,15 @@ class EMTDAMP(GlobalStateLearner):
     def _client_columns(self, x: Any, y: Any, name: str) -> tuple[Tensor, Tensor]:
         """:meth:`_columns` in the clients' dtype, on their device."""
         inputs, targets = self._columns(x, y, name)
-        inputs = inputs.to(dtype=self.dtype, device=self.device)
+        inputs = inputs.to(dtype=self.dtype)
         if targets.dtype.is_floating_point:
             targets = targets.to(dtype=self.dtype)
-        return inputs, targets.to(device=self.device)
+        for part, kind in ((inputs, "inputs"), (targets, "targets")):
+            if part.dtype.is_floating_point and not bool(torch.isfinite(part).all()):
+                raise ValueError(f"{name} {kind}: values beyond {self.params.dtype}'s range "
+                                 f"(|x| > {torch.finfo(part.dtype).max:.3g}); use "
+                                 f"dtype=float64")
+        return inputs.to(device=self.device), targets.to(device=self.device)
 
     def _columns(self, x: Any, y: Any, name: str) -> tuple[Tensor, Tensor]:
         """``(N_0, I)`` inputs and ``(N_L, I)`` targets or ``(I,)`` labels."""

@@ -2,14 +2,15 @@
 images.
 
 784-128-10, probit-product likelihood, batch 100, ``τ_max = 10``, the default 5 DAMP
-sweeps per minibatch, ``K = 10`` clients of ``--points`` images each: MNIST's own
-(the IDX files if found, else the packaged 5 000-image subset, tiled to the size asked;
-about 19 % non-zero pixels), or with ``--data synthetic`` random images with MNIST's
-share of non-zero pixels; centred by their mean, as the scenarios do. One round = every
-client's ``local_update`` (or one ``local_update_batch``) from the same prior, plus the
-server's merge. Modes, timed alternately in the same process (``--repeat`` rounds each
-after a warm-up round), CPU time (user + system of this process; the wall time is
-printed too, it is inflated by other jobs on a loaded machine):
+sweeps per minibatch, ``K = 10`` clients of ``--points`` images each: MNIST's own (the
+IDX files if found, else the packaged 5 000-image subset, tiled to the size asked; about
+19 % non-zero pixels), or with ``--data synthetic`` (and when neither is found) random
+images with MNIST's share of non-zero pixels; centred by their mean, as the scenarios
+do. One round = every client's ``local_update`` (or one ``local_update_batch``) from the
+same prior, plus the server's merge. Modes, timed alternately in the same process
+(``--repeat`` rounds each after a warm-up round), CPU time (user + system of this
+process; the wall time is printed too, it is inflated by other jobs on a loaded
+machine):
 
 * ``float32``: the default (clients batched, ``dtype=float32``);
 * ``float64``: clients batched, ``dtype=float64`` (the default before float32; the
@@ -108,8 +109,16 @@ def main() -> None:
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         parser.error(f"--modes: unknown {unknown[0]!r}; modes are {', '.join(MODES)}")
-    shards = mnist_tiled if args.data == "mnist" else mnist_shaped
-    data = shards(args.clients, args.points)
+    if args.data == "mnist":
+        from bflnet.data.vision import DatasetNotFoundError
+
+        try:
+            data = mnist_tiled(args.clients, args.points)
+        except DatasetNotFoundError as error:
+            print(f"no MNIST here ({str(error).splitlines()[0]}): synthetic images instead")
+            args.data = "synthetic"
+    if args.data == "synthetic":
+        data = mnist_shaped(args.clients, args.points)
     rounds = {mode: make_round(mode, data, args.tau_max) for mode in modes}
     for fn in rounds.values():  # warm-up
         fn()

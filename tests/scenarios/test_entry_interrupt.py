@@ -1,7 +1,8 @@
 """Ctrl-C (or SIGTERM) while the ``bflnet`` command is still starting up, its imports not
 done: one line and exit code 128 + signal, as for the rest of the command line, never a
-traceback. The child blocks inside the import of the command line (a finder that says so
-on stdout, then sleeps) and the signal is sent only once it said so: no timing guess."""
+traceback; the same for ``python -m bflnet.scenarios.cli``. The child blocks inside the
+import of the command line (a finder that says so on stdout, then sleeps) and the signal
+is sent only once it said so: no timing guess."""
 
 from __future__ import annotations
 
@@ -37,6 +38,24 @@ sys.exit(main())
 """
 
 
+#: ``python -m bflnet.scenarios.cli list`` with the registry's import blocking until a
+#: signal comes (a ``sitecustomize`` installs the finder before ``-m`` imports anything).
+#: The package import that ``-m`` does first must not load the registry: there, before
+#: the entry point's handlers, a Ctrl-C would print a traceback.
+SITECUSTOMIZE = """
+import sys, time
+
+class SlowImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == "bflnet.scenarios.registry":
+            print("importing", flush=True)
+            time.sleep(60)
+        return None
+
+sys.meta_path.insert(0, SlowImport())
+"""
+
+
 def test_the_console_script_is_the_entry_module():
     with open(ROOT / "pyproject.toml", "rb") as f:
         scripts = tomllib.load(f)["project"]["scripts"]
@@ -49,6 +68,26 @@ def test_a_signal_during_the_imports_ends_in_one_line(signum):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, *sys.path])}
     child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert child.stdout.readline() == "importing\n"  # inside the import: send it now
+        child.send_signal(signum)
+        out, err = child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 128 + signum, err
+    assert err == f"bflnet: interrupted ({signal.Signals(signum).name})\n"
+    assert out == ""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_the_module_entry_point_ends_in_one_line_too(tmp_path, signum):
+    (tmp_path / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    src = str(Path(bflnet.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), src, *sys.path])}
+    child = subprocess.Popen([sys.executable, "-m", "bflnet.scenarios.cli", "list"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert child.stdout.readline() == "importing\n"  # inside the import: send it now
         child.send_signal(signum)

@@ -3,6 +3,9 @@
 The commands are a Typer application (:mod:`bflnet.scenarios.cli_app`). ``bflnet list``,
 typed as it is, is answered without loading it: Typer and pydantic take longer to import
 than the listing itself takes.
+
+``python -m bflnet.scenarios.cli`` runs the console script's entry point
+(:mod:`bflnet.entry`): Ctrl-C or SIGTERM during the imports ends in one line too.
 """
 
 from __future__ import annotations
@@ -43,5 +46,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # python -m bflnet.scenarios.cli: as the console script
+    from bflnet.entry import main as entry_main
+
+    sys.exit(entry_main())

@@ -59,7 +59,6 @@ channel noise over the 2η of the same ``step_size``, for comparison).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -68,8 +67,6 @@ from bflnet.params import param
 from bflnet.scenarios.lists import comma_list
 from bflnet.scenarios.network_settings import NetworkSettings
 from bflnet.scenarios.placement import (
-    PLACEMENT_ELSEWHERE,
-    PLACEMENTS,
     device_mean_gains,
 )
 from bflnet.scenarios.registry import register
@@ -88,7 +85,6 @@ from bflnet.scenarios.schema import (
     col,
 )
 from bflnet.scenarios.wflmc_gaussian import (
-    AIR_ELSEWHERE,
     AirUplinkSettings,
     snr_list,
 )
@@ -125,7 +121,6 @@ class OTALangevinConfig(AirUplinkSettings, NetworkSettings):
     """Parameters of ``ota-langevin``."""
 
     SCENARIO: ClassVar[str] = NAME
-    DECIDED_ELSEWHERE: ClassVar[Mapping[str, str]] = {**AIR_ELSEWHERE, **PLACEMENT_ELSEWHERE}
 
     K: int = param(10, "devices", ge=2, le=1000)
     points_per_agent: int = param(300, "training images per device", ge=1, le=60_000)
@@ -148,15 +143,6 @@ class OTALangevinConfig(AirUplinkSettings, NetworkSettings):
                               "quantiser", ge=2, le=32)
     mean_gain_db: float = param(-20.0, "mean power gain of the channel in dB (placement "
                                 "fixed)", ge=-200, le=0)
-    placement: str = param("fixed", "where the devices are: fixed (every mean gain "
-                           "mean_gain_db), distance (all at distance_m from the server) or "
-                           "square (uniform in a square of side distance_m, server at its "
-                           "centre); the mean gains then follow the log-distance path loss",
-                           choices=PLACEMENTS)
-    distance_m: float = param(10.0, "distance to the server (distance) or side of the "
-                              "square (square), metres", gt=0, le=1e6)
-    path_loss_exponent: float = param(3.0, "path-loss exponent n", ge=0, le=10)
-    ref_loss_db: float = param(40.0, "path loss at 1 m, dB", ge=-100, le=300)
     bandwidth_hz: float = param(1e6, "channel uses per second", gt=0, le=1e12)
     latency_s: float = param(0.0, "latency added to each round's air time", ge=0, le=1e6)
     eval_every: int = param(10, "rounds between evaluations", ge=1, le=10**6)

@@ -50,6 +50,7 @@ device per round over ideal links), ``cum_channel_uses`` (analog channel uses of
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -120,12 +121,52 @@ AIR_ELSEWHERE = {
        if f.name not in AIR_FIELDS and f.name not in GRAPH_FIELDS}}
 
 
+def _placement_declarations() -> dict[str, tuple[str, Any]]:
+    """``name: (annotation, field)`` of where the devices are and the path loss's fields
+    (fresh ``Field`` objects: a dataclass takes ownership of those it is given)."""
+    return {
+        "placement": ("str", param(
+            "fixed", "where the devices are: fixed (every mean gain mean_gain_db), distance "
+            "(all at distance_m from the server) or square (uniform in a square of side "
+            "distance_m, server at its centre); the mean gains then follow the "
+            "log-distance path loss", choices=PLACEMENTS)),
+        "distance_m": ("float", param(10.0, "distance to the server (distance) or side of "
+                                      "the square (square), metres", gt=0, le=1e6)),
+        "path_loss_exponent": ("float", param(3.0, "path-loss exponent n", ge=0, le=10)),
+        "ref_loss_db": ("float", param(40.0, "path loss at 1 m, dB", ge=-100, le=300)),
+    }
+
+
 class AirUplinkSettings(ServerOnly):
     """Mixin (first base) of an over-the-air scenario's config: of the network fields it
     reads only ``K``, ``bandwidth_hz`` and ``latency_s``; setting another is a one-line
-    error naming what decides instead."""
+    error naming what decides instead.
 
-    DECIDED_ELSEWHERE: ClassVar[Mapping[str, str]] = AIR_ELSEWHERE
+    It declares the placement's fields (``placement``, ``distance_m``,
+    ``path_loss_exponent``, ``ref_loss_db``; :mod:`bflnet.scenarios.placement`) for the
+    config that derives from it, which declares ``mean_gain_db`` (its help differs per
+    scenario): ``placement`` comes right after it in the field order (``bflnet describe``,
+    ``--help``); the other three are network fields and keep their place."""
+
+    DECIDED_ELSEWHERE: ClassVar[Mapping[str, str]] = {**AIR_ELSEWHERE,
+                                                      **PLACEMENT_ELSEWHERE}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "placement" in getattr(cls, "__dataclass_fields__", {}):
+            return  # a config derived from one that has them
+        own = inspect.get_annotations(cls)
+        if "mean_gain_db" not in own:
+            raise TypeError(f"{cls.__name__}: an AirUplinkSettings config declares "
+                            f"mean_gain_db (the placement's fields follow it)")
+        annotations: dict[str, Any] = {}
+        for name, annotation in own.items():
+            annotations[name] = annotation
+            if name == "mean_gain_db":
+                for new, (kind, field) in _placement_declarations().items():
+                    annotations[new] = kind
+                    setattr(cls, new, field)
+        cls.__annotations__ = annotations
     #: The scenario's ``methods`` values.
     METHOD_NAMES: ClassVar[tuple[str, ...]] = ()
 
@@ -150,7 +191,6 @@ class WFLMCGaussianConfig(AirUplinkSettings, NetworkSettings):
     """Parameters of ``wflmc-gaussian``."""
 
     SCENARIO: ClassVar[str] = NAME
-    DECIDED_ELSEWHERE: ClassVar[Mapping[str, str]] = {**AIR_ELSEWHERE, **PLACEMENT_ELSEWHERE}
 
     K: int = param(30, "devices (paper: 30)", ge=2, le=1000)
     points_per_agent: int = param(40, "data points per device (paper: 40)", ge=1,
@@ -170,15 +210,6 @@ class WFLMCGaussianConfig(AirUplinkSettings, NetworkSettings):
     clip: float = param(30.0, "norm clip of the local gradients (paper: 30)", gt=0, le=1e12)
     mean_gain_db: float = param(-20.0, "mean power gain of the channel in dB (paper: −20; "
                                 "placement fixed)", ge=-200, le=0)
-    placement: str = param("fixed", "where the devices are: fixed (every mean gain "
-                           "mean_gain_db), distance (all at distance_m from the server) or "
-                           "square (uniform in a square of side distance_m, server at its "
-                           "centre); the mean gains then follow the log-distance path loss",
-                           choices=PLACEMENTS)
-    distance_m: float = param(10.0, "distance to the server (distance) or side of the "
-                              "square (square), metres", gt=0, le=1e6)
-    path_loss_exponent: float = param(3.0, "path-loss exponent n", ge=0, le=10)
-    ref_loss_db: float = param(40.0, "path loss at 1 m, dB", ge=-100, le=300)
     gain_threshold: float | None = param(None, "fixed amplitude threshold of the "
                                          "truncation (none: the authors' rule per round)",
                                          ge=0, le=1e6)

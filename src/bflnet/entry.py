@@ -22,8 +22,11 @@ class StartupInterrupted(BaseException):
     """A signal outside the application's own handlers (during the imports)."""
 
     def __init__(self, signum: int) -> None:
-        self.signum = signum
-        super().__init__(f"interrupted ({signal.Signals(signum).name})")
+        self.signum = int(signum)
+        super().__init__(self.signum)  # ``type(exc)(*exc.args)`` is the same exception
+
+    def __str__(self) -> str:
+        return f"interrupted ({signal.Signals(self.signum).name})"
 
 
 def _handler(signum: int, frame: Any) -> None:

@@ -29,8 +29,14 @@ class Interrupted(BaseException):
     """The process was sent SIGINT (Ctrl-C) or SIGTERM; ``exit_code`` is 128 + signal."""
 
     def __init__(self, signum: int, message: str | None = None) -> None:
-        self.signum = signum
-        super().__init__(message or f"interrupted ({signal.Signals(signum).name})")
+        self.signum = int(signum)
+        self.message = message or f"interrupted ({signal.Signals(signum).name})"
+        # ``args`` rebuild it: SimPy re-raises a failed process's exception in the
+        # process waiting for it as ``type(exc)(*exc.args)`` (and pickle does the same)
+        super().__init__(self.signum, self.message)
+
+    def __str__(self) -> str:
+        return self.message
 
     @property
     def exit_code(self) -> int:

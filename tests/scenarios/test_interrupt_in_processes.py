@@ -1,0 +1,50 @@
+"""A signal handled while a SimPy process other than the protocol's own runs (a sender on
+the shared medium, a server's job): SimPy re-raises a failed process's exception in the
+process that waits for it as ``type(exc)(*exc.args)``, so :class:`Interrupted` must
+survive that copy (it became ``ValueError: 'interrupted (SIGTERM)' is not a valid
+Signals``, exit code 2, before)."""
+
+import os
+import pickle
+import signal
+
+import pytest
+import simpy
+
+from bflnet.entry import StartupInterrupted
+from bflnet.scenarios.interrupt import Interrupted, catch_signals
+
+
+@pytest.mark.parametrize("exc", [Interrupted(signal.SIGTERM), Interrupted(2, "sweep stopped"),
+                                 StartupInterrupted(signal.SIGINT)])
+def test_copies_are_the_same_exception(exc):
+    for copy in (type(exc)(*exc.args), pickle.loads(pickle.dumps(exc))):
+        assert type(copy) is type(exc)
+        assert copy.signum == exc.signum and str(copy) == str(exc)
+
+
+def test_interrupted_message_and_exit_code():
+    exc = Interrupted(signal.SIGTERM)
+    assert str(exc) == "interrupted (SIGTERM)" and exc.exit_code == 143
+    assert str(StartupInterrupted(signal.SIGINT)) == "interrupted (SIGINT)"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_inside_a_waited_for_process_reaches_the_caller(signum):
+    env = simpy.Environment()
+
+    def sender():
+        yield env.timeout(1)
+        os.kill(os.getpid(), signum)  # handled at the next bytecode, in this process
+        for _ in range(10**6):  # (never reached: the handler raises first)
+            pass
+        yield env.timeout(1)
+
+    def protocol():
+        yield env.all_of([env.process(sender()), env.process(sender())])
+
+    done = env.process(protocol())
+    with pytest.raises(Interrupted) as caught, catch_signals():
+        env.run(until=done)
+    assert caught.value.signum == signum
+    assert str(caught.value) == f"interrupted ({signal.Signals(signum).name})"

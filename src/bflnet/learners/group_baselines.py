@@ -44,6 +44,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from bflnet.devices import resolve_device
 from bflnet.learners.fedavg import FedAvg
 from bflnet.learners.hyper import GroupFedAvgParams
 from bflnet.learners.torch_utils import check_particles, torch_generator
@@ -128,8 +129,9 @@ class DenseMLP:
 
     def init_particles(self, n: int, generator: torch.Generator) -> Tensor:
         """``(n, d)`` float32 vectors, every weight and bias ``U(−1/√N_{l−1}, 1/√N_{l−1})``
-        (torch's default for linear layers)."""
-        theta = torch.rand((n, self.d), generator=generator) * 2 - 1
+        (torch's default for linear layers), on the generator's device (the learner draws
+        on the CPU, the same numbers on every device, and moves them)."""
+        theta = torch.rand((n, self.d), generator=generator, device=generator.device) * 2 - 1
         for (w0, _, end), n_in in zip(self.slices, self.sizes[:-1], strict=True):
             theta[:, w0:end] /= math.sqrt(n_in)
         return theta
@@ -163,7 +165,7 @@ def top_masks(scores: Sequence[Tensor], targets: Sequence[int] | int) -> list[Te
     keep = torch.zeros_like(flat, dtype=torch.bool)
     start = 0
     for score in scores:
-        keep[torch.arange(flat.shape[0]), start + score.argmax(1)] = True
+        keep[torch.arange(flat.shape[0], device=flat.device), start + score.argmax(1)] = True
         start += score.shape[1]
     room = targets - len(scores)
     if room > 0:
@@ -196,7 +198,7 @@ def prune_by_energy(model: DenseMLP, theta: Tensor, targets: Sequence[int] | int
 def active_groups(model: DenseMLP, theta: Tensor) -> Tensor:
     """``(N,)``: the number of weight columns with a nonzero entry, over all layers."""
     return sum(((w != 0).any(1).sum(1) for w, _ in model.unpack(theta)),
-               torch.zeros(theta.shape[0], dtype=torch.long))
+               torch.zeros(theta.shape[0], dtype=torch.long, device=theta.device))
 
 
 def group_lasso_penalty(model: DenseMLP, theta: Tensor, weight: float) -> Tensor:
@@ -239,18 +241,28 @@ class GroupFedAvg(FedAvg):
     ``eval_data = (x, y)``: the test set; metrics ``test_nmse``, ``test_mse`` (gaussian) or
     ``accuracy``, ``test_error`` (softmax) of the pruned model, ``test_nmse_dense`` /
     ``test_error_dense`` of the unpruned one, ``active_groups``, ``target_groups``.
+
+    ``device`` (a ``torch.device`` or ``cpu``/``cuda``/``auto``, :func:`~bflnet.devices.
+    resolve_device`): where the models, the clients' data and the test set live (put
+    there once) and the local steps, masks and pruning compute, in the learner's
+    ``dtype`` (float32). The initial weights and the minibatch draws come from the CPU
+    (the same numbers on every device); the host reads the device only once per client
+    call (the finiteness check) and per evaluation (the metrics).
     """
 
     def __init__(self, model: DenseMLP, agent_data: Mapping[Any, tuple[Any, Any]],
                  params: GroupFedAvgParams | None = None, *,
-                 eval_data: tuple[Any, Any] | None = None, **hyper: Any) -> None:
+                 eval_data: tuple[Any, Any] | None = None,
+                 device: str | torch.device = "cpu", **hyper: Any) -> None:
         params = with_overrides(params if params is not None
                                 else GroupFedAvgParams(optimizer="adam", lr=1e-3), hyper)
         if not isinstance(params, GroupFedAvgParams):
             raise ValueError("params: must be GroupFedAvgParams")
         if params.batch_agents:
             raise ValueError("batch_agents: not supported by the group baselines")
-        super().__init__(model, agent_data, params)
+        if not isinstance(device, torch.device):
+            device = resolve_device(device)
+        super().__init__(model, agent_data, params, device=device)
         self.group_params = params
         self.targets: list[int] | int = (
             layer_targets(model.sizes, params.target_density)
@@ -259,8 +271,8 @@ class GroupFedAvg(FedAvg):
         self.test = None
         if eval_data is not None:
             x, y = eval_data
-            self.test = (torch.as_tensor(np.asarray(x), dtype=self.dtype),
-                         torch.as_tensor(np.asarray(y)))
+            self.test = (torch.as_tensor(np.asarray(x), dtype=self.dtype, device=self.device),
+                         torch.as_tensor(np.asarray(y), device=self.device))
 
     def init(self, rng: np.random.Generator | None) -> Tensor:
         """Random weights; with group SNIP, the non-salient groups set to zero."""

@@ -91,11 +91,12 @@ class MinibatchSampler:
         x = self.data[agent][0]
         n = x.shape[0]
         if self.batch_size >= n:
-            idx = torch.arange(n)
-        elif n > LARGE_SET_ROWS and 8 * self.batch_size <= n:
+            return torch.arange(n, device=x.device)
+        if n > LARGE_SET_ROWS and 8 * self.batch_size <= n:
             idx = sample_without_replacement(n, self.batch_size, generator)
-        else:
-            idx = torch.randperm(n, generator=generator)[:self.batch_size]
+        else:  # drawn where the generator is (the CPU: the same draws on every device)
+            idx = torch.randperm(n, generator=generator,
+                                 device=generator.device)[:self.batch_size]
         return idx.to(x.device)
 
     def many_indices(self, agent: Any, generator: torch.Generator, count: int) -> Tensor:

@@ -35,8 +35,9 @@ instead (Boston: the last 20 % of the training rows; MNIST: ``eval_size`` traini
 no client holds), for choosing the baselines' ``lr`` and ``group_lasso`` without the test
 set.
 
-EM-TDAMP's ``batch_agents``, ``dtype`` and ``device`` (docs/em-tdamp.md, Sec. 7.5) apply
-to EM-TDAMP's clients only; the baselines run on the CPU in float32 as before.
+EM-TDAMP's ``batch_agents`` and ``dtype`` (docs/em-tdamp.md, Sec. 7.5) apply to
+EM-TDAMP's clients only (the baselines run in float32); ``device`` applies to every method:
+EM-TDAMP's clients and the baselines' models, data, local steps and pruning.
 
 Defaults are reduced to finish in about a minute on 2 cores. The paper's settings:
 
@@ -60,6 +61,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from bflnet.devices import DEVICES
 from bflnet.learners.hyper import BUDGET_SCOPES, EMTDAMPParams, GroupFedAvgParams
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.emtdamp import (
@@ -137,6 +139,9 @@ class CompareSettings(ServerOnly, EMTDAMPParams, NetworkSettings):
     eval_every: int = param(1, "evaluate every this many rounds (and the last)", ge=1,
                             le=10**9)
     threads: int = param(1, "torch threads inside the run", ge=1, le=1024)
+    device: str = param("cpu", "where the clients compute, EM-TDAMP's TDAMP and the "
+                        "baselines' local steps: cpu, cuda (an error without a CUDA "
+                        "device) or auto (cuda when available, else cpu)", choices=DEVICES)
 
     SIZES: ClassVar[tuple[int, ...]] = BOSTON_SIZES
     TASK: ClassVar[str] = ""
@@ -311,7 +316,7 @@ def _learner(method: str, config: CompareSettings, shards: list[tuple[Any, Any]]
     model = DenseMLP(sizes, "softmax" if classify else "gaussian")
     steps = config.tau_max * max(math.ceil(len(y) / config.batch_size) for _, y in shards)
     learner = GroupFedAvg(model, agents, config.baseline_params(method, steps),
-                          eval_data=test)
+                          eval_data=test, device=config.device)
     return learner, RawCodec
 
 

@@ -7,6 +7,7 @@ Signals``, exit code 2, before)."""
 import os
 import pickle
 import signal
+import time
 
 import pytest
 import simpy
@@ -48,3 +49,35 @@ def test_a_signal_inside_a_waited_for_process_reaches_the_caller(signum):
         env.run(until=done)
     assert caught.value.signum == signum
     assert str(caught.value) == f"interrupted ({signal.Signals(signum).name})"
+
+
+def suspended_with_finally(work):
+    """A started generator whose ``finally`` calls ``work`` when it is closed."""
+    def body():
+        try:
+            yield
+        finally:
+            work()
+    gen = body()
+    next(gen)
+    return gen
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_handled_inside_a_finalizer_is_not_lost(signum):
+    """The handler runs inside a generator's ``finally`` while the generator is being
+    finalized (as the garbage collector does with a SimPy process left suspended); Python
+    drops the exception raised there, so the signal is sent again and comes out after."""
+    def work():
+        os.kill(os.getpid(), signum)
+        for _ in range(1000):  # bytecodes: the handler runs here, inside the finalizer
+            pass
+
+    deadline = time.monotonic() + 30.0
+    with pytest.raises(Interrupted) as caught, catch_signals():
+        gen = suspended_with_finally(work)
+        del gen  # finalized here: GeneratorExit, then the finally
+        while time.monotonic() < deadline:  # the program goes on: the signal comes here
+            pass
+    assert caught.value.signum == signum
+    assert time.monotonic() < deadline

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 import simpy
+from simpy.events import URGENT
 
 from bflnet.learners.base import ConsensusLearner, PerNeighbour
 from bflnet.protocols import wire
@@ -279,16 +280,6 @@ def _over_the_air(sim: Simulation, sends: list[tuple[float, Any, Any, Any, int]]
     for i, (_, _, k, _, _) in enumerate(sends):
         by_sender.setdefault(k, []).append(i)
 
-    def one_by_one(idx: list[int]) -> Generator[simpy.Event, Any, None]:
-        ready = sends[idx[0]][0]
-        if ready > env.now:
-            yield env.timeout(ready - env.now)
-        for i in idx:  # in order, as the sender's radio would queue them
-            _, j, k, payload, bits = sends[i]
-            delivery = yield from links[(k, j)].send(
-                Message(k, j, "gossip", payload, bits, iteration), deliver=False)
-            arrived[i] = delivery.delivered
-
     def one_for_all(idx: list[int]) -> Generator[simpy.Event, Any, None]:
         ready, _, k, payload, bits = sends[idx[0]]
         if ready > env.now:
@@ -304,10 +295,51 @@ def _over_the_air(sim: Simulation, sends: list[tuple[float, Any, Any, Any, int]]
         if broadcast and all(sends[i][3] is first for i in idx):
             procs.append(env.process(one_for_all(idx)))
         else:
-            procs.append(env.process(one_by_one(idx)))
+            procs.append(_OneByOne(env, links, sends, idx, arrived, iteration).done)
     if procs:
         yield env.all_of(procs)
     return arrived
+
+
+class _OneByOne:
+    """One sender's unicasts of a round (``sends[i]`` for ``i`` in ``idx``) handed to its
+    radio at ``ready``, in order, driven by the events' callbacks instead of a process:
+    the events, and their order, are those of a process doing the same (its start, at
+    ``URGENT`` priority, and its end, :attr:`done`, included)."""
+
+    __slots__ = ("arrived", "done", "env", "idx", "iteration", "links", "pos", "sends")
+
+    def __init__(self, env: simpy.Environment, links: dict[tuple[Any, Any], Any],
+                 sends: list[tuple[float, Any, Any, Any, int]], idx: list[int],
+                 arrived: list[bool], iteration: int) -> None:
+        self.env, self.links, self.sends, self.idx = env, links, sends, idx
+        self.arrived, self.iteration, self.pos = arrived, iteration, 0
+        #: Triggered when the last message has ended (as a process's end would be).
+        self.done = env.event()
+        begin = simpy.Event(env)  # what a process's start is (simpy's Initialize)
+        begin._ok, begin._value = True, None
+        begin.callbacks.append(self._begin)
+        env.schedule(begin, URGENT)
+
+    def _begin(self, _: Any) -> None:
+        env, ready = self.env, self.sends[self.idx[0]][0]
+        if ready > env.now:
+            env.timeout(ready - env.now).callbacks.append(self._next)
+        else:
+            self._next(None)
+
+    def _next(self, _: Any) -> None:
+        _, j, k, payload, bits = self.sends[self.idx[self.pos]]
+        self.links[(k, j)].send_then(Message(k, j, "gossip", payload, bits, self.iteration),
+                                     self._sent, deliver=False)
+
+    def _sent(self, delivered: bool) -> None:
+        self.arrived[self.idx[self.pos]] = delivered
+        self.pos += 1
+        if self.pos < len(self.idx):
+            self._next(None)
+        else:
+            self.done.succeed()
 
 
 def _checked_rows(weights: Any, nodes: list[Any], neighbours: dict[Any, list[Any]]

@@ -200,7 +200,7 @@ def _aloha(mac: Aloha, radio: Transceiver, attempt: int) -> simpy.Event | None:
     its ``defer`` row (the slots it skipped) is written then."""
     env, slot = radio.env, radio.slot_s
     first = math.ceil(env.now / slot - _SLOT_TOL)
-    k = first + int(radio.mac_rng.geometric(mac.p)) - 1
+    k = first + radio.draws.geometric(mac.p) - 1  # rng.geometric(p), in blocks
     wait = _wait_until(env, k * slot)
     if k > first:
         row = {"node": radio.node, "kind": "defer", "attempt": attempt, "deferrals": k - first}
@@ -224,5 +224,5 @@ def _tdma(mac: Tdma, radio: Transceiver, attempt: int) -> simpy.Event | None:
 
 def _csma(mac: Csma, radio: Transceiver, attempt: int) -> simpy.Event:
     window = mac.window(attempt)
-    counter = int(radio.mac_rng.integers(window))
+    counter = radio.draws.below(window)  # rng.integers(window), in blocks
     return radio.medium.carrier.backoff(radio.index, counter, attempt, window)

@@ -14,12 +14,13 @@ the message iff it received every packet.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import numpy as np
 import simpy
 
+from bflnet.radio.draws import BlockDraws
 from bflnet.radio.mac import Csma, Mac, mac_access
 from bflnet.radio.medium import SharedMedium
 
@@ -37,6 +38,7 @@ class Transceiver:
         self.env, self.node, self.index, self.medium = env, node, index, medium
         self.mac, self.recorder, self.mtu_bits = mac, recorder, mtu_bits
         self._mac_rng = mac_rng
+        self._draws: BlockDraws | None = None
         self.slot_s, self.colour, self.frame_slots = slot_s, colour, frame_slots
         #: Whether a message holds the radio; the messages waiting for it, in order.
         self.holding = False
@@ -53,6 +55,14 @@ class Transceiver:
         if callable(self._mac_rng):
             self._mac_rng = self._mac_rng()
         return self._mac_rng
+
+    @property
+    def draws(self) -> BlockDraws:
+        """The MAC's draws from :attr:`mac_rng`, in blocks (the values of numpy's calls)."""
+        draws = self._draws
+        if draws is None:
+            draws = self._draws = BlockDraws(self.mac_rng)
+        return draws
 
     def _take(self) -> Generator[simpy.Event, Any, None]:
         """Wait for the radio (at once, without an event, when it is free)."""
@@ -80,63 +90,164 @@ class Transceiver:
     def transmit(self, receivers: Sequence[Any], bits: int, *, acknowledged: bool,
                  max_attempts: int | None
                  ) -> Generator[simpy.Event, Any, tuple[float, int, int, dict[Any, bool]]]:
-        """Send ``bits`` to ``receivers`` (node ids): ``(start, attempts, bits_on_air,
-        {receiver: arrived})``, ``start`` the first packet's time on the air."""
-        env, medium = self.env, self.medium
+        """SimPy process body: send ``bits`` to ``receivers`` (node ids); returns ``(start,
+        attempts, bits_on_air, {receiver: arrived})``, ``start`` the first packet's time on
+        the air (a :class:`Sending` driven by this process)."""
+        op = Sending(self, receivers, bits, acknowledged, max_attempts)
+        try:
+            wait = op.advance()
+            while wait is not None:
+                yield wait
+                wait = op.advance()
+        except BaseException:
+            op.abort()
+            raise
+        return op.result
+
+    def send_then(self, receivers: Sequence[Any], bits: int, *, acknowledged: bool,
+                  max_attempts: int | None,
+                  then: Callable[[tuple[float, int, int, dict[Any, bool]]], Any]) -> None:
+        """:meth:`transmit` without a process: ``then(result)`` is called when it ends,
+        from the callback of the event the process would have resumed on (so the events
+        and their order are those of :meth:`transmit`)."""
+        op = Sending(self, receivers, bits, acknowledged, max_attempts)
+        op.then = then
+        op.wake(None)
+
+
+class Sending:
+    """One message on a radio, as a state machine: :meth:`advance` runs it until the next
+    event it must wait for (returned) or to its end (``None``, and :attr:`result` set).
+    A process drives it (:meth:`Transceiver.transmit`), or the events' callbacks do
+    (:meth:`Transceiver.send_then`)."""
+
+    __slots__ = ("acknowledged", "attempts", "cap", "first", "got", "k", "on_air", "outcome",
+                 "radio", "result", "sizes", "start", "state", "targets", "then", "tries", "turn",
+                 "tx")
+
+    #: states: the radio to take, waiting for the radio, the MAC's access, on the air,
+    #: the outcome's latency over, done
+    _TAKE, _TURN, _ACCESS, _START, _AIR, _LATE, _DONE = range(7)
+
+    def __init__(self, radio: Transceiver, receivers: Sequence[Any], bits: int,
+                 acknowledged: bool, max_attempts: int | None) -> None:
+        medium = radio.medium
         index = medium.index
         targets = [index[r] for r in receivers]
-        got = dict.fromkeys(targets, True)
-        mtu = self.mtu_bits
+        self.radio, self.acknowledged, self.targets = radio, acknowledged, targets
+        self.got = dict.fromkeys(targets, True)
+        self.first = targets[0]
+        mtu = radio.mtu_bits
         if bits <= mtu:
-            sizes = [bits]
+            self.sizes = [bits]
         else:
             full, rest = divmod(bits, mtu)
-            sizes = [mtu] * full + ([rest] if rest else [])
-        cap = self._cap
+            self.sizes = [mtu] * full + ([rest] if rest else [])
+        cap = radio._cap
         if cap is None:
             cap = max_attempts if max_attempts is not None else UNLIMITED_ATTEMPTS
-        start, attempts, on_air = None, 0, 0
-        if self.holding:
-            yield from self._take()
-        else:  # free: taken without an event
-            self.holding = True
-        mac, access, me, latency = self.mac, self._access, self.index, self.latency_s
-        rate = medium.spec.rate_bps
-        first = targets[0]
-        try:
-            for size in sizes:
-                airtime = size / rate
-                tries = 0
-                while True:
-                    tries += 1
-                    if access is not None:
-                        wait = access(mac, self, tries)
-                        if wait is not None:
-                            yield wait
-                    tx = medium.start(me, targets, airtime, size, {"attempt": tries})
-                    if start is None:
-                        start = tx.start
-                    yield env.timeout(airtime)
-                    outcome = tx.outcome
-                    if outcome is None:
-                        outcome = medium.finish(tx)
-                    on_air += size
-                    if latency:
-                        yield env.timeout(latency)
-                    if not acknowledged:
-                        for r, ok in outcome.items():
-                            got[r] = got[r] and ok
-                        break
-                    if outcome[first]:
-                        break
-                    if tries >= cap:
-                        got[first] = False
-                        break
-                attempts += tries
-                if acknowledged and not got[first]:
-                    break
-        finally:
-            self._give()
-        ids = medium.ids
-        return (env.now if start is None else start), attempts, on_air, {
-            ids[r]: ok for r, ok in got.items()}
+        self.cap = cap
+        self.start: float | None = None
+        self.attempts = self.on_air = self.k = self.tries = 0
+        self.state = self._TAKE
+        self.turn: simpy.Event | None = None
+        self.tx: Any = None
+        self.outcome: dict[int, bool] | None = None
+        self.result: tuple[float, int, int, dict[Any, bool]] | None = None
+        self.then: Callable[[Any], Any] | None = None
+
+    def wake(self, _: Any) -> None:
+        """Advance; wait for the next event by its callback, or hand the result on."""
+        wait = self.advance()
+        if wait is None:
+            assert self.then is not None
+            self.then(self.result)
+        else:
+            wait.callbacks.append(self.wake)
+
+    def advance(self) -> simpy.Event | None:
+        """Run until the next event to wait for (returned), or to the end (``None``)."""
+        radio = self.radio
+        state = self.state
+        if state == self._TAKE:
+            if radio.holding:  # wait for the radio, in order
+                self.turn = radio.env.event()
+                radio._queue.append(self.turn)
+                self.state = self._TURN
+                return self.turn
+            radio.holding = True  # free: taken without an event
+            state = self._ACCESS
+        elif state == self._TURN:
+            self.turn = None
+            state = self._ACCESS
+        env, medium = radio.env, radio.medium
+        while True:
+            if state == self._ACCESS:
+                self.tries += 1
+                access = radio._access
+                state = self._START
+                if access is not None:
+                    wait = access(radio.mac, radio, self.tries)
+                    if wait is not None:
+                        self.state = state
+                        return wait
+            if state == self._START:
+                size = self.sizes[self.k]
+                airtime = size / medium.spec.rate_bps
+                tx = self.tx = medium.start(radio.index, self.targets, airtime, size,
+                                            {"attempt": self.tries})
+                if self.start is None:
+                    self.start = tx.start
+                self.state = self._AIR
+                return env.timeout(airtime)
+            if state == self._AIR:
+                tx, self.tx = self.tx, None
+                outcome = tx.outcome
+                if outcome is None:
+                    outcome = medium.finish(tx)
+                self.outcome = outcome
+                self.on_air += self.sizes[self.k]
+                state = self._LATE
+                if radio.latency_s:
+                    self.state = state
+                    return env.timeout(radio.latency_s)
+            # state == _LATE: the outcome is known to the sender
+            outcome, self.outcome = self.outcome, None
+            assert outcome is not None
+            got, first = self.got, self.first
+            if not self.acknowledged:
+                for r, ok in outcome.items():
+                    got[r] = got[r] and ok
+            elif not outcome[first]:
+                if self.tries < self.cap:  # again
+                    state = self._ACCESS
+                    continue
+                got[first] = False
+            self.attempts += self.tries
+            self.tries = 0
+            self.k += 1
+            if self.k == len(self.sizes) or (self.acknowledged and not got[first]):
+                return self._finish()
+            state = self._ACCESS
+
+    def _finish(self) -> None:
+        """Give the radio back; the result."""
+        radio = self.radio
+        self.state = self._DONE
+        radio._give()
+        ids = radio.medium.ids
+        self.result = ((radio.env.now if self.start is None else self.start), self.attempts,
+                       self.on_air, {ids[r]: ok for r, ok in self.got.items()})
+        return None
+
+    def abort(self) -> None:
+        """The driving process was interrupted: give the radio back (or the turn up)."""
+        radio, turn = self.radio, self.turn
+        if self.state == self._TURN and turn is not None:
+            if turn.triggered:  # handed over, but not taken: pass it on
+                radio._give()
+            else:
+                radio._queue.remove(turn)
+        elif self.state not in (self._TAKE, self._DONE):
+            radio._give()
+        self.state = self._DONE

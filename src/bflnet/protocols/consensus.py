@@ -17,6 +17,7 @@ from bflnet.protocols.base import AgentSlots, call, check_eval_every, start_cons
 from bflnet.protocols.mixing import MIXING_NAMES, make_mixing, mixing_from_edges, weight_rows
 from bflnet.protocols.stopping import StopRule
 from bflnet.protocols.wire import CodecSpec
+from bflnet.simulator.link import checked_bits
 from bflnet.simulator.message import Message
 from bflnet.simulator.simulation import Outcome, Simulation
 
@@ -295,7 +296,7 @@ def _over_the_air(sim: Simulation, sends: list[tuple[float, Any, Any, Any, int]]
         if broadcast and all(sends[i][3] is first for i in idx):
             procs.append(env.process(one_for_all(idx)))
         else:
-            procs.append(_OneByOne(env, links, sends, idx, arrived, iteration).done)
+            procs.append(_OneByOne(env, links, sends, idx, arrived).done)
     if procs:
         yield env.all_of(procs)
     return arrived
@@ -303,17 +304,19 @@ def _over_the_air(sim: Simulation, sends: list[tuple[float, Any, Any, Any, int]]
 
 class _OneByOne:
     """One sender's unicasts of a round (``sends[i]`` for ``i`` in ``idx``) handed to its
-    radio at ``ready``, in order, driven by the events' callbacks instead of a process:
-    the events, and their order, are those of a process doing the same (its start, at
-    ``URGENT`` priority, and its end, :attr:`done`, included)."""
+    radio at ``ready``, in order, driven by the events' callbacks instead of a process
+    running ``Link.send`` for each: the events, and their order, are those of such a
+    process (its start, at ``URGENT`` priority, and its end, :attr:`done`, included), and
+    each message is settled on its link (``Link.settle``: bits, energy, rows) as
+    ``Link.send`` would."""
 
-    __slots__ = ("arrived", "done", "env", "idx", "iteration", "links", "pos", "sends")
+    __slots__ = ("arrived", "done", "env", "idx", "link", "links", "pos", "sends")
 
     def __init__(self, env: simpy.Environment, links: dict[tuple[Any, Any], Any],
                  sends: list[tuple[float, Any, Any, Any, int]], idx: list[int],
-                 arrived: list[bool], iteration: int) -> None:
+                 arrived: list[bool]) -> None:
         self.env, self.links, self.sends, self.idx = env, links, sends, idx
-        self.arrived, self.iteration, self.pos = arrived, iteration, 0
+        self.arrived, self.pos, self.link = arrived, 0, None
         #: Triggered when the last message has ended (as a process's end would be).
         self.done = env.event()
         begin = simpy.Event(env)  # what a process's start is (simpy's Initialize)
@@ -329,12 +332,18 @@ class _OneByOne:
             self._next(None)
 
     def _next(self, _: Any) -> None:
-        _, j, k, payload, bits = self.sends[self.idx[self.pos]]
-        self.links[(k, j)].send_then(Message(k, j, "gossip", payload, bits, self.iteration),
-                                     self._sent, deliver=False)
+        _, j, k, _, bits = self.sends[self.idx[self.pos]]
+        link = self.link = self.links[(k, j)]
+        link.radio.send_then((j,), checked_bits(bits), acknowledged=True,
+                             max_attempts=link.max_attempts, then=self._sent)
 
-    def _sent(self, delivered: bool) -> None:
-        self.arrived[self.idx[self.pos]] = delivered
+    def _sent(self, sending: Any) -> None:
+        i, now = self.idx[self.pos], self.env.now
+        delivered, start = sending.arrived(), sending.start
+        self.link.settle(self.sends[i][4], (now if start is None else start, now,
+                                            sending.attempts, sending.on_air, delivered),
+                         "gossip")
+        self.arrived[i] = delivered
         self.pos += 1
         if self.pos < len(self.idx):
             self._next(None)

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from bflnet.checks import check_int, check_real
+from bflnet.radio.events import timeout
 
 if TYPE_CHECKING:
     from bflnet.radio.transceiver import Transceiver
@@ -191,7 +192,8 @@ def mac_access(mac: Mac) -> Callable[[Any, Transceiver, int], simpy.Event | None
 
 
 def _wait_until(env: simpy.Environment, t: float) -> simpy.Event | None:
-    return env.timeout(t - env.now) if t > env.now else None
+    now = env.now
+    return timeout(env, t - now) if t > now else None
 
 
 def _aloha(mac: Aloha, radio: Transceiver, attempt: int) -> simpy.Event | None:
@@ -217,9 +219,10 @@ def _write_row(record: Any, row: dict[str, Any], _: Any) -> None:
 
 def _tdma(mac: Tdma, radio: Transceiver, attempt: int) -> simpy.Event | None:
     env, slot = radio.env, radio.slot_s
+    now = env.now
     frame, offset = radio.frame_slots * slot, radio.colour * slot
-    f = math.ceil((env.now - offset) / frame - _SLOT_TOL)
-    return _wait_until(env, f * frame + offset)
+    t = math.ceil((now - offset) / frame - _SLOT_TOL) * frame + offset
+    return timeout(env, t - now) if t > now else None
 
 
 def _csma(mac: Csma, radio: Transceiver, attempt: int) -> simpy.Event:

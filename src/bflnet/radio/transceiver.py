@@ -21,6 +21,7 @@ import numpy as np
 import simpy
 
 from bflnet.radio.draws import BlockDraws
+from bflnet.radio.events import timeout
 from bflnet.radio.mac import Csma, Mac, mac_access
 from bflnet.radio.medium import SharedMedium
 
@@ -87,13 +88,25 @@ class Transceiver:
         else:
             self.holding = False
 
+    def _targets(self, receivers: Sequence[Any]) -> list[int]:
+        index = self.medium.index
+        return [index[r] for r in receivers]
+
+    def _attempts(self, max_attempts: int | None) -> int:
+        """The attempts a packet gets: the MAC's (CSMA), else the link's ``max_attempts``
+        (``None``: :data:`UNLIMITED_ATTEMPTS`)."""
+        if self._cap is not None:
+            return self._cap
+        return max_attempts if max_attempts is not None else UNLIMITED_ATTEMPTS
+
     def transmit(self, receivers: Sequence[Any], bits: int, *, acknowledged: bool,
                  max_attempts: int | None
                  ) -> Generator[simpy.Event, Any, tuple[float, int, int, dict[Any, bool]]]:
         """SimPy process body: send ``bits`` to ``receivers`` (node ids); returns ``(start,
         attempts, bits_on_air, {receiver: arrived})``, ``start`` the first packet's time on
         the air (a :class:`Sending` driven by this process)."""
-        op = Sending(self, receivers, bits, acknowledged, max_attempts)
+        op = Sending(self, self._targets(receivers), bits, acknowledged,
+                     self._attempts(max_attempts))
         try:
             wait = op.advance()
             while wait is not None:
@@ -102,66 +115,58 @@ class Transceiver:
         except BaseException:
             op.abort()
             raise
-        return op.result
+        return op.result()
 
     def send_then(self, receivers: Sequence[Any], bits: int, *, acknowledged: bool,
-                  max_attempts: int | None,
-                  then: Callable[[tuple[float, int, int, dict[Any, bool]]], Any]) -> None:
-        """:meth:`transmit` without a process: ``then(result)`` is called when it ends,
-        from the callback of the event the process would have resumed on (so the events
-        and their order are those of :meth:`transmit`)."""
-        op = Sending(self, receivers, bits, acknowledged, max_attempts)
+                  max_attempts: int | None, then: Callable[[Sending], Any]) -> None:
+        """:meth:`transmit` without a process: ``then(sending)`` is called when it ends
+        (:meth:`Sending.result`, :meth:`Sending.arrived`), from the callback of the event
+        the process would have resumed on, so the events and their order are those of
+        :meth:`transmit`."""
+        op = Sending(self, self._targets(receivers), bits, acknowledged,
+                     self._attempts(max_attempts))
         op.then = then
         op.wake(None)
 
 
 class Sending:
     """One message on a radio, as a state machine: :meth:`advance` runs it until the next
-    event it must wait for (returned) or to its end (``None``, and :attr:`result` set).
-    A process drives it (:meth:`Transceiver.transmit`), or the events' callbacks do
+    event it must wait for (returned) or to its end (``None``). A process drives it
+    (:meth:`Transceiver.transmit`), or the events' callbacks do
     (:meth:`Transceiver.send_then`)."""
 
     __slots__ = ("acknowledged", "attempts", "cap", "first", "got", "k", "on_air", "outcome",
-                 "radio", "result", "sizes", "start", "state", "targets", "then", "tries", "turn",
-                 "tx")
+                 "radio", "sizes", "start", "state", "targets", "then", "tries", "turn", "tx")
 
     #: states: the radio to take, waiting for the radio, the MAC's access, on the air,
     #: the outcome's latency over, done
     _TAKE, _TURN, _ACCESS, _START, _AIR, _LATE, _DONE = range(7)
 
-    def __init__(self, radio: Transceiver, receivers: Sequence[Any], bits: int,
-                 acknowledged: bool, max_attempts: int | None) -> None:
-        medium = radio.medium
-        index = medium.index
-        targets = [index[r] for r in receivers]
+    def __init__(self, radio: Transceiver, targets: list[int], bits: int,
+                 acknowledged: bool, cap: int) -> None:
         self.radio, self.acknowledged, self.targets = radio, acknowledged, targets
-        self.got = dict.fromkeys(targets, True)
         self.first = targets[0]
+        self.got = dict.fromkeys(targets, True)
         mtu = radio.mtu_bits
         if bits <= mtu:
-            self.sizes = [bits]
+            self.sizes = (bits,)
         else:
             full, rest = divmod(bits, mtu)
-            self.sizes = [mtu] * full + ([rest] if rest else [])
-        cap = radio._cap
-        if cap is None:
-            cap = max_attempts if max_attempts is not None else UNLIMITED_ATTEMPTS
+            self.sizes = (mtu,) * full + ((rest,) if rest else ())
         self.cap = cap
         self.start: float | None = None
         self.attempts = self.on_air = self.k = self.tries = 0
-        self.state = self._TAKE
+        self.state = 0  # _TAKE
         self.turn: simpy.Event | None = None
         self.tx: Any = None
         self.outcome: dict[int, bool] | None = None
-        self.result: tuple[float, int, int, dict[Any, bool]] | None = None
-        self.then: Callable[[Any], Any] | None = None
+        self.then: Callable[[Sending], Any] | None = None
 
     def wake(self, _: Any) -> None:
-        """Advance; wait for the next event by its callback, or hand the result on."""
+        """Advance; wait for the next event by its callback, or call ``then``."""
         wait = self.advance()
         if wait is None:
-            assert self.then is not None
-            self.then(self.result)
+            self.then(self)  # type: ignore[misc]
         else:
             wait.callbacks.append(self.wake)
 
@@ -169,7 +174,7 @@ class Sending:
         """Run until the next event to wait for (returned), or to the end (``None``)."""
         radio = self.radio
         state = self.state
-        if state == self._TAKE:
+        if state == 0:  # _TAKE
             if radio.holding:  # wait for the radio, in order
                 self.turn = radio.env.event()
                 radio._queue.append(self.turn)
@@ -177,68 +182,71 @@ class Sending:
                 return self.turn
             radio.holding = True  # free: taken without an event
             state = self._ACCESS
-        elif state == self._TURN:
+        elif state == 1:  # _TURN: handed over
             self.turn = None
             state = self._ACCESS
-        env, medium = radio.env, radio.medium
         while True:
-            if state == self._ACCESS:
+            if state == 2:  # _ACCESS
                 self.tries += 1
                 access = radio._access
-                state = self._START
+                state = 3
                 if access is not None:
                     wait = access(radio.mac, radio, self.tries)
                     if wait is not None:
-                        self.state = state
+                        self.state = 3
                         return wait
-            if state == self._START:
+            if state == 3:  # _START
+                medium = radio.medium
                 size = self.sizes[self.k]
-                airtime = size / medium.spec.rate_bps
+                airtime = size / medium.rate_bps
                 tx = self.tx = medium.start(radio.index, self.targets, airtime, size,
                                             {"attempt": self.tries})
                 if self.start is None:
                     self.start = tx.start
-                self.state = self._AIR
-                return env.timeout(airtime)
-            if state == self._AIR:
+                self.state = 4  # _AIR
+                return timeout(radio.env, airtime)
+            if state == 4:  # _AIR: decided at its end
                 tx, self.tx = self.tx, None
                 outcome = tx.outcome
                 if outcome is None:
-                    outcome = medium.finish(tx)
-                self.outcome = outcome
+                    outcome = radio.medium.finish(tx)
                 self.on_air += self.sizes[self.k]
-                state = self._LATE
                 if radio.latency_s:
-                    self.state = state
-                    return env.timeout(radio.latency_s)
-            # state == _LATE: the outcome is known to the sender
-            outcome, self.outcome = self.outcome, None
-            assert outcome is not None
-            got, first = self.got, self.first
+                    self.outcome, self.state = outcome, 5  # _LATE
+                    return timeout(radio.env, radio.latency_s)
+            else:  # _LATE: the outcome is known to the sender
+                outcome, self.outcome = self.outcome, None
+                assert outcome is not None
+            first = self.first
             if not self.acknowledged:
+                got = self.got
                 for r, ok in outcome.items():
                     got[r] = got[r] and ok
             elif not outcome[first]:
                 if self.tries < self.cap:  # again
-                    state = self._ACCESS
+                    state = 2
                     continue
-                got[first] = False
+                self.got[first] = False
             self.attempts += self.tries
             self.tries = 0
             self.k += 1
-            if self.k == len(self.sizes) or (self.acknowledged and not got[first]):
-                return self._finish()
-            state = self._ACCESS
+            if self.k == len(self.sizes) or (self.acknowledged and not self.got[first]):
+                self.state = 6  # _DONE
+                radio._give()
+                return None
+            state = 2
 
-    def _finish(self) -> None:
-        """Give the radio back; the result."""
+    def result(self) -> tuple[float, int, int, dict[Any, bool]]:
+        """``(start, attempts, bits_on_air, {receiver: arrived})`` of a finished sending
+        (``start``: the first packet's time on the air, or the end if none went)."""
         radio = self.radio
-        self.state = self._DONE
-        radio._give()
         ids = radio.medium.ids
-        self.result = ((radio.env.now if self.start is None else self.start), self.attempts,
-                       self.on_air, {ids[r]: ok for r, ok in self.got.items()})
-        return None
+        return ((radio.env.now if self.start is None else self.start), self.attempts,
+                self.on_air, {ids[r]: ok for r, ok in self.got.items()})
+
+    def arrived(self) -> bool:
+        """Whether the (first) receiver got the message."""
+        return self.got[self.first]
 
     def abort(self) -> None:
         """The driving process was interrupted: give the radio back (or the turn up)."""

@@ -247,7 +247,7 @@ class Link:
         sender's radio and each packet is decided by the medium when it ends."""
         if self.radio is not None:  # through the sender's transceiver
             start, attempts, on_air, got = yield from self.radio.transmit(
-                [self.dst], _checked_bits(message.bits), acknowledged=True,
+                [self.dst], checked_bits(message.bits), acknowledged=True,
                 max_attempts=self.max_attempts)
             end = self.env.now
             delivered = got[self.dst]
@@ -259,29 +259,8 @@ class Link:
         start, end, attempts, on_air, _ = schedule
         return Delivery(message, delivered, attempts, on_air, start, end)
 
-    def send_then(self, message: Message, then: Callable[[bool], Any], *,
-                  deliver: bool = True) -> None:
-        """:meth:`send` on a shared medium without a process: the message is handed to the
-        sender's radio now and ``then(delivered)`` is called when it ends (after the bits,
-        rows and delivery of :meth:`complete`), by the callbacks of the very events a
-        process running :meth:`send` would wait on, in the same order."""
-        radio = self.radio
-        if radio is None:
-            raise ValueError(f"link {self.src} -> {self.dst}: send_then needs a shared "
-                             f"medium; use send()")
 
-        def ended(result: tuple[float, int, int, dict[Any, bool]]) -> None:
-            start, attempts, on_air, got = result
-            delivered = got[self.dst]
-            self.complete(message, (start, self.env.now, attempts, on_air, delivered),
-                          deliver)
-            then(delivered)
-
-        radio.send_then([self.dst], _checked_bits(message.bits), acknowledged=True,
-                        max_attempts=self.max_attempts, then=ended)
-
-
-def _checked_bits(bits: Any) -> int:
+def checked_bits(bits: Any) -> int:
     """``bits`` as an ``int`` (a one-line error unless a non-negative integer)."""
     if bits.__class__ is not int or bits < 0:
         if int(bits) != bits or bits < 0:

@@ -17,6 +17,7 @@ from bflnet.protocols.base import AgentSlots, call, check_eval_every, start_cons
 from bflnet.protocols.mixing import MIXING_NAMES, make_mixing, mixing_from_edges, weight_rows
 from bflnet.protocols.stopping import StopRule
 from bflnet.protocols.wire import CodecSpec
+from bflnet.radio.transceiver import Sending
 from bflnet.simulator.link import checked_bits
 from bflnet.simulator.message import Message
 from bflnet.simulator.simulation import Outcome, Simulation
@@ -334,8 +335,9 @@ class _OneByOne:
     def _next(self, _: Any) -> None:
         _, j, k, _, bits = self.sends[self.idx[self.pos]]
         link = self.link = self.links[(k, j)]
-        link.radio.send_then((j,), checked_bits(bits), acknowledged=True,
-                             max_attempts=link.max_attempts, then=self._sent)
+        radio = link.radio
+        Sending(radio, [radio.medium.index[j]], checked_bits(bits), True,
+                radio.attempts(link.max_attempts), self._sent).wake(None)
 
     def _sent(self, sending: Any) -> None:
         i, now = self.idx[self.pos], self.env.now

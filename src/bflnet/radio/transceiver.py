@@ -92,7 +92,7 @@ class Transceiver:
         index = self.medium.index
         return [index[r] for r in receivers]
 
-    def _attempts(self, max_attempts: int | None) -> int:
+    def attempts(self, max_attempts: int | None) -> int:
         """The attempts a packet gets: the MAC's (CSMA), else the link's ``max_attempts``
         (``None``: :data:`UNLIMITED_ATTEMPTS`)."""
         if self._cap is not None:
@@ -106,7 +106,7 @@ class Transceiver:
         attempts, bits_on_air, {receiver: arrived})``, ``start`` the first packet's time on
         the air (a :class:`Sending` driven by this process)."""
         op = Sending(self, self._targets(receivers), bits, acknowledged,
-                     self._attempts(max_attempts))
+                     self.attempts(max_attempts))
         try:
             wait = op.advance()
             while wait is not None:
@@ -123,10 +123,8 @@ class Transceiver:
         (:meth:`Sending.result`, :meth:`Sending.arrived`), from the callback of the event
         the process would have resumed on, so the events and their order are those of
         :meth:`transmit`."""
-        op = Sending(self, self._targets(receivers), bits, acknowledged,
-                     self._attempts(max_attempts))
-        op.then = then
-        op.wake(None)
+        Sending(self, self._targets(receivers), bits, acknowledged,
+                self.attempts(max_attempts), then).wake(None)
 
 
 class Sending:
@@ -143,7 +141,11 @@ class Sending:
     _TAKE, _TURN, _ACCESS, _START, _AIR, _LATE, _DONE = range(7)
 
     def __init__(self, radio: Transceiver, targets: list[int], bits: int,
-                 acknowledged: bool, cap: int) -> None:
+                 acknowledged: bool, cap: int,
+                 then: Callable[[Sending], Any] | None = None) -> None:
+        """``targets``: the receivers' node indices in the medium; ``cap``: the attempts a
+        packet gets (:meth:`Transceiver.attempts`); ``then``: called with this sending
+        when it ends, if it is driven by :meth:`wake`."""
         self.radio, self.acknowledged, self.targets = radio, acknowledged, targets
         self.first = targets[0]
         self.got = dict.fromkeys(targets, True)
@@ -160,7 +162,7 @@ class Sending:
         self.turn: simpy.Event | None = None
         self.tx: Any = None
         self.outcome: dict[int, bool] | None = None
-        self.then: Callable[[Sending], Any] | None = None
+        self.then = then
 
     def wake(self, _: Any) -> None:
         """Advance; wait for the next event by its callback, or call ``then``."""

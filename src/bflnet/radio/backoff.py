@@ -171,7 +171,8 @@ class BackoffScheduler:
         found = nodes[counting[nodes]]
         if not found.size:
             return
-        waiting, now, slot, frozen = self.waiting, self.env.now, self.slot, self.frozen
+        waiting, now, slot = self.waiting, self.env.now, self.slot
+        stopped: list[int] = []
         for n in found.tolist():
             state = waiting[n]
             elapsed = math.floor((now - state.t0) / slot + _SLOT_EPS)
@@ -179,10 +180,13 @@ class BackoffScheduler:
                 self._fire(n, state)
                 continue
             state.counter -= elapsed
-            state.counting = counting[n] = False
-            frozen[n] = True
+            state.counting = False
+            stopped.append(n)
             state.gen += 1
             state.deferrals += 1
+        if stopped:  # (read by nothing above: written once)
+            counting[stopped] = False
+            self.frozen[stopped] = True
 
     def carrier_idle(self, nodes: np.ndarray) -> None:
         """The last transmission within sense range of ``nodes`` ended: frozen ones
@@ -204,6 +208,7 @@ class BackoffScheduler:
         busy, slot = medium.busy_count, self.slot
         env, tick = self.env, self._tick
         run: list[tuple[float, int, int, int]] = []
+        resumed: list[int] = []
         for n in dict.fromkeys(nodes):
             state = waiting.get(n)
             if state is None or state.counting:
@@ -214,8 +219,7 @@ class BackoffScheduler:
                 state.deferrals += 1
             else:  # _begin, the carrier known idle (its run-out joins this run)
                 state.counting, state.t0 = True, now
-                counting[n] = True
-                frozen[n] = False
+                resumed.append(n)
                 state.gen += 1
                 self._seq += 1
                 t = now + state.counter * slot
@@ -223,6 +227,8 @@ class BackoffScheduler:
                 if t < self._armed:  # (each earlier one its own timer: the order of
                     self._armed = t  # simultaneous events stays that of every release)
                     timeout(env, t - now).callbacks.append(tick)
-        if run:
+        if run:  # (the arrays are read by nothing above: written once)
+            counting[resumed] = True
+            frozen[resumed] = False
             run.sort()
             heapq.heappush(self._heap, (run[0][0], run[0][1], run, 0))

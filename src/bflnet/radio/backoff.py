@@ -26,8 +26,6 @@ from typing import Any
 import numpy as np
 import simpy
 
-from bflnet.radio.events import timeout
-
 #: Slots that ran out idle: ``floor(elapsed / slot + _SLOT_EPS)``.
 _SLOT_EPS = 1e-6
 
@@ -49,14 +47,7 @@ class _Waiting:
 
 class BackoffScheduler:
     """Every node's CSMA back-off on ``medium`` (module docstring); ``ids`` name the
-    nodes in the rows.
-
-    The run-outs wait in one heap of *runs*: a run is a list of ``(time, seq, node,
-    gen)`` entries sorted by ``(time, seq)`` (the nodes resumed together, or one node),
-    keyed in the heap by its first entry not yet served, so the heap serves the entries
-    in ``(time, seq)`` order, as a heap of single entries would, without a heap push and
-    pop for every node resumed. An entry is stale when its node froze (or fired) since
-    (its ``gen`` moved on); stale entries are skipped inside their run."""
+    nodes in the rows."""
 
     def __init__(self, env: simpy.Environment, medium: Any, slot_s: float, recorder: Any,
                  ids: Sequence[Any]) -> None:
@@ -64,16 +55,13 @@ class BackoffScheduler:
         self.ids = list(ids)
         #: ``{node index: its back-off}`` of the nodes in back-off now.
         self.waiting: dict[int, _Waiting] = {}
-        #: Runs keyed by their next entry: ``(time, seq, run, position)``.
-        self._heap: list[tuple[float, int, list[tuple[float, int, int, int]], int]] = []
+        self._heap: list[tuple[float, int, int, int]] = []  # (time, seq, node, gen)
         self._seq = 0
         self._armed = math.inf  # when the timer in flight fires
         self._resume: list[int] = []  # nodes whose carrier became idle, not yet resumed
         #: Per node: whether it is counting down now (``_Waiting.counting``, as an array:
-        #: a busy carrier looks only at the counting nodes among those that sense it),
-        #: and whether it is in back-off but frozen (an idle carrier resumes only those).
+        #: a busy carrier looks only at the counting nodes among those that sense it).
         self.counting = np.zeros(len(self.ids), dtype=bool)
-        self.frozen = np.zeros(len(self.ids), dtype=bool)
         medium.carrier = self
 
     def backoff(self, node: int, counter: int, attempt: int, cw: int) -> simpy.Event:
@@ -90,8 +78,6 @@ class BackoffScheduler:
         state.gen += 1
         if state.counting:
             state.counting = self.counting[node] = False
-        else:
-            self.frozen[node] = False
         self.recorder.record_fields("mac", {
             "node": self.ids[node], "kind": "backoff", "attempt": state.attempt,
             "cw": state.cw, "counter": state.drawn, "deferrals": state.deferrals})
@@ -110,59 +96,38 @@ class BackoffScheduler:
             state.deferrals += 1
             if state.counting:
                 state.counting = self.counting[node] = False
-            self.frozen[node] = True
             return
         state.counting, state.t0 = True, now
         self.counting[node] = True
-        self.frozen[node] = False
         state.gen += 1
+        self._at(now + state.counter * self.slot, node, state.gen)
+
+    def _at(self, t: float, node: int, gen: int) -> None:
         self._seq += 1
-        t = now + state.counter * self.slot
-        heapq.heappush(self._heap, (t, self._seq, [(t, self._seq, node, state.gen)], 0))
+        heapq.heappush(self._heap, (t, self._seq, node, gen))
         if t < self._armed:
             self._armed = t
-            timeout(self.env, t - now).callbacks.append(self._tick)
-
-    def _live(self, entry: tuple[float, int, int, int]) -> _Waiting | None:
-        """The back-off of ``entry``'s node if the entry is not stale."""
-        state = self.waiting.get(entry[2])
-        if state is not None and state.gen == entry[3] and state.counting:
-            return state
-        return None
-
-    def _advance(self, run: list[tuple[float, int, int, int]], i: int) -> None:
-        """Put ``run`` back in the heap at its first entry from ``i`` on that is not
-        stale (a stale entry stays stale: skipped for good)."""
-        waiting, n = self.waiting, len(run)
-        while i < n:
-            _, _, node, gen = run[i]
-            state = waiting.get(node)
-            if state is not None and state.gen == gen and state.counting:
-                heapq.heappush(self._heap, (run[i][0], run[i][1], run, i))
-                return
-            i += 1
+            self.env.timeout(t - self.env.now).callbacks.append(self._tick)
 
     def _tick(self, _: Any) -> None:
         """Counters that ran out now transmit; arm the timer for the next one."""
-        now, heap = self.env.now, self._heap
+        now, heap, waiting = self.env.now, self._heap, self.waiting
         if now < self._armed:  # a timer armed before an earlier one: superseded
             return
         self._armed = math.inf
         while heap and heap[0][0] <= now:
-            _, _, run, i = heapq.heappop(heap)
-            entry = run[i]
-            state = self._live(entry)
-            if state is not None:
-                self._fire(entry[2], state)
-            self._advance(run, i + 1)
+            _, _, node, gen = heapq.heappop(heap)
+            state = waiting.get(node)
+            if state is not None and state.gen == gen and state.counting:
+                self._fire(node, state)
         while heap:
-            t, _, run, i = heap[0]
-            if self._live(run[i]) is not None:
+            t, _, node, gen = heap[0]
+            state = waiting.get(node)
+            if state is not None and state.gen == gen and state.counting:
                 self._armed = t
-                timeout(self.env, t - now).callbacks.append(self._tick)
+                self.env.timeout(t - now).callbacks.append(self._tick)
                 return
             heapq.heappop(heap)  # stale
-            self._advance(run, i + 1)
 
     def carrier_busy(self, nodes: np.ndarray) -> None:
         """A transmission began within sense range of ``nodes`` (sorted): counting ones
@@ -172,7 +137,6 @@ class BackoffScheduler:
         if not found.size:
             return
         waiting, now, slot = self.waiting, self.env.now, self.slot
-        stopped: list[int] = []
         for n in found.tolist():
             state = waiting[n]
             elapsed = math.floor((now - state.t0) / slot + _SLOT_EPS)
@@ -180,35 +144,29 @@ class BackoffScheduler:
                 self._fire(n, state)
                 continue
             state.counter -= elapsed
-            state.counting = False
-            stopped.append(n)
+            state.counting = counting[n] = False
             state.gen += 1
             state.deferrals += 1
-        if stopped:  # (read by nothing above: written once)
-            counting[stopped] = False
-            self.frozen[stopped] = True
 
-    def carrier_idle(self, nodes: np.ndarray) -> None:
+    def carrier_idle(self, nodes: list[int]) -> None:
         """The last transmission within sense range of ``nodes`` ended: frozen ones
         resume (in one event, after the medium has settled this instant)."""
-        wake = nodes[self.frozen[nodes]]
-        if wake.size:
+        waiting = self.waiting
+        wake = [n for n in nodes if n in waiting and not waiting[n].counting]
+        if wake:
             if not self._resume:
                 event = self.env.event()
                 event.callbacks.append(self._resume_all)
                 event.succeed()
-            self._resume.extend(wake.tolist())
+            self._resume.extend(wake)
 
     def _resume_all(self, _: Any) -> None:
         nodes, self._resume = self._resume, []
-        waiting, medium, counting, frozen = self.waiting, self.medium, self.counting, \
-            self.frozen
+        waiting, medium, counting = self.waiting, self.medium, self.counting
         now = self.env.now
         medium.settle(now)
-        busy, slot = medium.busy_count, self.slot
+        busy, slot, heap, push = medium.busy_count, self.slot, self._heap, heapq.heappush
         env, tick = self.env, self._tick
-        run: list[tuple[float, int, int, int]] = []
-        resumed: list[int] = []
         for n in dict.fromkeys(nodes):
             state = waiting.get(n)
             if state is None or state.counting:
@@ -217,18 +175,13 @@ class BackoffScheduler:
                 self._begin(n, state)
             elif busy[n]:
                 state.deferrals += 1
-            else:  # _begin, the carrier known idle (its run-out joins this run)
+            else:  # _begin, the carrier known idle (``_at`` inlined)
                 state.counting, state.t0 = True, now
-                resumed.append(n)
+                counting[n] = True
                 state.gen += 1
                 self._seq += 1
                 t = now + state.counter * slot
-                run.append((t, self._seq, n, state.gen))
+                push(heap, (t, self._seq, n, state.gen))
                 if t < self._armed:  # (each earlier one its own timer: the order of
                     self._armed = t  # simultaneous events stays that of every release)
-                    timeout(env, t - now).callbacks.append(tick)
-        if run:  # (the arrays are read by nothing above: written once)
-            counting[resumed] = True
-            frozen[resumed] = False
-            run.sort()
-            heapq.heappush(self._heap, (run[0][0], run[0][1], run, 0))
+                    env.timeout(t - now).callbacks.append(tick)

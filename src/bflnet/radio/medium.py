@@ -412,7 +412,7 @@ class SharedMedium:
             busy[sensed] -= 1
             carrier = self.carrier
             if carrier is not None and carrier.waiting:
-                carrier.carrier_idle(sensed[busy[sensed] == 0])
+                carrier.carrier_idle(sensed[busy[sensed] == 0].tolist())
         if tx.causes or self.recorder.record_messages:
             self._record(tx)
 

@@ -9,6 +9,11 @@ that is lost is sent again (stop-and-wait ARQ) up to ``max_attempts`` attempts i
 under CSMA the MAC's ``retry_limit`` decides instead); a packet that fails them all drops
 the message. A broadcast packet is sent once (nobody acknowledges it): each receiver gets
 the message iff it received every packet.
+
+One message on the radio is a :class:`Sending`, a state machine run either by a SimPy
+process (:meth:`Transceiver.transmit`, a generator) or by the callbacks of the events it
+waits on (:meth:`Transceiver.send_then`, or a :class:`Sending` built directly): the same
+events in the same order either way, without a process per message in the second.
 """
 
 from __future__ import annotations
@@ -64,22 +69,6 @@ class Transceiver:
         if draws is None:
             draws = self._draws = BlockDraws(self.mac_rng)
         return draws
-
-    def _take(self) -> Generator[simpy.Event, Any, None]:
-        """Wait for the radio (at once, without an event, when it is free)."""
-        if not self.holding:
-            self.holding = True
-            return
-        turn = self.env.event()
-        self._queue.append(turn)
-        try:
-            yield turn
-        except BaseException:
-            if turn.triggered:  # handed over, but not taken: pass it on
-                self._give()
-            else:
-                self._queue.remove(turn)
-            raise
 
     def _give(self) -> None:
         """Hand the radio to the next message waiting, in order, or free it."""

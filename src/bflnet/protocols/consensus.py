@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 import simpy
+from simpy.events import URGENT
 
 from bflnet.learners.base import ConsensusLearner, PerNeighbour
 from bflnet.protocols import wire
@@ -16,6 +17,8 @@ from bflnet.protocols.base import AgentSlots, call, check_eval_every, start_cons
 from bflnet.protocols.mixing import MIXING_NAMES, make_mixing, mixing_from_edges, weight_rows
 from bflnet.protocols.stopping import StopRule
 from bflnet.protocols.wire import CodecSpec
+from bflnet.radio.transceiver import Sending
+from bflnet.simulator.link import checked_bits
 from bflnet.simulator.message import Message
 from bflnet.simulator.simulation import Outcome, Simulation
 
@@ -279,16 +282,6 @@ def _over_the_air(sim: Simulation, sends: list[tuple[float, Any, Any, Any, int]]
     for i, (_, _, k, _, _) in enumerate(sends):
         by_sender.setdefault(k, []).append(i)
 
-    def one_by_one(idx: list[int]) -> Generator[simpy.Event, Any, None]:
-        ready = sends[idx[0]][0]
-        if ready > env.now:
-            yield env.timeout(ready - env.now)
-        for i in idx:  # in order, as the sender's radio would queue them
-            _, j, k, payload, bits = sends[i]
-            delivery = yield from links[(k, j)].send(
-                Message(k, j, "gossip", payload, bits, iteration), deliver=False)
-            arrived[i] = delivery.delivered
-
     def one_for_all(idx: list[int]) -> Generator[simpy.Event, Any, None]:
         ready, _, k, payload, bits = sends[idx[0]]
         if ready > env.now:
@@ -304,10 +297,60 @@ def _over_the_air(sim: Simulation, sends: list[tuple[float, Any, Any, Any, int]]
         if broadcast and all(sends[i][3] is first for i in idx):
             procs.append(env.process(one_for_all(idx)))
         else:
-            procs.append(env.process(one_by_one(idx)))
+            procs.append(_OneByOne(env, links, sends, idx, arrived).done)
     if procs:
         yield env.all_of(procs)
     return arrived
+
+
+class _OneByOne:
+    """One sender's unicasts of a round (``sends[i]`` for ``i`` in ``idx``) handed to its
+    radio at ``ready``, in order, driven by the events' callbacks instead of a process
+    running ``Link.send`` for each: the events, and their order, are those of such a
+    process (its start, at ``URGENT`` priority, and its end, :attr:`done`, included), and
+    each message is settled on its link (``Link.settle``: bits, energy, rows) as
+    ``Link.send`` would."""
+
+    __slots__ = ("arrived", "done", "env", "idx", "link", "links", "pos", "sends")
+
+    def __init__(self, env: simpy.Environment, links: dict[tuple[Any, Any], Any],
+                 sends: list[tuple[float, Any, Any, Any, int]], idx: list[int],
+                 arrived: list[bool]) -> None:
+        self.env, self.links, self.sends, self.idx = env, links, sends, idx
+        self.arrived, self.pos, self.link = arrived, 0, None
+        #: Triggered when the last message has ended (as a process's end would be).
+        self.done = env.event()
+        begin = simpy.Event(env)  # what a process's start is (simpy's Initialize)
+        begin._ok, begin._value = True, None
+        begin.callbacks.append(self._begin)
+        env.schedule(begin, URGENT)
+
+    def _begin(self, _: Any) -> None:
+        env, ready = self.env, self.sends[self.idx[0]][0]
+        if ready > env.now:
+            env.timeout(ready - env.now).callbacks.append(self._next)
+        else:
+            self._next(None)
+
+    def _next(self, _: Any) -> None:
+        _, j, k, _, bits = self.sends[self.idx[self.pos]]
+        link = self.link = self.links[(k, j)]
+        radio = link.radio
+        Sending(radio, [radio.medium.index[j]], checked_bits(bits), True,
+                radio.attempts(link.max_attempts), self._sent).wake(None)
+
+    def _sent(self, sending: Any) -> None:
+        i, now = self.idx[self.pos], self.env.now
+        delivered, start = sending.arrived(), sending.start
+        self.link.settle(self.sends[i][4], (now if start is None else start, now,
+                                            sending.attempts, sending.on_air, delivered),
+                         "gossip")
+        self.arrived[i] = delivered
+        self.pos += 1
+        if self.pos < len(self.idx):
+            self._next(None)
+        else:
+            self.done.succeed()
 
 
 def _checked_rows(weights: Any, nodes: list[Any], neighbours: dict[Any, list[Any]]

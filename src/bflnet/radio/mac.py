@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from bflnet.checks import check_int, check_real
+from bflnet.radio.events import timeout
 
 if TYPE_CHECKING:
     from bflnet.radio.transceiver import Transceiver
@@ -191,7 +192,8 @@ def mac_access(mac: Mac) -> Callable[[Any, Transceiver, int], simpy.Event | None
 
 
 def _wait_until(env: simpy.Environment, t: float) -> simpy.Event | None:
-    return env.timeout(t - env.now) if t > env.now else None
+    now = env.now
+    return timeout(env, t - now) if t > now else None
 
 
 def _aloha(mac: Aloha, radio: Transceiver, attempt: int) -> simpy.Event | None:
@@ -200,7 +202,7 @@ def _aloha(mac: Aloha, radio: Transceiver, attempt: int) -> simpy.Event | None:
     its ``defer`` row (the slots it skipped) is written then."""
     env, slot = radio.env, radio.slot_s
     first = math.ceil(env.now / slot - _SLOT_TOL)
-    k = first + int(radio.mac_rng.geometric(mac.p)) - 1
+    k = first + radio.draws.geometric(mac.p) - 1  # rng.geometric(p), in blocks
     wait = _wait_until(env, k * slot)
     if k > first:
         row = {"node": radio.node, "kind": "defer", "attempt": attempt, "deferrals": k - first}
@@ -217,12 +219,13 @@ def _write_row(record: Any, row: dict[str, Any], _: Any) -> None:
 
 def _tdma(mac: Tdma, radio: Transceiver, attempt: int) -> simpy.Event | None:
     env, slot = radio.env, radio.slot_s
+    now = env.now
     frame, offset = radio.frame_slots * slot, radio.colour * slot
-    f = math.ceil((env.now - offset) / frame - _SLOT_TOL)
-    return _wait_until(env, f * frame + offset)
+    t = math.ceil((now - offset) / frame - _SLOT_TOL) * frame + offset
+    return timeout(env, t - now) if t > now else None
 
 
 def _csma(mac: Csma, radio: Transceiver, attempt: int) -> simpy.Event:
     window = mac.window(attempt)
-    counter = int(radio.mac_rng.integers(window))
+    counter = radio.draws.below(window)  # rng.integers(window), in blocks
     return radio.medium.carrier.backoff(radio.index, counter, attempt, window)

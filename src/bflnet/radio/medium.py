@@ -119,6 +119,7 @@ class SharedMedium:
         self.range_m = spec.effective_interference_range_m()
         self.sense_range_m = sense_range_m
         self.noise = spec.noise_mw
+        self.rate_bps = spec.rate_bps
         self.threshold = spec.threshold
         self._per = packet_error_rate if spec.reception == "per" else None
         self._per_rng: np.random.Generator | None = None
@@ -412,7 +413,8 @@ class SharedMedium:
             carrier = self.carrier
             if carrier is not None and carrier.waiting:
                 carrier.carrier_idle(sensed[busy[sensed] == 0].tolist())
-        self._record(tx)
+        if tx.causes or self.recorder.record_messages:
+            self._record(tx)
 
     def _record(self, tx: Transmission) -> None:
         rec, ids, meta = self.recorder, self.ids, tx.meta

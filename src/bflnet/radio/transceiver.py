@@ -9,17 +9,24 @@ that is lost is sent again (stop-and-wait ARQ) up to ``max_attempts`` attempts i
 under CSMA the MAC's ``retry_limit`` decides instead); a packet that fails them all drops
 the message. A broadcast packet is sent once (nobody acknowledges it): each receiver gets
 the message iff it received every packet.
+
+One message on the radio is a :class:`Sending`, a state machine run either by a SimPy
+process (:meth:`Transceiver.transmit`, a generator) or by the callbacks of the events it
+waits on (:meth:`Transceiver.send_then`, or a :class:`Sending` built directly): the same
+events in the same order either way, without a process per message in the second.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import numpy as np
 import simpy
 
+from bflnet.radio.draws import BlockDraws
+from bflnet.radio.events import timeout
 from bflnet.radio.mac import Csma, Mac, mac_access
 from bflnet.radio.medium import SharedMedium
 
@@ -37,6 +44,7 @@ class Transceiver:
         self.env, self.node, self.index, self.medium = env, node, index, medium
         self.mac, self.recorder, self.mtu_bits = mac, recorder, mtu_bits
         self._mac_rng = mac_rng
+        self._draws: BlockDraws | None = None
         self.slot_s, self.colour, self.frame_slots = slot_s, colour, frame_slots
         #: Whether a message holds the radio; the messages waiting for it, in order.
         self.holding = False
@@ -54,21 +62,13 @@ class Transceiver:
             self._mac_rng = self._mac_rng()
         return self._mac_rng
 
-    def _take(self) -> Generator[simpy.Event, Any, None]:
-        """Wait for the radio (at once, without an event, when it is free)."""
-        if not self.holding:
-            self.holding = True
-            return
-        turn = self.env.event()
-        self._queue.append(turn)
-        try:
-            yield turn
-        except BaseException:
-            if turn.triggered:  # handed over, but not taken: pass it on
-                self._give()
-            else:
-                self._queue.remove(turn)
-            raise
+    @property
+    def draws(self) -> BlockDraws:
+        """The MAC's draws from :attr:`mac_rng`, in blocks (the values of numpy's calls)."""
+        draws = self._draws
+        if draws is None:
+            draws = self._draws = BlockDraws(self.mac_rng)
+        return draws
 
     def _give(self) -> None:
         """Hand the radio to the next message waiting, in order, or free it."""
@@ -77,66 +77,176 @@ class Transceiver:
         else:
             self.holding = False
 
+    def _targets(self, receivers: Sequence[Any]) -> list[int]:
+        index = self.medium.index
+        return [index[r] for r in receivers]
+
+    def attempts(self, max_attempts: int | None) -> int:
+        """The attempts a packet gets: the MAC's (CSMA), else the link's ``max_attempts``
+        (``None``: :data:`UNLIMITED_ATTEMPTS`)."""
+        if self._cap is not None:
+            return self._cap
+        return max_attempts if max_attempts is not None else UNLIMITED_ATTEMPTS
+
     def transmit(self, receivers: Sequence[Any], bits: int, *, acknowledged: bool,
                  max_attempts: int | None
                  ) -> Generator[simpy.Event, Any, tuple[float, int, int, dict[Any, bool]]]:
-        """Send ``bits`` to ``receivers`` (node ids): ``(start, attempts, bits_on_air,
-        {receiver: arrived})``, ``start`` the first packet's time on the air."""
-        env, medium = self.env, self.medium
-        index = medium.index
-        targets = [index[r] for r in receivers]
-        got = dict.fromkeys(targets, True)
-        mtu = self.mtu_bits
+        """SimPy process body: send ``bits`` to ``receivers`` (node ids); returns ``(start,
+        attempts, bits_on_air, {receiver: arrived})``, ``start`` the first packet's time on
+        the air (a :class:`Sending` driven by this process)."""
+        op = Sending(self, self._targets(receivers), bits, acknowledged,
+                     self.attempts(max_attempts))
+        try:
+            wait = op.advance()
+            while wait is not None:
+                yield wait
+                wait = op.advance()
+        except BaseException:
+            op.abort()
+            raise
+        return op.result()
+
+    def send_then(self, receivers: Sequence[Any], bits: int, *, acknowledged: bool,
+                  max_attempts: int | None, then: Callable[[Sending], Any]) -> None:
+        """:meth:`transmit` without a process: ``then(sending)`` is called when it ends
+        (:meth:`Sending.result`, :meth:`Sending.arrived`), from the callback of the event
+        the process would have resumed on, so the events and their order are those of
+        :meth:`transmit`."""
+        Sending(self, self._targets(receivers), bits, acknowledged,
+                self.attempts(max_attempts), then).wake(None)
+
+
+class Sending:
+    """One message on a radio, as a state machine: :meth:`advance` runs it until the next
+    event it must wait for (returned) or to its end (``None``). A process drives it
+    (:meth:`Transceiver.transmit`), or the events' callbacks do
+    (:meth:`Transceiver.send_then`)."""
+
+    __slots__ = ("acknowledged", "attempts", "cap", "first", "got", "k", "on_air", "outcome",
+                 "radio", "sizes", "start", "state", "targets", "then", "tries", "turn", "tx")
+
+    #: states: the radio to take, waiting for the radio, the MAC's access, on the air,
+    #: the outcome's latency over, done
+    _TAKE, _TURN, _ACCESS, _START, _AIR, _LATE, _DONE = range(7)
+
+    def __init__(self, radio: Transceiver, targets: list[int], bits: int,
+                 acknowledged: bool, cap: int,
+                 then: Callable[[Sending], Any] | None = None) -> None:
+        """``targets``: the receivers' node indices in the medium; ``cap``: the attempts a
+        packet gets (:meth:`Transceiver.attempts`); ``then``: called with this sending
+        when it ends, if it is driven by :meth:`wake`."""
+        self.radio, self.acknowledged, self.targets = radio, acknowledged, targets
+        self.first = targets[0]
+        self.got = dict.fromkeys(targets, True)
+        mtu = radio.mtu_bits
         if bits <= mtu:
-            sizes = [bits]
+            self.sizes = (bits,)
         else:
             full, rest = divmod(bits, mtu)
-            sizes = [mtu] * full + ([rest] if rest else [])
-        cap = self._cap
-        if cap is None:
-            cap = max_attempts if max_attempts is not None else UNLIMITED_ATTEMPTS
-        start, attempts, on_air = None, 0, 0
-        if self.holding:
-            yield from self._take()
-        else:  # free: taken without an event
-            self.holding = True
-        mac, access, me, latency = self.mac, self._access, self.index, self.latency_s
-        rate = medium.spec.rate_bps
-        first = targets[0]
-        try:
-            for size in sizes:
-                airtime = size / rate
-                tries = 0
-                while True:
-                    tries += 1
-                    if access is not None:
-                        wait = access(mac, self, tries)
-                        if wait is not None:
-                            yield wait
-                    tx = medium.start(me, targets, airtime, size, {"attempt": tries})
-                    if start is None:
-                        start = tx.start
-                    yield env.timeout(airtime)
-                    outcome = tx.outcome
-                    if outcome is None:
-                        outcome = medium.finish(tx)
-                    on_air += size
-                    if latency:
-                        yield env.timeout(latency)
-                    if not acknowledged:
-                        for r, ok in outcome.items():
-                            got[r] = got[r] and ok
-                        break
-                    if outcome[first]:
-                        break
-                    if tries >= cap:
-                        got[first] = False
-                        break
-                attempts += tries
-                if acknowledged and not got[first]:
-                    break
-        finally:
-            self._give()
-        ids = medium.ids
-        return (env.now if start is None else start), attempts, on_air, {
-            ids[r]: ok for r, ok in got.items()}
+            self.sizes = (mtu,) * full + ((rest,) if rest else ())
+        self.cap = cap
+        self.start: float | None = None
+        self.attempts = self.on_air = self.k = self.tries = 0
+        self.state = 0  # _TAKE
+        self.turn: simpy.Event | None = None
+        self.tx: Any = None
+        self.outcome: dict[int, bool] | None = None
+        self.then = then
+
+    def wake(self, _: Any) -> None:
+        """Advance; wait for the next event by its callback, or call ``then``."""
+        wait = self.advance()
+        if wait is None:
+            self.then(self)  # type: ignore[misc]
+        else:
+            wait.callbacks.append(self.wake)
+
+    def advance(self) -> simpy.Event | None:
+        """Run until the next event to wait for (returned), or to the end (``None``)."""
+        radio = self.radio
+        state = self.state
+        if state == 0:  # _TAKE
+            if radio.holding:  # wait for the radio, in order
+                self.turn = radio.env.event()
+                radio._queue.append(self.turn)
+                self.state = self._TURN
+                return self.turn
+            radio.holding = True  # free: taken without an event
+            state = self._ACCESS
+        elif state == 1:  # _TURN: handed over
+            self.turn = None
+            state = self._ACCESS
+        while True:
+            if state == 2:  # _ACCESS
+                self.tries += 1
+                access = radio._access
+                state = 3
+                if access is not None:
+                    wait = access(radio.mac, radio, self.tries)
+                    if wait is not None:
+                        self.state = 3
+                        return wait
+            if state == 3:  # _START
+                medium = radio.medium
+                size = self.sizes[self.k]
+                airtime = size / medium.rate_bps
+                tx = self.tx = medium.start(radio.index, self.targets, airtime, size,
+                                            {"attempt": self.tries})
+                if self.start is None:
+                    self.start = tx.start
+                self.state = 4  # _AIR
+                return timeout(radio.env, airtime)
+            if state == 4:  # _AIR: decided at its end
+                tx, self.tx = self.tx, None
+                outcome = tx.outcome
+                if outcome is None:
+                    outcome = radio.medium.finish(tx)
+                self.on_air += self.sizes[self.k]
+                if radio.latency_s:
+                    self.outcome, self.state = outcome, 5  # _LATE
+                    return timeout(radio.env, radio.latency_s)
+            else:  # _LATE: the outcome is known to the sender
+                outcome, self.outcome = self.outcome, None
+                assert outcome is not None
+            first = self.first
+            if not self.acknowledged:
+                got = self.got
+                for r, ok in outcome.items():
+                    got[r] = got[r] and ok
+            elif not outcome[first]:
+                if self.tries < self.cap:  # again
+                    state = 2
+                    continue
+                self.got[first] = False
+            self.attempts += self.tries
+            self.tries = 0
+            self.k += 1
+            if self.k == len(self.sizes) or (self.acknowledged and not self.got[first]):
+                self.state = 6  # _DONE
+                radio._give()
+                return None
+            state = 2
+
+    def result(self) -> tuple[float, int, int, dict[Any, bool]]:
+        """``(start, attempts, bits_on_air, {receiver: arrived})`` of a finished sending
+        (``start``: the first packet's time on the air, or the end if none went)."""
+        radio = self.radio
+        ids = radio.medium.ids
+        return ((radio.env.now if self.start is None else self.start), self.attempts,
+                self.on_air, {ids[r]: ok for r, ok in self.got.items()})
+
+    def arrived(self) -> bool:
+        """Whether the (first) receiver got the message."""
+        return self.got[self.first]
+
+    def abort(self) -> None:
+        """The driving process was interrupted: give the radio back (or the turn up)."""
+        radio, turn = self.radio, self.turn
+        if self.state == self._TURN and turn is not None:
+            if turn.triggered:  # handed over, but not taken: pass it on
+                radio._give()
+            else:
+                radio._queue.remove(turn)
+        elif self.state not in (self._TAKE, self._DONE):
+            radio._give()
+        self.state = self._DONE

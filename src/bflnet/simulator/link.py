@@ -246,13 +246,9 @@ class Link:
         :class:`Delivery` instead). On a shared medium the message queues for the
         sender's radio and each packet is decided by the medium when it ends."""
         if self.radio is not None:  # through the sender's transceiver
-            bits = message.bits
-            if bits.__class__ is not int or bits < 0:
-                if int(bits) != bits or bits < 0:
-                    raise ValueError(f"bits: must be a non-negative integer, got {bits!r}")
-                bits = int(bits)
             start, attempts, on_air, got = yield from self.radio.transmit(
-                [self.dst], bits, acknowledged=True, max_attempts=self.max_attempts)
+                [self.dst], checked_bits(message.bits), acknowledged=True,
+                max_attempts=self.max_attempts)
             end = self.env.now
             delivered = got[self.dst]
             self.complete(message, (start, end, attempts, on_air, delivered), deliver)
@@ -262,3 +258,12 @@ class Link:
         delivered = self.complete(message, schedule, deliver)
         start, end, attempts, on_air, _ = schedule
         return Delivery(message, delivered, attempts, on_air, start, end)
+
+
+def checked_bits(bits: Any) -> int:
+    """``bits`` as an ``int`` (a one-line error unless a non-negative integer)."""
+    if bits.__class__ is not int or bits < 0:
+        if int(bits) != bits or bits < 0:
+            raise ValueError(f"bits: must be a non-negative integer, got {bits!r}")
+        bits = int(bits)
+    return bits

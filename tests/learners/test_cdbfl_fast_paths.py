@@ -159,3 +159,86 @@ def test_chunked_updates_give_the_same_bits_as_one_piece(cls, monkeypatch):
     assert torch.equal(theta, theta_c)
     wall = [c for c in frame.columns if "wall" in c]
     assert frame.drop(columns=wall).equals(frame_c.drop(columns=wall))
+
+
+def tricky(n: int, seed: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Values with signed zeros, tiny and large magnitudes."""
+    x = torch.randn(n, generator=gen(seed), dtype=dtype) * 3
+    x[::7] = 0.0
+    x[3::11] = -0.0
+    x[5::13] *= 1e-38
+    x[6::17] *= 1e30
+    return x
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("mean, var", [(0.0, 1.0), (0.3, 2.5), (0, 1)])
+@pytest.mark.parametrize("lr", [None, 1e-4, 0.37])
+def test_numpy_prior_step_is_torchs_chain_bit_for_bit(dtype, mean, var, lr, monkeypatch):
+    monkeypatch.setattr(chunked, "CHUNK", 37)            # many odd-sized chunks
+    theta = tricky(1000, 1, dtype).reshape(2, 500)
+    lik = tricky(1000, 2, dtype).reshape(2, 500)
+    ref = lik.clone()
+    ref.mul_(-5.0).sub_(torch.rsub(theta, mean).div_(var).div_(10))
+    if lr is not None:
+        torch.sub(theta, ref.mul_(lr), out=ref)
+    got = lik.clone()
+    assert chunked.gaussian_prior_step(theta, got, 5.0, mean, var, 10, lr)
+    assert torch.equal(got, ref) and torch.equal(got.signbit(), ref.signbit())
+
+
+def test_numpy_prior_step_declines_what_numpy_cannot_run():
+    theta, lik = torch.zeros(2, 8), torch.ones(2, 8)
+    assert not chunked.gaussian_prior_step(theta, lik[:, ::2].clone().t(), 1.0, 0.0, 1.0,
+                                           2, None)                   # non-contiguous
+    assert not chunked.gaussian_prior_step(theta.half(), lik.half(), 1.0, 0.0, 1.0, 2, None)
+    assert not chunked.gaussian_prior_step(theta, lik, 1.0, torch.tensor(0.0), 1.0, 2, None)
+    assert not chunked.gaussian_prior_step(theta, lik.double(), 1.0, 0.0, 1.0, 2, None)
+    assert torch.equal(lik, torch.ones(2, 8))
+
+
+def test_support_and_sparse_addition_match_the_dense_addition(monkeypatch):
+    from bflnet.learners import sparse_mix
+
+    delta = torch.zeros(1, 400)
+    delta[0, [3, 50, 51, 399]] = torch.tensor([1.5, -2.0, float("nan"), 1e-40])
+    delta[0, 7] = -0.0                                   # a zero: not in the support
+    idx = sparse_mix.support(delta)
+    assert idx.tolist() == [3, 50, 51, 399]
+    x = tricky(400, 4).abs().reshape(1, 400)             # no -0.0 (the module's condition)
+    x[0, ::9] = 0.0
+    for weight in (None, 0.1, 1 / 3):
+        dense = x + (delta if weight is None else torch.mul(delta, weight))
+        sparse = x.clone()
+        sparse_mix.add_on_support(sparse, delta, idx, weight)
+        assert torch.equal(sparse.nan_to_num(7.0), dense.nan_to_num(7.0))
+        assert torch.equal(sparse.signbit(), dense.signbit())
+    monkeypatch.setattr(sparse_mix, "SPARSE_SHARE", 0.005)  # 4 of 400 > 0.5 %: dense
+    assert sparse_mix.support(delta) is None
+
+
+@pytest.mark.parametrize("cls", [CDBFL, CFFL])
+def test_sparse_mixing_and_numpy_steps_give_the_plain_paths_bits(cls, monkeypatch):
+    from bflnet.learners import langevin, sparse_mix
+
+    frame, theta = run(cls, 10**9, monkeypatch)          # sparse mixing, NumPy steps
+    monkeypatch.setattr(sparse_mix, "SPARSE_SHARE", 0.0)   # every increment dense
+    monkeypatch.setattr(langevin.LocalObjective, "numpy_chain", False)
+    frame_d, theta_d = run(cls, 10**9, monkeypatch)
+    assert torch.equal(theta, theta_d)
+    wall = [c for c in frame.columns if "wall" in c]
+    assert frame.drop(columns=wall).equals(frame_d.drop(columns=wall))
+
+
+def test_cdbfl_mixes_sparsely_the_increments_it_saw_sent():
+    model = BayesianLeNet(34, 30, 5, **SMALL, dtype=torch.float32)
+    rng = np.random.default_rng(0)
+    x = rng.random((20, model.n_in), dtype=np.float32)
+    learner = CDBFL(model, {0: (x[:10], np.zeros(10, int)), 1: (x[10:], np.ones(10, int))})
+    state = learner.init_node(0, rng, learner.init(rng))
+    sparse = torch.zeros(1, model.d)
+    sparse[0, :5] = 1.0
+    learner.sent(0, state, sparse)
+    assert learner._support(sparse) is not None
+    assert learner._support(sparse.clone()) is None          # another object: dense path
+    assert learner._support(torch.ones(1, model.d)) is None

@@ -42,6 +42,7 @@ from bflnet.learners.langevin import (
     keeps,
     network_metrics,
 )
+from bflnet.learners.sparse_mix import add_on_support, support
 from bflnet.learners.torch_utils import torch_generator
 
 __all__ = ["CDBFL", "CDBFLNode"]
@@ -51,8 +52,9 @@ __all__ = ["CDBFL", "CDBFLNode"]
 class CDBFLNode:
     """A node's sample ``theta`` and local iterate ``half`` (θ^(L)), its public copy ``v``,
     the weighted sum ``s`` of its neighbourhood's copies, its own decoded increment
-    ``delta``, its pending noise, its mixing-weight row, the increments it missed, the
-    round and the running predictive sums of its kept samples."""
+    ``delta``, its pending noise ξ (unscaled: ``absorb`` adds sqrt(2ητ)·ξ), its
+    mixing-weight row, the increments it missed, the round and the running predictive
+    sums of its kept samples."""
 
     theta: Tensor
     v: Tensor
@@ -81,6 +83,14 @@ class CDBFL(LangevinLearner):
     averages_samples = True
     PARAMS = CDBFLParams
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # id(decoded increment) -> (that increment, its support) for the current round:
+        # every receiver gets the object the sender's ``sent`` saw, so its support is
+        # found once (:mod:`bflnet.learners.sparse_mix`); a miss takes the dense path
+        self._supports: dict[int, tuple[Tensor, Tensor]] = {}
+        self._supports_round = -1
+
     def init_node(self, node: Any, rng: np.random.Generator, common: Tensor) -> CDBFLNode:
         theta = self.common_start(node, common)
         return CDBFLNode(theta, torch.zeros_like(theta), torch.zeros_like(theta))
@@ -92,9 +102,8 @@ class CDBFL(LangevinLearner):
         for _ in range(self.params.local_steps):                              # eq. 5
             theta = self.objective.descend(node, theta, gen, lr)  # θ − lr·∇f_k, fresh
         noise = None
-        if self.noise_scale:
-            noise = torch.randn(theta.shape, generator=gen, dtype=self.dtype)
-            noise = noise.mul_(self.noise_scale).to(self.device)
+        if self.noise_scale:  # scaled in ``absorb``, chunk by chunk (the same bits)
+            noise = torch.randn(theta.shape, generator=gen, dtype=self.dtype).to(self.device)
         work = Work(steps=self.params.local_steps, flops=self._flops())
         return replace(state, half=theta, noise=noise), work
 
@@ -104,28 +113,49 @@ class CDBFL(LangevinLearner):
 
     def sent(self, node: Any, state: CDBFLNode, decoded: Tensor) -> CDBFLNode:
         delta = torch.as_tensor(decoded, dtype=self.dtype, device=self.device)
-        return replace(state, delta=delta, v=state.v + delta)                # eq. 7
+        if state.round != self._supports_round:
+            self._supports, self._supports_round = {}, state.round
+        idx = support(delta)
+        if idx is None:
+            return replace(state, delta=delta, v=state.v + delta)            # eq. 7
+        self._supports[id(delta)] = (delta, idx)
+        v = state.v.clone()
+        add_on_support(v, delta, idx)           # v + Δ: the same bits (sparse_mix docs)
+        return replace(state, delta=delta, v=v)
+
+    def _support(self, delta: Tensor) -> Tensor | None:
+        """The support ``sent`` found for this very increment this round, or None."""
+        entry = self._supports.get(id(delta))
+        return entry[1] if entry is not None and entry[0] is delta else None
 
     def absorb(self, node: Any, state: CDBFLNode, received: Mapping[Any, Tensor],
                weights: Mapping[Any, float]) -> CDBFLNode:
         assert state.half is not None and state.delta is not None
-        # the same operations in the same order as s + w·Δ, ..., chunk by chunk
-        # (:mod:`bflnet.learners.chunked`: the same bits), with one scratch tensor
-        s, theta = torch.empty_like(state.s), torch.empty_like(state.half)
-        tmp = torch.empty_like(state.s)
         zeta, own = self.params.zeta, weights[node]
         items = list(received.items())
-        for cols in column_chunks(s, theta, tmp, state.s, state.delta, state.v, state.half,
-                                  *(d for _, d in items),
-                                  *(() if state.noise is None else (state.noise,))):
-            s_c, theta_c, tmp_c, s0, delta, v, half = cols[:7]
-            torch.add(s0, torch.mul(delta, own, out=tmp_c), out=s_c)          # eq. 8
-            for (j, _), delta_j in zip(items, cols[7:7 + len(items)], strict=True):
-                s_c.add_(torch.mul(delta_j, weights[j], out=tmp_c))
-            gap = torch.sub(s_c, v, out=tmp_c).mul_(zeta)
-            torch.add(half, gap, out=theta_c)                                 # eq. 9
-            if state.noise is not None:
-                theta_c.add_(cols[-1])
+        theta, tmp = torch.empty_like(state.half), torch.empty_like(state.s)
+        noise = () if state.noise is None else (state.noise,)
+        supports = [self._support(d) for d in (state.delta, *(d for _, d in items))]
+        if all(idx is not None for idx in supports):
+            # every increment sparse: s = s0 + w·Δ + Σ_j w_j·Δ_j on their supports only,
+            # the same operations per entry in the same order (sparse_mix docs)
+            s = state.s.clone()
+            terms = [(state.delta, own), *((d, weights[j]) for j, d in items)]
+            for (delta, w), idx in zip(terms, supports, strict=True):
+                add_on_support(s, delta, idx, w)                             # eq. 8
+            for cols in column_chunks(theta, tmp, s, state.v, state.half, *noise):
+                self._step(*cols[:5], cols[5] if noise else None, zeta)      # eq. 9
+        else:
+            # the same operations in the same order as s + w·Δ, ..., chunk by chunk
+            # (:mod:`bflnet.learners.chunked`: the same bits), with one scratch tensor
+            s = torch.empty_like(state.s)
+            for cols in column_chunks(s, theta, tmp, state.s, state.delta, state.v,
+                                      state.half, *(d for _, d in items), *noise):
+                s_c, theta_c, tmp_c, s0, delta, v, half = cols[:7]
+                torch.add(s0, torch.mul(delta, own, out=tmp_c), out=s_c)      # eq. 8
+                for (j, _), delta_j in zip(items, cols[7:7 + len(items)], strict=True):
+                    s_c.add_(torch.mul(delta_j, weights[j], out=tmp_c))
+                self._step(theta_c, tmp_c, s_c, v, half, cols[-1] if noise else None, zeta)
         missed = state.missed + sum(1 for j in weights if j != node and j not in received)
         round_ = state.round + 1
         sums, kept = state.sums, state.kept
@@ -134,6 +164,14 @@ class CDBFL(LangevinLearner):
             sums, kept = accumulate(self.model, sums, theta, self.eval_sets), kept + 1
         return CDBFLNode(theta, state.v, s, None, None, None, dict(weights), missed, round_,
                          sums, kept)
+
+    def _step(self, theta: Tensor, tmp: Tensor, s: Tensor, v: Tensor, half: Tensor,
+              noise: Tensor | None, zeta: float) -> None:
+        """Eq. 9 on one chunk: ``theta = half + ζ·(s − v) [+ sqrt(2ητ)·ξ]``, ``tmp`` the
+        scratch (``noise`` is left unchanged)."""
+        torch.add(half, torch.sub(s, v, out=tmp).mul_(zeta), out=theta)
+        if noise is not None:
+            theta.add_(torch.mul(noise, self.noise_scale, out=tmp))
 
     def evaluate(self, states: Mapping[Any, CDBFLNode]) -> dict[str, float]:
         out = network_metrics(self.model, states, self.eval_sets)

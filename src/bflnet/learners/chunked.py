@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
+import torch
 from torch import Tensor
 
-__all__ = ["CHUNK", "column_chunks"]
+__all__ = ["CHUNK", "column_chunks", "gaussian_prior_step"]
 
 #: Columns per chunk: 256 KB of float32 per row, so that the four or five operands of a
 #: chain stay in a core's L2 cache.
@@ -36,3 +38,42 @@ def column_chunks(*tensors: Tensor, chunk: int | None = None
     step = chunk if all(t.is_contiguous() for t in tensors) else max(width, 1)
     for i in range(0, width, step):
         yield tuple(t[..., i:i + step] for t in tensors)
+
+
+def _numpy_view(t: Tensor) -> np.ndarray | None:
+    """``t`` as a flat NumPy view (CPU, float32/float64, contiguous, no grad), else None."""
+    if (t.device.type != "cpu" or t.dtype not in (torch.float32, torch.float64)
+            or not t.is_contiguous() or t.requires_grad):
+        return None
+    return t.numpy().reshape(-1)
+
+
+def gaussian_prior_step(theta: Tensor, lik: Tensor, scale: float, mean: float, var: float,
+                        nodes: int, lr: float | None) -> bool:
+    """In place on ``lik`` (the log-likelihood gradient at ``theta``): ``g = (−scale·lik)
+    − ((mean − θ)/var)/nodes``, then with ``lr`` ``θ − lr·g``: torch's chain of
+    :class:`~bflnet.learners.langevin.LocalObjective` run by NumPy over cache-sized
+    chunks (each element through the same IEEE operations in the same order: the same
+    bits, with a fraction of torch's per-call overhead; the division by ``var = 1`` is
+    exact and skipped). Returns False, doing nothing, where NumPy cannot run it (another
+    device or dtype, a non-contiguous tensor, non-float constants)."""
+    tn, gn = _numpy_view(theta), _numpy_view(lik)
+    if (tn is None or gn is None or tn.shape != gn.shape or tn.dtype != gn.dtype
+            or not all(isinstance(c, float | int) and not isinstance(c, bool)
+                       for c in (scale, mean, var, nodes, 0.0 if lr is None else lr))):
+        return False
+    step = min(CHUNK, max(tn.shape[0], 1))
+    scratch = np.empty(step, dtype=tn.dtype)
+    for i in range(0, tn.shape[0], step):
+        t, g = tn[i:i + step], gn[i:i + step]
+        p = scratch[:t.shape[0]]
+        np.multiply(g, -scale, out=g)
+        np.subtract(mean, t, out=p)
+        if var != 1:
+            np.divide(p, var, out=p)
+        np.divide(p, nodes, out=p)
+        np.subtract(g, p, out=g)
+        if lr is not None:
+            np.multiply(g, lr, out=g)
+            np.subtract(t, g, out=g)
+    return True

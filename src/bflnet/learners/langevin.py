@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 
 from bflnet.learners.base import ConsensusLearner
-from bflnet.learners.chunked import column_chunks
+from bflnet.learners.chunked import column_chunks, gaussian_prior_step
 from bflnet.learners.hyper import LangevinParams
 from bflnet.learners.torch_utils import MinibatchSampler, as_agent_data, torch_generator
 from bflnet.params import with_overrides
@@ -38,6 +38,10 @@ MAIN = "eval"
 
 class LocalObjective:
     """Node ``k``'s f_k and its gradient; ``grad`` is batched over the rows of ``theta``."""
+
+    #: Whether the Gaussian prior's arithmetic may run in NumPy on the CPU (the same
+    #: bits as torch's chain; False forces torch's, for tests).
+    numpy_chain = True
 
     def __init__(self, model: Any, node_data: Mapping[Any, tuple[Any, Any]], batch_size: int,
                  dtype: torch.dtype, device: torch.device) -> None:
@@ -62,13 +66,11 @@ class LocalObjective:
                 lr: float) -> Tensor:
         """``theta − lr·∇f_k(theta)`` (a fresh tensor): the same operations as
         ``theta − grad(...).mul_(lr)``, run chunk by chunk (the same bits)."""
-        def tail(g: Tensor, t: Tensor) -> None:
-            torch.sub(t, g.mul_(lr), out=g)
-        return self._apply(node, theta, generator, tail)
+        return self._apply(node, theta, generator, lr)
 
     def _apply(self, node: Any, theta: Tensor, generator: torch.Generator,
-               tail: Any) -> Tensor:
-        """∇f_k (then ``tail(chunk, theta_chunk)`` in place) on one fresh minibatch."""
+               lr: float | None) -> Tensor:
+        """∇f_k (then with ``lr`` ``theta − lr·∇f_k`` in place) on one fresh minibatch."""
         x, y = self.sampler(node, generator)
         scale = self.examples(node) / x.shape[0]
         theta = theta.detach()
@@ -85,16 +87,20 @@ class LocalObjective:
                 t = theta.clone().requires_grad_(True)
                 (prior,) = torch.autograd.grad(self.model.log_prior(t).sum(), t)
             lik.mul_(-scale).sub_(prior.div_(self.n_nodes))
-            if tail is not None:
-                tail(lik, theta)
+            if lr is not None:
+                torch.sub(theta, lik.mul_(lr), out=lik)
             return lik
         # N(prior_mean, prior_var I): the gradient by hand, (−scale·lik) − ((mean − θ)/var)/K
-        # (then ``tail``) over cache-sized column chunks (:mod:`bflnet.learners.chunked`).
+        # (then θ − lr·g) over cache-sized column chunks (:mod:`bflnet.learners.chunked`),
+        # by NumPy on the CPU (the same bits, less overhead), else by torch
         mean, var = getattr(self.model, "prior_mean", 0.0), self.model.prior_var
+        if self.numpy_chain and gaussian_prior_step(theta, lik, scale, mean, var,
+                                                    self.n_nodes, lr):
+            return lik
         for t, g in column_chunks(theta, lik):
             g.mul_(-scale).sub_(torch.rsub(t, mean).div_(var).div_(self.n_nodes))
-            if tail is not None:
-                tail(g, t)
+            if lr is not None:
+                torch.sub(t, g.mul_(lr), out=g)
         return lik
 
     def minibatch_stack(self, nodes: Sequence[Any], generators: Sequence[torch.Generator]

@@ -242,3 +242,17 @@ def test_cdbfl_mixes_sparsely_the_increments_it_saw_sent():
     assert learner._support(sparse) is not None
     assert learner._support(sparse.clone()) is None          # another object: dense path
     assert learner._support(torch.ones(1, model.d)) is None
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])
+def test_network_metrics_names_the_nodes_with_non_finite_samples(bad):
+    from types import SimpleNamespace
+
+    from bflnet.learners.langevin import network_metrics
+
+    nodes = {k: SimpleNamespace(theta=torch.full((1, 4), float(k)), sums=None, kept=0)
+             for k in range(3)}
+    assert network_metrics(None, nodes, {})["consensus_error"] > 0
+    nodes[2].theta[0, 1] = bad
+    with pytest.raises(ValueError, match=r"^theta: non-finite samples at nodes \[2\]"):
+        network_metrics(None, nodes, {})

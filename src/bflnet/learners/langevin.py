@@ -206,7 +206,8 @@ def network_metrics(model: Any, nodes: Mapping[Any, Any],
     thetas = torch.cat([n.theta for n in nodes.values()])
     spread = (thetas - thetas.mean(0, keepdim=True)).square().sum(1).mean().sqrt()
     out = {"consensus_error": float(spread)}
-    if not torch.isfinite(thetas).all():
+    # a non-finite sample makes the spread non-finite: the full check only then
+    if not math.isfinite(out["consensus_error"]) and not torch.isfinite(thetas).all():
         bad = [k for k, n in nodes.items() if not bool(torch.isfinite(n.theta).all())]
         raise ValueError(f"theta: non-finite samples at nodes {bad}")
     for name, (x, y) in eval_sets.items():

@@ -30,9 +30,14 @@ new / other are printed, with the projection of both.
 Under a fluctuating load the round differences are noisy; ``--components`` times instead
 one device's share of a CD-BFL and a DSGLD round (local steps, top-k encoding, mixing),
 new and legacy alternately call by call, ``--repeat`` times each (medians).
+``--switches`` times the K devices' share of a CD-BFL round (local steps; outgoing,
+top-k, decoding and ``sent``; mixing), with the sparse mixing of the increments
+(:mod:`bflnet.learners.sparse_mix`) and the NumPy step chain on and off, alternately in
+the same process (``--repeat`` pairs; CPU seconds; both give the same bits).
 
     python bench/cdbfl_paper_jobs.py [--rounds 1] [--repeat 1] [--workers 2] [--legacy]
     python bench/cdbfl_paper_jobs.py --components [--repeat 7]
+    python bench/cdbfl_paper_jobs.py --switches [--repeat 10]
     python bench/cdbfl_paper_jobs.py --against /tmp/base/src [--rounds 2] [--repeat 2]
 """
 
@@ -54,12 +59,14 @@ import numpy as np
 import torch
 
 from bflnet.data.radar import MAP_SHAPE, radar_maps
+from bflnet.learners import langevin, sparse_mix
 from bflnet.learners.cdbfl import CDBFL
 from bflnet.learners.cffl import CFFL
 from bflnet.learners.dsgld import DSGLD
 from bflnet.learners.hyper import CDBFLParams, LangevinParams
 from bflnet.learners.langevin import predictive_probs
 from bflnet.learners.lenet import BayesianLeNet
+from bflnet.protocols import wire
 from bflnet.protocols.codecs import RawCodec, TopKCodec
 from bflnet.protocols.consensus import ConsensusProtocol
 from bflnet.protocols.mixing import metropolis_hastings_weights
@@ -181,6 +188,65 @@ def components(model: BayesianLeNet, nodes: dict, repeat: int) -> None:
             f"ratio {total['new'] / total['legacy']:.2f}")
 
 
+def switched_round(lrn: Any, codec: Any, states: dict, fast: bool,
+                   times: dict[tuple[str, bool], list[float]]) -> float:
+    """CPU seconds of the K devices' share of one CD-BFL round from ``states`` with the
+    sparse mixing and the NumPy step chain on (``fast``) or off; each part's CPU seconds
+    per device appended to ``times[(part, fast)]``."""
+    share, numpy_chain = sparse_mix.SPARSE_SHARE, langevin.LocalObjective.numpy_chain
+    if not fast:
+        sparse_mix.SPARSE_SHARE, langevin.LocalObjective.numpy_chain = 0.0, False
+    rng, weights = np.random.default_rng(0), {j: 1.0 / K for j in range(K)}
+
+    def clock(part: str, fn: Any) -> Any:
+        start = time.process_time()
+        out = fn()
+        times.setdefault((part, fast), []).append(time.process_time() - start)
+        return out
+
+    def publish(k: int, state: Any) -> Any:
+        value = lrn.outgoing(k, state)
+        seen[k] = wire.decode(codec, wire.encode(codec, value, rng)[0], value)
+        return lrn.sent(k, state, seen[k])
+
+    try:
+        start = time.process_time()
+        seen: dict[int, Any] = {}
+        sent = {}
+        for k in range(K):
+            st, _ = clock("local steps", lambda k=k: lrn.local_steps(
+                k, states[k], np.random.default_rng(k)))
+            sent[k] = clock("publish", lambda k=k, st=st: publish(k, st))
+        for k in range(K):
+            clock("mixing", lambda k=k: lrn.absorb(
+                k, sent[k], {j: seen[j] for j in range(K) if j != k}, weights))
+        return time.process_time() - start
+    finally:
+        sparse_mix.SPARSE_SHARE, langevin.LocalObjective.numpy_chain = share, numpy_chain
+
+
+def switches(model: BayesianLeNet, nodes: dict, repeat: int) -> None:
+    """Print :func:`switched_round` on and off, alternately (the order swapped every pair)."""
+    lrn, codec = learner("cd-bfl", model, nodes)
+    rng = np.random.default_rng(0)
+    states = {k: lrn.init_node(k, rng, lrn.init(rng)) for k in range(K)}
+    times: dict[tuple[str, bool], list[float]] = {}
+    switched_round(lrn, codec, states, True, times)      # warm-up
+    switched_round(lrn, codec, states, False, times)
+    times.clear()
+    ratios = []
+    for i in range(repeat):
+        order = (True, False) if i % 2 == 0 else (False, True)
+        got = {fast: switched_round(lrn, codec, states, fast, times) for fast in order}
+        ratios.append(got[True] / got[False])
+        print(f"  round share: CPU s on {got[True]:.3f}, off {got[False]:.3f}, "
+              f"on / off {ratios[-1]:.3f}", flush=True)
+    print(f"  on / off: median {statistics.median(ratios):.3f} over {repeat} pairs")
+    for part in ("local steps", "publish", "mixing"):
+        on, off = (statistics.median(times[(part, f)]) for f in (True, False))
+        print(f"  one device's {part}: on {on * 1e3:.1f} ms, off {off * 1e3:.1f} ms")
+
+
 def makespan(jobs: list[float], workers: int) -> float:
     """Longest-first packing of ``jobs`` on ``workers``."""
     loads = [0.0] * workers
@@ -248,6 +314,9 @@ def main() -> None:
                         help="also time the code paths as before the speed-ups")
     parser.add_argument("--components", action="store_true",
                         help="time one device's share of a round, new vs legacy")
+    parser.add_argument("--switches", action="store_true",
+                        help="CD-BFL's round share with the sparse mixing and NumPy steps "
+                             "on and off, alternately")
     parser.add_argument("--against", type=Path,
                         help="a src folder of another version: time both alternately")
     parser.add_argument("--one", help=argparse.SUPPRESS)
@@ -272,6 +341,9 @@ def main() -> None:
         return
     if args.components:
         components(model, nodes, args.repeat)
+        return
+    if args.switches:
+        switches(model, nodes, args.repeat)
         return
     sweep, note = measure(lambda legacy: time_sweep(model, test, legacy), args.repeat,
                           args.legacy)

@@ -187,6 +187,19 @@ def test_numpy_prior_step_is_torchs_chain_bit_for_bit(dtype, mean, var, lr, monk
     assert torch.equal(got, ref) and torch.equal(got.signbit(), ref.signbit())
 
 
+def test_numpy_prior_step_overflows_and_nans_silently_as_torch_does():
+    import warnings
+
+    theta = torch.tensor([[3e38, float("nan"), -3e38, 1.0]])
+    lik = torch.tensor([[3e38, 1.0, float("inf"), float("nan")]])
+    ref = lik.clone().mul_(-5.0).sub_(torch.rsub(theta, 0.0).div_(1.0).div_(10))
+    got = lik.clone()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert chunked.gaussian_prior_step(theta, got, 5.0, 0.0, 1.0, 10, None)
+    assert torch.equal(got.nan_to_num(7.0), ref.nan_to_num(7.0))
+
+
 def test_numpy_prior_step_declines_what_numpy_cannot_run():
     theta, lik = torch.zeros(2, 8), torch.ones(2, 8)
     assert not chunked.gaussian_prior_step(theta, lik[:, ::2].clone().t(), 1.0, 0.0, 1.0,

@@ -64,6 +64,15 @@ def gaussian_prior_step(theta: Tensor, lik: Tensor, scale: float, mean: float, v
         return False
     step = min(CHUNK, max(tn.shape[0], 1))
     scratch = np.empty(step, dtype=tn.dtype)
+    with np.errstate(all="ignore"):  # overflow to inf and NaN pass silently, as in torch
+        _prior_chain(tn, gn, scratch, step, scale, mean, var, nodes, lr)
+    return True
+
+
+def _prior_chain(tn: np.ndarray, gn: np.ndarray, scratch: np.ndarray, step: int,
+                 scale: float, mean: float, var: float, nodes: int, lr: float | None
+                 ) -> None:
+    """:func:`gaussian_prior_step`'s loop over chunks of ``step`` entries."""
     for i in range(0, tn.shape[0], step):
         t, g = tn[i:i + step], gn[i:i + step]
         p = scratch[:t.shape[0]]
@@ -76,4 +85,3 @@ def gaussian_prior_step(theta: Tensor, lik: Tensor, scale: float, mean: float, v
         if lr is not None:
             np.multiply(g, lr, out=g)
             np.subtract(t, g, out=g)
-    return True

@@ -59,6 +59,10 @@ BASELINES = METHODS[2:]
 #: Sec. 4.5): rho_0 < 1 with Module B active, one budget over the network, the paper's
 #: reset from the first merge, the cap reaching the budget at half the rounds.
 PAPER_MODE = {"sparsity_mode": "paper", "initial_activity": 0.9, "sparsify_from": 1}
+#: The paper mode with several minibatches per round (tau_max = 10): the clients' Module B
+#: updates the activities once per round (docs/em-tdamp.md, Sec. 6.10); with the
+#: per-minibatch update of eq. 27 every input group was switched off in round 1.
+PAPER_MODE_MULTI = {"activity_update": "round"}
 #: rho_0 candidates of the paper mode, chosen on the validation split like the baselines'
 #: step sizes (the paper gives no rho_0).
 RHO0S = (0.5, 0.9, 0.99)
@@ -170,6 +174,8 @@ def base(task: str, setting: str, quick: bool, rho: float, method: str) -> dict[
     if method == "emtdamp-paper":
         out.update(PAPER_MODE, methods="emtdamp",
                    budget_rounds=max(1, settings["rounds"] // 2))
+        if setting == "multi":
+            out.update(PAPER_MODE_MULTI)
     elif method in BASELINES:
         out["budget_scope"] = SCOPE["value"]
     return out

@@ -18,6 +18,9 @@ DEFAULT_KDE_BANDWIDTH = 0.55
 SPARSITY_MODES = ("per-layer", "paper")
 INIT_SLABS = ("random", "zero")
 VARIANCE_CLIPS = ("posterior", "extrinsic")
+#: When a client's Module B updates the group activities (every minibatch, as eq. 27 is
+#: written, or once per round from the round's accumulated messages).
+ACTIVITY_UPDATES = ("minibatch", "round")
 #: How a group budget is spread: per layer (T_l) or over the whole network.
 BUDGET_SCOPES = ("per-layer", "network")
 #: FedAvg's local optimisers.
@@ -233,6 +236,13 @@ class EMTDAMPParams:
                                "at 0.99, BiG-AMP's; compounds under PasP) or 'extrinsic' "
                                "(floor the extrinsic precision 1/nu_z - 1/nu_p at 1e-6)",
                                choices=VARIANCE_CLIPS)
+    activity_update: str = param("minibatch", "when a client's Module B updates the group "
+                                 "activities: 'minibatch' (PasP of eq. 27 on the whole "
+                                 "prior, activities too) or 'round' (Module A keeps the "
+                                 "round's activities; eq. 26 once, from the round's "
+                                 "accumulated messages: no loop through Module A's "
+                                 "linearisation, docs/em-tdamp.md Sec. 6.10)",
+                                 choices=ACTIVITY_UPDATES)
     batch_agents: bool = param(True, "clients scheduled in the same round run their TDAMP "
                                "together, as one batch (bit for bit the results of one by "
                                "one, with less overhead per operation)")

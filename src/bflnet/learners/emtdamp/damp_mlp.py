@@ -118,6 +118,9 @@ class DampSettings:
     #: ``"extrinsic"`` floors the extrinsic precision ``1/ν_z − 1/ν_p`` at ``1/var_cap``
     #: and sets ``ν_s = 1/(ν_p + ν_e)``, which does not depend on the prior's scale.
     variance_clip: str = "posterior"
+    #: Module B keeps the prior's group activities (only the slab is updated): the
+    #: client's ``activity_update="round"`` (docs/em-tdamp.md Sec. 6.10).
+    hold_activity: bool = False
 
     def __post_init__(self) -> None:
         if not 0.0 < self.damping <= 1.0:
@@ -633,7 +636,8 @@ def _backward_sweep(
         q_shift = _check(state, "q̂/ν_q", _mul_addmm(w_mean, gain, s_hat, u_t.mT), layer)
         state.q_precision[index], state.q_shift[index] = q_precision, q_shift
         # (6.19)-(6.20) Module B's posterior of W̃_l, damped means
-        layer_posterior = dense_group_posterior(priors[index], q_precision, q_shift)
+        layer_posterior = dense_group_posterior(priors[index], q_precision, q_shift,
+                                                hold_activity=settings.hold_activity)
         posterior[index] = layer_posterior
         new_mean = _check(state, "ŵ", layer_posterior.marginal_mean, layer)
         state.weight_mean[index] = _damp(new_mean, w_mean, settings.damping)

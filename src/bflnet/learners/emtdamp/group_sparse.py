@@ -240,19 +240,21 @@ def _column_log_sum(gain: Tensor) -> Tensor:
 
 
 def dense_group_posterior(
-    prior: DenseGroupPrior, message_precision: Tensor, message_shift: Tensor
+    prior: DenseGroupPrior, message_precision: Tensor, message_shift: Tensor,
+    *, hold_activity: bool = False,
 ) -> DenseGroupPosterior:
     """Module B (eqs. 3.1-3.5) in Module A's layout for the ``A → B`` messages
     ``(τ, h)`` on ``W̃`` (``(N_out, N_in + 1)``, precision form, ``τ ≥ 0``; unchecked).
 
     With ``g = 1 + τv``: ``v^post = v/g``, ``μ^post = v^post (μ/v + h)`` (3.4) and
     ``2ℓ = h μ^post + (μ/g)(h − τμ) − log g`` ((3.1) rewritten with the posterior slab); a
-    weight column's log-odds add up its ``ℓ``, a bias keeps its own."""
+    weight column's log-odds add up its ``ℓ``, a bias keeps its own. ``hold_activity``:
+    the activities stay the prior's (only the slab is updated)."""
     gain = torch.addcmul(torch.ones((), dtype=prior.var.dtype, device=prior.var.device),
                          message_precision, prior.var)
     post_var = prior.var / gain
     post_mean = torch.addcdiv(message_shift, prior.mean, prior.var).mul_(post_var)
-    if prior.certain:  # σ(±∞ + ℓ) is the prior's 0 or 1 again
+    if prior.certain or hold_activity:  # σ(±∞ + ℓ) is the prior's 0 or 1 again
         weight_activity, bias_activity = prior.weight_activity, prior.bias_activity
         marginals = (post_mean, post_var) if prior.dense else _dense_moments(
             weight_activity, bias_activity, post_mean, post_var)

@@ -153,7 +153,8 @@ class EMTDAMP(GlobalStateLearner):
             raise ValueError("agent_data: must hold at least one agent")
         self.depth = len(self.sizes) - 1
         self.settings = DampSettings(damping=self.params.damping,
-                                     variance_clip=self.params.variance_clip)
+                                     variance_clip=self.params.variance_clip,
+                                     hold_activity=self.params.activity_update == "round")
         #: Where and in which float type the clients' TDAMP computes.
         self.device = resolve_device(self.params.device)
         self.dtype = getattr(torch, self.params.dtype)

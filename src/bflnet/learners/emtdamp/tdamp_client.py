@@ -41,6 +41,7 @@ from .group_sparse import (
     DenseGroupPrior,
     GroupSparseMessages,
     dense_group_prior,
+    element_log_evidence_ratio,
 )
 from .heap import keep_freed_memory
 from .moments import client_sigmoid
@@ -107,6 +108,32 @@ def _dense_pasp(posterior: DenseGroupPosterior, power: float) -> DenseGroupPrior
     moments, so they are reused."""
     marginals = (posterior.marginal_mean, posterior.marginal_var) if power == 1.0 else None
     return dense_group_prior(*_pasp_parts(posterior, power), marginals)
+
+
+def _activity(activity: Tensor, mean: Tensor, var: Tensor, post_mean: Tensor,
+              post_var: Tensor) -> Tensor:
+    """Eq. 26's ``ρ^post = σ(logit ρ + Σ_m ℓ_m)`` for the Gaussian message that turns the
+    slab ``(mean, var)`` into ``(post_mean, post_var)`` (precision ``1/v_post − 1/v``,
+    floored at 0; shift ``μ_post/v_post − μ/v``); ``ρ`` = 0 or 1 stays."""
+    precision = torch.clamp(1.0 / post_var - 1.0 / var, min=0.0)
+    shift = post_mean / post_var - mean / var
+    evidence = element_log_evidence_ratio(mean, var, precision, shift).sum(-1)
+    return client_sigmoid(torch.logit(activity) + evidence, core=1)
+
+
+def round_activity(prior: LayerPrior, posterior: LayerPrior) -> LayerPrior:
+    """``activity_update="round"``: the client's posterior activities from eq. 26 applied
+    once to the round's accumulated ``A → B`` messages. Under PasP with ``λ = 1`` and the
+    activities held, each minibatch multiplies the slab by its message (3.4), so the
+    product of the round's messages is the slab's natural-parameter change from ``prior``
+    (the round's) to ``posterior``; the slab of ``posterior`` is kept."""
+    kind = {"dtype": posterior.weight_mean.dtype, "device": posterior.weight_mean.device}
+    prior = LayerPrior(*(t.to(**kind) for t in prior))
+    weight = _activity(prior.weight_activity, prior.weight_mean, prior.weight_var,
+                       posterior.weight_mean, posterior.weight_var)
+    bias = _activity(prior.bias_activity, prior.bias_mean, prior.bias_var,
+                     posterior.bias_mean, posterior.bias_var)
+    return posterior._replace(weight_activity=weight, bias_activity=bias)
 
 
 def _batches(count: int, size: int, generator: torch.Generator | None) -> list[Tensor | slice]:
@@ -273,6 +300,8 @@ def tdamp_clients(
         own = priors
         if posterior is not None:
             own = [layer_prior(*(t[k] for t in _pasp_parts(p, power))) for p in posterior]
+            if settings.hold_activity:
+                own = [round_activity(p, o) for p, o in zip(priors, own, strict=True)]
         results.append(ClientResult(own, z_mean[k], z_var[k], statistic,
                                     {key: int(v[k]) for key, v in counted.items()},
                                     minibatches))

@@ -16,7 +16,9 @@ time (one torch thread each):
 
 Methods (:data:`METHODS`): ``emtdamp-paper`` (EM-TDAMP with ``sparsity_mode=paper``: the
 paper's mechanism, ``ρ₀ < 1``, one budget ``round(ρ Q_W)`` over the network, the cap
-reaching it at half the rounds; docs/em-tdamp.md Sec. 4.5), ``emtdamp`` (the per-layer
+reaching it at half the rounds; docs/em-tdamp.md Sec. 4.5; in the ``multi`` setting the
+clients update the activities once per round, ``activity_update=round``, Sec. 6.10),
+``emtdamp`` (the per-layer
 mode), and the three baselines, which by default keep the same network-wide budget
 (``--budget-scope per-layer`` for ``T_l`` per layer).
 

@@ -2,7 +2,8 @@
 activities (``activity_update``). With the per-minibatch update (eq. 27 as written) the
 clients switch off every input group within one round of ten PasP passes; holding the
 round's activities in Module A and applying eq. 26 once to the round's accumulated
-messages keeps the informative inputs and switches off the others."""
+messages keeps the informative inputs and switches off the others. In float64, the
+float type the measurements of docs/em-tdamp.md Sec. 6.10 were made in."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def boston_shaped_clients(activity_update: str, initial_activity: float = 0.9):
     learner = EMTDAMP([13, 64, 64, 1], agents, eval_data=(test[0], test[1].reshape(-1, 1)),
                       sparsity_mode="paper", initial_activity=initial_activity,
                       target_density=1.0, sparsify_from=1, budget_rounds=25, tau_max=10,
-                      batch_size=101, activity_update=activity_update)
+                      batch_size=101, activity_update=activity_update, dtype="float64")
     return learner, learner.init(np.random.default_rng(1)), list(agents)
 
 
@@ -74,7 +75,7 @@ def test_round_activities_on_the_linear_problem_with_four_clients(seed):
     agents = {k: (x[p], y[p]) for k, p in enumerate(parts)}
     learner = EMTDAMP([6, 3], agents, sparsity_mode="paper", initial_activity=0.5,
                       target_density=0.5, budget_rounds=3, sweeps=3, batch_size=100,
-                      tau_max=10, activity_update="round")
+                      tau_max=10, activity_update="round", dtype="float64")
     state = learner.init(np.random.default_rng(seed + 10))
     first, state = one_round(learner, state, list(agents), 1)
     for update in first:
@@ -94,7 +95,7 @@ def test_round_activity_is_eq_26_of_the_accumulated_message():
     out = {}
     for mode in ("minibatch", "round"):
         learner = EMTDAMP([6, 3], {0: (x, y)}, sparsity_mode="paper", initial_activity=0.5,
-                          sweeps=1, batch_size=400, activity_update=mode)
+                          sweeps=1, batch_size=400, activity_update=mode, dtype="float64")
         state = learner.init(np.random.default_rng(5))
         out[mode] = learner.local_update(0, state, None, np.random.default_rng(6)).payload
     for key in ("l1.w_activity", "l1.b_activity", "l1.w_mean", "l1.w_var"):

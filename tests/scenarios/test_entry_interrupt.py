@@ -19,18 +19,21 @@ import bflnet
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: The console script's code (``bflnet.entry:main``), with an import of the command line
-#: that blocks until a signal comes.
-CHILD = """
+#: A finder whose import of ``{module}`` says so on stdout, then blocks until a signal comes.
+SLOW_IMPORT = """
 import sys, time
 
 class SlowImport:
     def find_spec(self, name, path=None, target=None):
-        if name == "bflnet.scenarios.cli":
+        if name == {module!r}:
             print("importing", flush=True)
             time.sleep(60)
         return None
+"""
 
+#: The console script's code (``bflnet.entry:main``), with an import of the command line
+#: that blocks until a signal comes.
+CHILD = SLOW_IMPORT.format(module="bflnet.scenarios.cli") + """
 from bflnet.entry import main
 sys.meta_path.insert(0, SlowImport())
 sys.argv[1:] = ["list"]
@@ -42,16 +45,7 @@ sys.exit(main())
 #: signal comes (a ``sitecustomize`` installs the finder before ``-m`` imports anything).
 #: The package import that ``-m`` does first must not load the registry: there, before
 #: the entry point's handlers, a Ctrl-C would print a traceback.
-SITECUSTOMIZE = """
-import sys, time
-
-class SlowImport:
-    def find_spec(self, name, path=None, target=None):
-        if name == "bflnet.scenarios.registry":
-            print("importing", flush=True)
-            time.sleep(60)
-        return None
-
+SITECUSTOMIZE = SLOW_IMPORT.format(module="bflnet.scenarios.registry") + """
 sys.meta_path.insert(0, SlowImport())
 """
 
@@ -62,12 +56,13 @@ def test_the_console_script_is_the_entry_module():
     assert scripts["bflnet"] == "bflnet.entry:main"
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_a_signal_during_the_imports_ends_in_one_line(signum):
+def interrupt_while_importing(command: list[str], signum: int, *paths: str) -> None:
+    """Start ``command`` with ``paths`` first on its import path, send ``signum`` once it
+    says it is inside the blocking import, and check the one line and the exit code."""
     src = str(Path(bflnet.__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, *sys.path])}
-    child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=env)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*paths, src, *sys.path])}
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env)
     try:
         assert child.stdout.readline() == "importing\n"  # inside the import: send it now
         child.send_signal(signum)
@@ -79,26 +74,18 @@ def test_a_signal_during_the_imports_ends_in_one_line(signum):
     assert child.returncode == 128 + signum, err
     assert err == f"bflnet: interrupted ({signal.Signals(signum).name})\n"
     assert out == ""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_during_the_imports_ends_in_one_line(signum):
+    interrupt_while_importing([sys.executable, "-c", CHILD], signum)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_the_module_entry_point_ends_in_one_line_too(tmp_path, signum):
     (tmp_path / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    src = str(Path(bflnet.__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), src, *sys.path])}
-    child = subprocess.Popen([sys.executable, "-m", "bflnet.scenarios.cli", "list"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        assert child.stdout.readline() == "importing\n"  # inside the import: send it now
-        child.send_signal(signum)
-        out, err = child.communicate(timeout=30)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.communicate()
-    assert child.returncode == 128 + signum, err
-    assert err == f"bflnet: interrupted ({signal.Signals(signum).name})\n"
-    assert out == ""
+    interrupt_while_importing([sys.executable, "-m", "bflnet.scenarios.cli", "list"], signum,
+                              str(tmp_path))
 
 
 def test_without_a_signal_the_command_runs():

@@ -161,6 +161,9 @@ class DenseGroupPrior(NamedTuple):
     marginal_var: Tensor
     certain: bool = False
     dense: bool = False
+    #: ``μ/v`` (3.4's prior term of the posterior mean), once per minibatch; ``None``:
+    #: computed at each use.
+    mean_over_var: Tensor | None = None
 
 
 class DenseGroupPosterior(NamedTuple):
@@ -212,7 +215,7 @@ def dense_group_prior(
         marginals = (mean, var) if dense else _dense_moments(
             weight_activity, bias_activity, mean, var)
     return DenseGroupPrior(weight_activity, bias_activity, weight_logit, bias_logit, mean, var,
-                           *marginals, certain, dense)
+                           *marginals, certain, dense, mean / var)
 
 
 _LOG_CHUNK = 8  # rows multiplied before one log: Σ log g = Σ log ∏_8 g (g ≥ 1)
@@ -253,7 +256,10 @@ def dense_group_posterior(
     gain = torch.addcmul(torch.ones((), dtype=prior.var.dtype, device=prior.var.device),
                          message_precision, prior.var)
     post_var = prior.var / gain
-    post_mean = torch.addcdiv(message_shift, prior.mean, prior.var).mul_(post_var)
+    # h + μ/v: the same bits as addcdiv(h, μ, v) (one rounding of μ/v, then of the sum)
+    post_mean = (torch.addcdiv(message_shift, prior.mean, prior.var)
+                 if prior.mean_over_var is None
+                 else torch.add(message_shift, prior.mean_over_var)).mul_(post_var)
     if prior.certain or hold_activity:  # σ(±∞ + ℓ) is the prior's 0 or 1 again
         weight_activity, bias_activity = prior.weight_activity, prior.bias_activity
         marginals = (post_mean, post_var) if prior.dense else _dense_moments(

@@ -373,7 +373,10 @@ def _count(clips: dict[str, int], key: str, mask: Tensor) -> None:
     """Add the ``True`` entries of one problem's ``mask`` (at most 2-D) to ``clips[key]``
     (an int), or of each problem's of a batch ``(K, …, …)`` (a ``(K,)`` tensor, no host
     round trip)."""
-    counts = int(mask.sum()) if mask.dim() <= 2 else mask.sum((-2, -1))
+    if mask.dim() <= 2:
+        counts = int(torch.count_nonzero(mask))
+    else:  # as bytes into int32: about 4x faster than a bool sum (which converts to int64)
+        counts = mask.view(torch.uint8).sum((-2, -1), dtype=torch.int32).long()
     clips[key] = clips.get(key, 0) + counts  # type: ignore[assignment]
 
 

@@ -174,6 +174,8 @@ MADE_BY = {
                                        "emtdamp_boston_multi_paper.png", "emtdamp"),
     "emtdamp_mnist_single_paper.png": ("cp out/emtdamp-paper/mnist-single.png docs/figures/"
                                        "emtdamp_mnist_single_paper.png", "emtdamp"),
+    "emtdamp_mnist_multi_paper.png": ("cp out/emtdamp-paper/mnist-multi.png docs/figures/"
+                                      "emtdamp_mnist_multi_paper.png", "emtdamp"),
     "d2d_medium.png": ("scripts/reproduce_d2d_medium.py", "d2d"),
     "wflmc_gaussian.png": ("scripts/plot_wflmc_gaussian.py wflmc.csv", "wflmc"),
     "ota_langevin.png": ("scripts/summarise_ota_langevin.py", "ota"),

@@ -149,7 +149,7 @@ class DampState:
     ``u_square``: ``Ũ²`` of the last forward sweep; ``inputs``: the data of the cached
     layer-1 ``X̃`` (``u_mean[0]``); ``relu_parts``: the forward sweep's ReLU parts per
     layer input (``None`` for ``l = 1``), reused by the backward sweep; ``pending``: the
-    checks deferred off the CPU (module docs).
+    checks deferred off the CPU (module docs); ``private``: see the field.
     """
 
     weight_mean: list[Tensor]
@@ -175,6 +175,13 @@ class DampState:
     relu_parts: list[ReluForward | None] = field(default_factory=list)
     #: Finiteness checks not yet read (off the CPU): ``(quantity, layer, all finite)``.
     pending: list[tuple[str, int, Tensor]] = field(default_factory=list)
+    #: The caller never hands this state out (:func:`~.tdamp_client.tdamp_clients`): after
+    #: the first sweep the damped ``ŝ``, ``ν_s`` and weight means are written over their
+    #: previous values (the state's own arrays) instead of into new ones.
+    private: bool = False
+    #: Layer 1's ``X̃ᵀ`` and ``X̃²ᵀ`` as contiguous arrays, for the float32 backward
+    #: products (:func:`_input_transposes`); made once per cached ``X̃``.
+    input_transposes: tuple[Tensor, Tensor] | None = None
 
     @property
     def weight_posterior(self) -> list[tuple[GroupSparseMessages, GroupSparseMessages]]:
@@ -369,6 +376,30 @@ def _init_dense_state(priors: list[DenseGroupPrior], batch: int) -> DampState:
     return state
 
 
+#: Counts stay exact in a float sum up to here (float32's 24-bit significand).
+_FLOAT_COUNT_MAX = 2**24
+
+
+def _count_beyond(clips: dict[str, int], key: str, value: Tensor, bound: float,
+                  *, below: bool) -> None:
+    """:func:`_count` of ``value < bound`` (``below``) or ``value > bound``. For a batch on
+    the CPU without a boolean mask: the sign of ``bound − value`` (or ``value − bound``)
+    clamped to 0 and 1 and summed, the same count (the difference of two floats is zero
+    only where they are equal, and the sums are integers below 2²⁴); here a comparison
+    into booleans costs about three arithmetic passes. NaN (never counted by the
+    comparison) takes the mask."""
+    if (value.dim() <= 2 or not moments.on_host(value)
+            or value.shape[-2:].numel() >= _FLOAT_COUNT_MAX):
+        _count(clips, key, value < bound if below else value > bound)
+        return
+    margin = torch.rsub(value, bound) if below else torch.sub(value, bound)
+    counts = margin.clamp_(min=0.0).sign_().sum((-2, -1))
+    if bool(counts.isnan().any()):
+        _count(clips, key, value < bound if below else value > bound)
+        return
+    clips[key] = clips.get(key, 0) + counts.long()  # type: ignore[assignment]
+
+
 def _count(clips: dict[str, int], key: str, mask: Tensor) -> None:
     """Add the ``True`` entries of one problem's ``mask`` (at most 2-D) to ``clips[key]``
     (an int), or of each problem's of a batch ``(K, …, …)`` (a ``(K,)`` tensor, no host
@@ -450,24 +481,27 @@ def flush_checks(state: DampState) -> None:
             raise NonFiniteError(f"layer {layer}: {name} is not finite")
 
 
-def _floor(clips: dict[str, int], key: str, value: Tensor, bound: float) -> Tensor:
+def _floor(clips: dict[str, int], key: str, value: Tensor, bound: float,
+           own: bool = False) -> Tensor:
     """``max(value, bound)``, counting the clipped entries (on the CPU, one reduction if
-    none is)."""
+    none is); in place if ``own`` (``value`` is the caller's new array)."""
     if moments.on_host(value) and float(value.min()) >= bound:
         clips.setdefault(key, 0)
         return value
-    _count(clips, key, value < bound)
-    return value.clamp(min=bound)  # the same values as torch.where(below, bound, value)
+    _count_beyond(clips, key, value, bound, below=True)
+    # the same values as torch.where(below, bound, value)
+    return value.clamp_(min=bound) if own else value.clamp(min=bound)
 
 
-def _cap(clips: dict[str, int], key: str, value: Tensor, bound: float) -> Tensor:
+def _cap(clips: dict[str, int], key: str, value: Tensor, bound: float,
+         own: bool = False) -> Tensor:
     """``min(value, bound)``, counting the clipped entries (on the CPU, one reduction if
-    none is)."""
+    none is); in place if ``own`` (``value`` is the caller's new array)."""
     if moments.on_host(value) and float(value.max()) <= bound:
         clips.setdefault(key, 0)
         return value
-    _count(clips, key, value > bound)
-    return value.clamp(max=bound)
+    _count_beyond(clips, key, value, bound, below=False)
+    return value.clamp_(max=bound) if own else value.clamp(max=bound)
 
 
 def _floor_finite(
@@ -475,7 +509,8 @@ def _floor_finite(
     state: DampState | None = None,
 ) -> Tensor:
     """:func:`check_finite` then :func:`_floor`, from one ``aminmax`` when nothing is wrong
-    (off the CPU: :func:`_check` then :func:`_floor`)."""
+    (off the CPU: :func:`_check` then :func:`_floor`). ``value`` is the caller's own new
+    array (a product): on the CPU it is clamped in place."""
     if state is not None and not moments.on_host(value):
         return _floor(clips, key, _check(state, name, value, layer), bound)
     low, high = (float(v) for v in torch.aminmax(value))
@@ -484,8 +519,8 @@ def _floor_finite(
     if low >= bound:
         clips.setdefault(key, 0)
         return value
-    _count(clips, key, value < bound)
-    return value.clamp(min=bound)  # the same values as torch.where(below, bound, value)
+    _count_beyond(clips, key, value, bound, below=True)
+    return value.clamp_(min=bound)  # the same values as torch.where(below, bound, value)
 
 
 def _input_rows(state: DampState, inputs: Tensor) -> tuple[Tensor, Tensor]:
@@ -494,9 +529,25 @@ def _input_rows(state: DampState, inputs: Tensor) -> tuple[Tensor, Tensor]:
         ones = torch.ones(*inputs.shape[:-2], 1, inputs.shape[-1], dtype=inputs.dtype,
                           device=inputs.device)
         x = torch.cat([inputs, ones], dim=-2)
-        state.inputs = inputs
+        state.inputs, state.input_transposes = inputs, None
         return x, x * x
     return state.u_mean[0], state.u_square[0]
+
+
+def _input_transposes(state: DampState, index: int) -> tuple[Tensor, Tensor]:
+    """``Ũᵀ`` and ``Ũ²ᵀ`` of layer ``index + 1``'s inputs, the right operands of the
+    backward products ``ŝ Ũᵀ`` and ``ν_s Ũ²ᵀ`` (6.17)-(6.18): transposed views, except
+    layer 1's in float32, which are contiguous copies made once per minibatch (its ``5``
+    sweeps reuse them): at these shapes MKL's SGEMM is about 10 % faster on a contiguous
+    right operand than on a transposed one, with the same bits; its DGEMM is not faster
+    and rounds differently, so float64 keeps the views."""
+    u_t, u2 = state.u_mean[index], state.u_square[index]
+    if index > 0 or u_t.dtype != torch.float32:
+        return u_t.mT, u2.mT
+    if state.input_transposes is None:
+        x_t = u_t.mT.contiguous()
+        state.input_transposes = (x_t, x_t * x_t)
+    return state.input_transposes
 
 
 def forward_sweep(
@@ -518,7 +569,7 @@ def forward_sweep(
             u_mean, u_var = relu_posterior(forward, *((None, None) if flat else (lam_b, h)),
                                            z=False)
             _check(state, "û", u_mean, layer - 1)
-            u_var = _check(state, "ν_u", torch.clamp(u_var, min=0.0), layer - 1)
+            u_var = _check(state, "ν_u", u_var.clamp_(min=0.0), layer - 1)  # (new array)
             row = (*u_mean.shape[:-2], 1, u_mean.shape[-1])
             kind = {"dtype": u_mean.dtype, "device": u_mean.device}
             u_t = torch.cat([u_mean, torch.ones(row, **kind)], dim=-2)
@@ -531,7 +582,7 @@ def forward_sweep(
             p_var = p_bar_var + _mm(w_var, u_var_t)
         p_var = _floor(clips, f"layer{layer}/p_var_floor", _check(state, "ν_p", p_var, layer),
                        settings.var_floor)
-        p_hat = _mm(w_mean, u_t) - state.s_hat[index] * p_bar_var  # (6.12) Onsager correction
+        p_hat = _mm(w_mean, u_t).sub_(state.s_hat[index] * p_bar_var)  # (6.12) Onsager
         state.p_hat.append(_check(state, "p̂", p_hat, layer))
         state.p_var.append(p_var)
         state.u_mean.append(u_t)
@@ -550,10 +601,11 @@ def _scores(clips: dict[str, int], layer: int, z_mean: Tensor, z_var: Tensor, p_
     ``π_e = 1/ν_z − 1/ν_p``; where ``π_e < 1/var_cap`` there is no proper Gaussian
     extrinsic message (the node's posterior is wider than its forward message) and the
     message is dropped (``ŝ = ν_s = 0``, expectation propagation's skipped update)."""
-    s_hat = (z_mean - p_hat) / p_var
+    s_hat = torch.sub(z_mean, p_hat).div_(p_var)
     if settings.variance_clip == "posterior":
-        ratio = _cap(clips, f"layer{layer}/z_to_p_ratio", z_var / p_var, settings.ratio_cap)
-        return s_hat, (1.0 - ratio) / p_var
+        ratio = _cap(clips, f"layer{layer}/z_to_p_ratio", z_var / p_var, settings.ratio_cap,
+                     own=True)
+        return s_hat, torch.rsub(ratio, 1.0).div_(p_var)
     ratio = z_var / p_var
     extrinsic = (1.0 - ratio) / z_var
     bad = extrinsic < 1.0 / settings.var_cap
@@ -564,9 +616,13 @@ def _scores(clips: dict[str, int], layer: int, z_mean: Tensor, z_var: Tensor, p_
             torch.where(bad, 0.0, (1.0 - ratio) / p_var))
 
 
-def _damp(new: Tensor, old: Tensor, damping: float, first: bool = False) -> Tensor:
-    """``damping · new + (1 − damping) · old`` (one pass: ``old + damping (new − old)``)."""
-    return new if first or damping == 1.0 else torch.lerp(old, new, damping)
+def _damp(new: Tensor, old: Tensor, damping: float, first: bool = False,
+          overwrite: bool = False) -> Tensor:
+    """``damping · new + (1 − damping) · old`` (one pass: ``old + damping (new − old)``),
+    written over ``old`` if ``overwrite``."""
+    if first or damping == 1.0:
+        return new
+    return torch.lerp(old, new, damping, out=old) if overwrite else torch.lerp(old, new, damping)
 
 
 def backward_sweep(
@@ -591,6 +647,8 @@ def _backward_sweep(
 ) -> None:
     """:func:`backward_sweep` with the priors in Module A's layout."""
     first = state.sweeps == 0
+    # after the first sweep the damped arrays are this state's own (DampState.private)
+    overwrite = state.private and not first
     depth = len(priors)
     posterior: list[DenseGroupPosterior | None] = [None] * depth
     for index in reversed(range(depth)):
@@ -613,8 +671,8 @@ def _backward_sweep(
                                    p_hat, p_var, settings)  # (6.14)
         _check(state, "ŝ", s_new, layer)
         _check(state, "ν_s", s_var_new, layer)
-        s_hat = _damp(s_new, state.s_hat[index], settings.damping, first)
-        s_var = _damp(s_var_new, state.s_var[index], settings.damping, first)
+        s_hat = _damp(s_new, state.s_hat[index], settings.damping, first, overwrite)
+        s_var = _damp(s_var_new, state.s_var[index], settings.damping, first, overwrite)
         state.s_hat[index], state.s_var[index] = s_hat, s_var
         w_mean, w_var = state.weight_mean[index], state.weight_var[index]
         u_t, u_var_t = state.u_mean[index], state.u_var[index]
@@ -623,27 +681,29 @@ def _backward_sweep(
             r_precision = _floor_finite(clips, f"layer{layer}/r_var_cap", "1/ν_r",
                                         _mm((w_in * w_in).mT, s_var), 1.0 / settings.var_cap,
                                         layer, state)
-            gain = _floor(clips, f"layer{layer}/r_gain", r_precision - _mm(w_var_in.mT, s_var),
-                          0.0)
-            r_shift = u_t[..., :-1, :] * gain + _mm(w_in.mT, s_hat)
+            spread = _mm(w_var_in.mT, s_var)
+            gain = _floor(clips, f"layer{layer}/r_gain",
+                          torch.sub(r_precision, spread, out=spread), 0.0, own=True)
+            r_shift = (u_t[..., :-1, :] * gain).add_(_mm(w_in.mT, s_hat))
             state.r_precision[index] = r_precision
             state.r_shift[index] = _check(state, "r̂/ν_r", r_shift, layer)
         # (6.17)-(6.18) A → B messages on W̃_l, precision form
+        u_t_t, u2_t = _input_transposes(state, index)
         q_precision = _floor_finite(clips, f"layer{layer}/q_var_cap", "1/ν_q",
-                                    _mm(s_var, state.u_square[index].mT),
-                                    1.0 / settings.var_cap, layer, state)
+                                    _mm(s_var, u2_t), 1.0 / settings.var_cap, layer, state)
         gain = q_precision
         if u_var_t is not None:
             gain = _floor(clips, f"layer{layer}/q_gain", q_precision - _mm(s_var, u_var_t.mT),
                           0.0)
-        q_shift = _check(state, "q̂/ν_q", _mul_addmm(w_mean, gain, s_hat, u_t.mT), layer)
+        q_shift = _check(state, "q̂/ν_q", _mul_addmm(w_mean, gain, s_hat, u_t_t), layer)
         state.q_precision[index], state.q_shift[index] = q_precision, q_shift
         # (6.19)-(6.20) Module B's posterior of W̃_l, damped means
         layer_posterior = dense_group_posterior(priors[index], q_precision, q_shift,
                                                 hold_activity=settings.hold_activity)
         posterior[index] = layer_posterior
         new_mean = _check(state, "ŵ", layer_posterior.marginal_mean, layer)
-        state.weight_mean[index] = _damp(new_mean, w_mean, settings.damping)
+        state.weight_mean[index] = _damp(new_mean, w_mean, settings.damping,
+                                         overwrite=overwrite)
         state.weight_var[index] = _check(state, "ν_w", layer_posterior.marginal_var, layer)
     state.posterior = posterior  # type: ignore[assignment]
     state.sweeps += 1

@@ -255,12 +255,14 @@ def dense_group_posterior(
     the activities stay the prior's (only the slab is updated)."""
     gain = torch.addcmul(torch.ones((), dtype=prior.var.dtype, device=prior.var.device),
                          message_precision, prior.var)
-    post_var = prior.var / gain
+    hold = prior.certain or hold_activity
+    # (the gain is read again below only when the activities move)
+    post_var = torch.div(prior.var, gain, out=gain) if hold else prior.var / gain
     # h + μ/v: the same bits as addcdiv(h, μ, v) (one rounding of μ/v, then of the sum)
     post_mean = (torch.addcdiv(message_shift, prior.mean, prior.var)
                  if prior.mean_over_var is None
                  else torch.add(message_shift, prior.mean_over_var)).mul_(post_var)
-    if prior.certain or hold_activity:  # σ(±∞ + ℓ) is the prior's 0 or 1 again
+    if hold:  # σ(±∞ + ℓ) is the prior's 0 or 1 again
         weight_activity, bias_activity = prior.weight_activity, prior.bias_activity
         marginals = (post_mean, post_var) if prior.dense else _dense_moments(
             weight_activity, bias_activity, post_mean, post_var)

@@ -128,18 +128,22 @@ def _erfcx(x: Tensor) -> Tensor:
     (the last two dimensions), so a batch of problems takes each one's path."""
     if (x.shape[-2:].numel() if x.dim() >= 2 else x.numel()) < _ERFC_PRODUCT_MIN_SIZE:
         return torch.special.erfcx(x)
-    out = torch.special.erfc(x).mul_(torch.exp(x * x))
-    tail = x > _ERFC_PRODUCT_BELOW
+    out = torch.special.erfc(x).mul_((x * x).exp_())
     if not on_host(x):  # no host round trip: erfcx everywhere, kept in the tail
-        return torch.where(tail, torch.special.erfcx(x), out)
-    _put_erfcx(out, x, tail)
+        return torch.where(x > _ERFC_PRODUCT_BELOW, torch.special.erfcx(x), out)
+    _put_erfcx(out, x)
     return out
 
 
-def _put_erfcx(out: Tensor, x: Tensor, tail: Tensor) -> None:
-    """``out[tail] = erfcx(x[tail])`` in place, through one ``nonzero`` and flat index
-    copies (the same values; boolean indexing's gather and scatter take about twice as
-    long), or by boolean indexing when a tensor is not contiguous."""
+def _put_erfcx(out: Tensor, x: Tensor) -> None:
+    """``out[tail] = erfcx(x[tail])`` in place for the ``tail`` ``x > 3``, through one
+    ``nonzero`` and flat index copies (the same values; boolean indexing's gather and
+    scatter take about twice as long), or by boolean indexing when a tensor is not
+    contiguous. Nothing after one maximum when no ``x`` is above 3 (the comparison and the
+    ``nonzero`` cost about ten maxima)."""
+    if float(x.max()) <= _ERFC_PRODUCT_BELOW:  # (NaN: the general path, as before)
+        return
+    tail = x > _ERFC_PRODUCT_BELOW
     if not (out.is_contiguous() and x.is_contiguous() and tail.is_contiguous()):
         if bool(tail.any()):
             out[tail] = torch.special.erfcx(x[tail])
@@ -152,7 +156,7 @@ def _put_erfcx(out: Tensor, x: Tensor, tail: Tensor) -> None:
 
 def _inverse_mills(a: Tensor, scaled_erfcx: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """:func:`inverse_mills` given ``erfcx(−a/√2)``; the series only if some ``a < −45``."""
-    lam = _SQRT_2_OVER_PI / scaled_erfcx
+    lam = torch.reciprocal(scaled_erfcx).mul_(_SQRT_2_OVER_PI)  # (c / t is 1/t · c)
     shifted = a + lam
     var_factor = 1.0 - lam * shifted
     if a.numel() and on_host(a) and float(a.min()) >= _ASYMPTOTIC_BELOW:
@@ -199,11 +203,10 @@ def _erfcx_pair(x: Tensor) -> tuple[Tensor, Tensor]:
     tail_erfc = torch.special.erfc(y)
     large = torch.rsub(tail_erfc, 2.0).mul_(scale)
     small = tail_erfc.mul_(scale)
-    tail = y > _ERFC_PRODUCT_BELOW
     if not on_host(y):
-        small = torch.where(tail, torch.special.erfcx(y), small)
+        small = torch.where(y > _ERFC_PRODUCT_BELOW, torch.special.erfcx(y), small)
     else:
-        _put_erfcx(small, y, tail)
+        _put_erfcx(small, y)
     nonnegative = x >= 0
     return torch.where(nonnegative, small, large), torch.where(nonnegative, large, small)
 
@@ -251,30 +254,33 @@ def relu_posterior(
         shifted_mean = torch.addcmul(mf, h, vf)
         post_mean = shifted_mean / gain  # m*
         post_std = torch.sqrt(post_var)
-        a_pos = post_mean / post_std
+        a_pos = post_mean.div_(post_std)
         scaled_pos = a_pos.mul(-1.0 / _SQRT_2)  # erfcx argument of inverse_mills(a_pos)
         erfcx_pos = _erfcx(scaled_pos)
         # log w+ − log w0 (eq. 2.3) = ½[(h(2m_f + h v_f) − Λm_f²)/g − log g]
         # + log Φ(a*) − log Φ(−a_f), written without differences of large terms.
         quadratic = shifted_mean.add_(mf).mul_(h).addcmul_(lam_b * mf, mf, value=-1.0)
-        log_odds = (quadratic.div_(gain).sub_(torch.log(gain)).mul_(0.5)
+        log_odds = (quadratic.div_(gain).sub_(gain.log_()).mul_(0.5)
                     .add_(_log_ndtr(scaled_pos, erfcx_pos)).sub_(forward.log_ndtr))
     active = client_sigmoid(log_odds)
+    # (Below, each product or sum is written into a temporary of this call that is not
+    # read again: the same operations, fewer new arrays.)
     _, shifted_pos, var_factor_pos = _inverse_mills(a_pos, erfcx_pos)
-    mean_pos = post_std * shifted_pos  # E[z | z > 0] (eq. 2.2)
-    var_pos = post_var * var_factor_pos
+    mean_pos = shifted_pos.mul_(post_std)  # E[z | z > 0] (eq. 2.2)
+    var_pos = var_factor_pos.mul_(post_var)
     inactive = 1.0 - active
     out: tuple[Tensor, ...] = ()
     if u:  # eq. 2.4: ρ m+, ρ(v+ + (1 − ρ) m+²)
-        out = (active * mean_pos,
-               torch.addcmul(var_pos, inactive, mean_pos * mean_pos).mul_(active))
+        spread_u = (torch.addcmul(var_pos, inactive, mean_pos * mean_pos) if z
+                    else var_pos.addcmul_(inactive, mean_pos * mean_pos))
+        out = (active * mean_pos, spread_u.mul_(active))
     if z:  # eq. 2.5 with m− = E[z | z ≤ 0] under the forward message alone
         _, shifted_neg, var_factor_neg = _inverse_mills(-forward.a, forward.erfcx)
         mean_neg = shifted_neg.mul_(-1.0).mul_(forward.std)
-        var_neg = vf * var_factor_neg
+        var_neg = var_factor_neg.mul_(vf)
         gap = mean_pos - mean_neg
-        z_mean = torch.addcmul(mean_neg, active, gap)
-        spread = torch.addcmul(var_pos - var_neg, inactive, gap * gap)
+        z_mean = mean_neg.addcmul_(active, gap)
+        spread = var_pos.sub_(var_neg).addcmul_(inactive, gap.mul_(gap))
         out = (*out, z_mean, spread.mul_(active).add_(var_neg), active)
     return out
 

@@ -168,9 +168,23 @@ def _batched(prior: DenseGroupPrior, clients: int) -> DenseGroupPrior:
 
 def _take(data: Sequence[Tensor], index: Sequence[Tensor | slice]) -> Tensor:
     """Every client's minibatch of ``data`` (columns ``index[k]`` of the last dimension)
-    stacked along a new first dimension."""
-    return torch.stack([d[..., i] if isinstance(i, slice) else d.index_select(-1, i)
-                        for d, i in zip(data, index, strict=True)])  # (5x faster than d[..., i])
+    stacked along a new first dimension. A matrix stored with its columns contiguous (the
+    ``(N_0, I)`` view of ``(I, N_0)`` examples, as the learner keeps them) is gathered by
+    whole rows of the array below (one example's values at a time), then transposed into
+    place; otherwise by ``index_select`` (5 x faster than ``d[..., i]``). The same values
+    either way."""
+    first, at = data[0], index[0]
+    size = at.numel() if isinstance(at, Tensor) else len(range(first.shape[-1])[at])
+    out = torch.empty(len(data), *first.shape[:-1], size, dtype=first.dtype,
+                      device=first.device)
+    for part, d, i in zip(out, data, index, strict=True):
+        if isinstance(i, slice):
+            part.copy_(d[..., i])
+        elif d.dim() == 2 and d.stride(0) == 1 and d.shape[0] > 1:
+            part.copy_(d.T.index_select(0, i).T)
+        else:
+            torch.index_select(d, -1, i, out=part)
+    return out
 
 
 def tdamp_client(
@@ -265,6 +279,7 @@ def tdamp_clients(
             else:  # PasP (eq. 27): the last minibatch's posterior becomes the prior
                 dense = [_dense_pasp(p, power) for p in posterior]
             state = _init_dense_state(dense, batch_inputs.shape[-1])
+            state.private = True  # never handed out: its damped arrays are overwritten
             if start is not None and minibatches == 0:
                 if [tuple(w.shape) for w in start] != [tuple(w.shape[1:])
                                                        for w in state.weight_mean]:

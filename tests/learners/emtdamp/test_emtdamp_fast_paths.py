@@ -34,7 +34,7 @@ def test_clips_clamp_like_where_and_count_per_problem(dtype):
     assert torch.equal(clips["c"], (x > 0.5).sum((-2, -1)))
     finite = x.nan_to_num(posinf=7.0, neginf=-7.0)
     one: dict = {}
-    out = damp_mlp._floor_finite(one, "g", "v", finite[1], 0.5, 1)
+    out = damp_mlp._floor_finite(one, "g", "v", finite[1].clone(), 0.5, 1)  # (in place)
     assert torch.equal(out, torch.where(finite[1] < 0.5, 0.5, finite[1]))
     assert one["g"] == int((finite[1] < 0.5).sum())
     nan = torch.tensor([[1.0, math.nan]], dtype=dtype)

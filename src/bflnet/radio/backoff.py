@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import simpy
 
+from bflnet.radio.events import timeout
+
 #: Slots that ran out idle: ``floor(elapsed / slot + _SLOT_EPS)``.
 _SLOT_EPS = 1e-6
 
@@ -107,7 +109,8 @@ class BackoffScheduler:
         heapq.heappush(self._heap, (t, self._seq, node, gen))
         if t < self._armed:
             self._armed = t
-            self.env.timeout(t - self.env.now).callbacks.append(self._tick)
+            env = self.env
+            timeout(env, t - env._now).callbacks.append(self._tick)
 
     def _tick(self, _: Any) -> None:
         """Counters that ran out now transmit; arm the timer for the next one."""
@@ -125,7 +128,7 @@ class BackoffScheduler:
             state = waiting.get(node)
             if state is not None and state.gen == gen and state.counting:
                 self._armed = t
-                self.env.timeout(t - now).callbacks.append(self._tick)
+                timeout(self.env, t - now).callbacks.append(self._tick)
                 return
             heapq.heappop(heap)  # stale
 
@@ -184,4 +187,4 @@ class BackoffScheduler:
                 push(heap, (t, self._seq, n, state.gen))
                 if t < self._armed:  # (each earlier one its own timer: the order of
                     self._armed = t  # simultaneous events stays that of every release)
-                    env.timeout(t - now).callbacks.append(tick)
+                    timeout(env, t - now).callbacks.append(tick)

@@ -114,18 +114,18 @@ class BackoffScheduler:
 
     def _tick(self, _: Any) -> None:
         """Counters that ran out now transmit; arm the timer for the next one."""
-        now, heap, waiting = self.env.now, self._heap, self.waiting
+        now, heap, get = self.env.now, self._heap, self.waiting.get
         if now < self._armed:  # a timer armed before an earlier one: superseded
             return
         self._armed = math.inf
         while heap and heap[0][0] <= now:
             _, _, node, gen = heapq.heappop(heap)
-            state = waiting.get(node)
+            state = get(node)
             if state is not None and state.gen == gen and state.counting:
                 self._fire(node, state)
         while heap:
             t, _, node, gen = heap[0]
-            state = waiting.get(node)
+            state = get(node)
             if state is not None and state.gen == gen and state.counting:
                 self._armed = t
                 timeout(self.env, t - now).callbacks.append(self._tick)
@@ -154,8 +154,8 @@ class BackoffScheduler:
     def carrier_idle(self, nodes: list[int]) -> None:
         """The last transmission within sense range of ``nodes`` ended: frozen ones
         resume (in one event, after the medium has settled this instant)."""
-        waiting = self.waiting
-        wake = [n for n in nodes if n in waiting and not waiting[n].counting]
+        get = self.waiting.get
+        wake = [n for n in nodes if (s := get(n)) is not None and not s.counting]
         if wake:
             if not self._resume:
                 event = self.env.event()

@@ -64,3 +64,47 @@ def test_callbacks_and_process_give_the_same_rows(mac):
     by_process, by_callbacks = rows(mac, False), rows(mac, True)
     assert len(by_process) > 100
     assert by_callbacks == by_process
+
+
+def test_aloha_defer_row_of_an_interrupted_wait_is_still_written_when_the_wait_ends():
+    """The Sending writes ALOHA's defer row as it resumes from its wait; a process
+    interrupted during that wait gets it written when the wait ends, as a callback of the
+    wait would, and the radio goes to the next message."""
+    import contextlib
+
+    import simpy
+
+    g = nx.Graph([(0, 1)])
+    nx.set_node_attributes(g, {0: (0.0, 0.0), 1: (10.0, 0.0)}, "pos")
+    sim = Simulation(2, record_messages=True)
+    net = sim.build_network(g, medium=SharedMediumSpec(SPEC, make_mac("aloha", p=0.01)),
+                            mtu_bits=4000)
+    env, link = sim.env, net.links[(0, 1)]
+
+    def first():
+        with contextlib.suppress(simpy.Interrupt):
+            yield from link.send(Message(0, 1, "x", None, 1000), deliver=False)
+
+    def second():
+        yield env.timeout(2e-9)
+        yield from link.send(Message(0, 1, "y", None, 1000), deliver=False)
+
+    proc = env.process(first())
+    env.process(second())
+
+    def stop():
+        yield env.timeout(1e-9)
+        proc.interrupt("stop")
+
+    env.process(stop())
+    env.run()
+    rows = sim.recorder.rows
+    defers = [r for r in rows if r["event"] == "mac" and r.get("kind") == "defer"]
+    tx = [r for r in rows if r["event"] == "tx"]
+    slot = net.air.slot_s
+    # the interrupted attempt's row, at its slot (not at the interrupt); the next message
+    # took the radio at the interrupt and transmitted
+    assert defers and defers[0]["attempt"] == 1 and defers[0]["time_s"] > 1e-9
+    assert defers[0]["time_s"] == pytest.approx(defers[0]["deferrals"] * slot, rel=1e-9)
+    assert [r["node"] for r in tx] == [0]
+    assert tx[0]["start_s"] >= 2e-9

@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import simpy
 
+from bflnet.radio.events import timeout
+
 #: Slots that ran out idle: ``floor(elapsed / slot + _SLOT_EPS)``.
 _SLOT_EPS = 1e-6
 
@@ -107,25 +109,26 @@ class BackoffScheduler:
         heapq.heappush(self._heap, (t, self._seq, node, gen))
         if t < self._armed:
             self._armed = t
-            self.env.timeout(t - self.env.now).callbacks.append(self._tick)
+            env = self.env
+            timeout(env, t - env._now).callbacks.append(self._tick)
 
     def _tick(self, _: Any) -> None:
         """Counters that ran out now transmit; arm the timer for the next one."""
-        now, heap, waiting = self.env.now, self._heap, self.waiting
+        now, heap, get = self.env.now, self._heap, self.waiting.get
         if now < self._armed:  # a timer armed before an earlier one: superseded
             return
         self._armed = math.inf
         while heap and heap[0][0] <= now:
             _, _, node, gen = heapq.heappop(heap)
-            state = waiting.get(node)
+            state = get(node)
             if state is not None and state.gen == gen and state.counting:
                 self._fire(node, state)
         while heap:
             t, _, node, gen = heap[0]
-            state = waiting.get(node)
+            state = get(node)
             if state is not None and state.gen == gen and state.counting:
                 self._armed = t
-                self.env.timeout(t - now).callbacks.append(self._tick)
+                timeout(self.env, t - now).callbacks.append(self._tick)
                 return
             heapq.heappop(heap)  # stale
 
@@ -151,8 +154,8 @@ class BackoffScheduler:
     def carrier_idle(self, nodes: list[int]) -> None:
         """The last transmission within sense range of ``nodes`` ended: frozen ones
         resume (in one event, after the medium has settled this instant)."""
-        waiting = self.waiting
-        wake = [n for n in nodes if n in waiting and not waiting[n].counting]
+        get = self.waiting.get
+        wake = [n for n in nodes if (s := get(n)) is not None and not s.counting]
         if wake:
             if not self._resume:
                 event = self.env.event()
@@ -184,4 +187,4 @@ class BackoffScheduler:
                 push(heap, (t, self._seq, n, state.gen))
                 if t < self._armed:  # (each earlier one its own timer: the order of
                     self._armed = t  # simultaneous events stays that of every release)
-                    env.timeout(t - now).callbacks.append(tick)
+                    timeout(env, t - now).callbacks.append(tick)

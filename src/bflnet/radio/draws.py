@@ -32,13 +32,14 @@ class BlockDraws:
     """The draws of one ``numpy.random.Generator`` (PCG64, fresh: no half word left over),
     in blocks (module docstring)."""
 
-    __slots__ = ("_halves", "_kind", "_rng", "_vals")
+    __slots__ = ("_halves", "_kind", "_log", "_rng", "_vals")
 
     def __init__(self, rng: np.random.Generator) -> None:
         self._rng = rng
         self._halves: list[int] = []  # 32-bit halves still to use, the next one last
         self._vals: list[float] = []  # exponentials still to use, the next one last
         self._kind: str | None = None
+        self._log = (math.nan, math.nan)  # (p, log1p(-p)) of the last geometric draw
 
     def _claim(self, kind: str) -> None:
         if self._kind != kind:
@@ -78,5 +79,9 @@ class BlockDraws:
         if not vals:
             self._claim("exponentials")
             vals.extend(reversed(self._rng.standard_exponential(BLOCK).tolist()))
-        z = math.ceil(-vals.pop() / math.log1p(-p))
+        last, log = self._log
+        if p != last:  # numpy's log1p(-p), kept for the next draw with this p
+            log = math.log1p(-p)
+            self._log = (p, log)
+        z = math.ceil(-vals.pop() / log)
         return z if z < 9.223372036854776e18 else 2**63 - 1

@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -191,29 +190,29 @@ def mac_access(mac: Mac) -> Callable[[Any, Transceiver, int], simpy.Event | None
     return _csma
 
 
-def _wait_until(env: simpy.Environment, t: float) -> simpy.Event | None:
-    now = env.now
-    return timeout(env, t - now) if t > now else None
-
-
 def _aloha(mac: Aloha, radio: Transceiver, attempt: int) -> simpy.Event | None:
     """The slots until the node transmits drawn at once (geometric with ``p``: the
     distribution of one draw per slot): it waits once, for the slot it transmits in, and
-    its ``defer`` row (the slots it skipped) is written then."""
+    its ``defer`` row (the slots it skipped) is written then, by the node's
+    :class:`~bflnet.radio.transceiver.Sending` as it resumes (``radio.pending_row``: the
+    first thing that happens when the wait ends, as a callback of the wait would)."""
     env, slot = radio.env, radio.slot_s
-    first = math.ceil(env.now / slot - _SLOT_TOL)
-    k = first + radio.draws.geometric(mac.p) - 1  # rng.geometric(p), in blocks
-    wait = _wait_until(env, k * slot)
+    now = env._now
+    first = math.ceil(now / slot - _SLOT_TOL)
+    k = first + (radio._draws or radio.draws).geometric(mac.p) - 1  # rng.geometric(p)
+    t = k * slot
     if k > first:
         row = {"node": radio.node, "kind": "defer", "attempt": attempt, "deferrals": k - first}
-        if wait is None:  # the slot is now (rounding): the row at once
-            radio.recorder.record_fields("mac", row)
-        else:  # before the node's process resumes (its callback comes later)
-            wait.callbacks.append(partial(_write_row, radio.recorder.record_fields, row))
-    return wait
+        if t > now:  # written when the node resumes, before it transmits
+            radio.pending_row = row
+            return timeout(env, t - now)
+        radio.recorder.record_fields("mac", row)  # the slot is now (rounding): at once
+        return None
+    return timeout(env, t - now) if t > now else None
 
 
-def _write_row(record: Any, row: dict[str, Any], _: Any) -> None:
+def write_row(record: Any, row: dict[str, Any], _: Any) -> None:
+    """A callback that writes ``row`` (``event="mac"``) with ``record``."""
     record("mac", row)
 
 

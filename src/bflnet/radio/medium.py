@@ -407,12 +407,14 @@ class SharedMedium:
             total = self._total
             total[tx.near] -= tx.power
         if self.sense_range_m is not None:
-            sensed = self.sensed_by(sender)
-            busy = self.busy_count
-            busy[sensed] -= 1
+            sensed = self._sense[sender]
+            if sensed is None:
+                sensed = self.sensed_by(sender)
+            left = self.busy_count[sensed] - 1
+            self.busy_count[sensed] = left
             carrier = self.carrier
             if carrier is not None and carrier.waiting:
-                carrier.carrier_idle(sensed[busy[sensed] == 0].tolist())
+                carrier.carrier_idle(sensed[left == 0].tolist())
         if tx.causes or self.recorder.record_messages:
             self._record(tx)
 

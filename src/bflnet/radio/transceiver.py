@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ import simpy
 
 from bflnet.radio.draws import BlockDraws
 from bflnet.radio.events import timeout
-from bflnet.radio.mac import Csma, Mac, mac_access
+from bflnet.radio.mac import Csma, Mac, mac_access, write_row
 from bflnet.radio.medium import SharedMedium
 
 #: Losses in a row after which unlimited ARQ gives a packet up (a receiver out of range
@@ -54,6 +55,9 @@ class Transceiver:
         #: attempts a packet gets (its ``retry_limit`` + 1; ``None``: the link's).
         self._access = mac_access(mac)
         self._cap = mac.retry_limit + 1 if isinstance(mac, Csma) else None
+        #: A ``mac`` row to write when the node resumes from its access wait (ALOHA's
+        #: ``defer`` row), or ``None``.
+        self.pending_row: dict[str, Any] | None = None
 
     @property
     def mac_rng(self) -> np.random.Generator:
@@ -123,7 +127,8 @@ class Sending:
     (:meth:`Transceiver.send_then`)."""
 
     __slots__ = ("acknowledged", "attempts", "cap", "first", "got", "k", "on_air", "outcome",
-                 "radio", "sizes", "start", "state", "targets", "then", "tries", "turn", "tx")
+                 "radio", "sizes", "start", "state", "targets", "then", "tries", "turn", "tx",
+                 "wait")
 
     #: states: the radio to take, waiting for the radio, the MAC's access, on the air,
     #: the outcome's latency over, done
@@ -150,6 +155,7 @@ class Sending:
         self.state = 0  # _TAKE
         self.turn: simpy.Event | None = None
         self.tx: Any = None
+        self.wait: simpy.Event | None = None  # the MAC's access wait in progress
         self.outcome: dict[int, bool] | None = None
         self.then = then
 
@@ -184,9 +190,13 @@ class Sending:
                 if access is not None:
                     wait = access(radio.mac, radio, self.tries)
                     if wait is not None:
-                        self.state = 3
+                        self.state, self.wait = 3, wait
                         return wait
             if state == 3:  # _START
+                row = radio.pending_row
+                if row is not None:  # the access wait's row, as it ends
+                    radio.pending_row = None
+                    radio.recorder.record_fields("mac", row)
                 medium = radio.medium
                 size = self.sizes[self.k]
                 airtime = size / medium.rate_bps
@@ -242,6 +252,11 @@ class Sending:
     def abort(self) -> None:
         """The driving process was interrupted: give the radio back (or the turn up)."""
         radio, turn = self.radio, self.turn
+        row = radio.pending_row
+        if row is not None and self.state == self._START and self.wait is not None:
+            # interrupted in its access wait: the wait's row is still written when it ends
+            radio.pending_row = None
+            self.wait.callbacks.append(partial(write_row, radio.recorder.record_fields, row))
         if self.state == self._TURN and turn is not None:
             if turn.triggered:  # handed over, but not taken: pass it on
                 radio._give()

@@ -6,7 +6,10 @@ This module imports nothing but the standard library: it installs its handlers f
 then imports the command line (:mod:`bflnet.scenarios.cli`, whose application takes a few
 tenths of a second to import, and the scenarios' heavy libraries later) and runs it. Once
 the application runs it installs its own handlers (:mod:`bflnet.scenarios.interrupt`);
-this module's are back after it returns.
+this module's are back after it returns. A signal handled inside a finalizer during the
+start-up (a generator closed by the garbage collector), whose exception Python drops, is
+sent again (:mod:`bflnet.signal_resend`, standard library only, imported once the handlers
+are in place), as inside the application.
 """
 
 from __future__ import annotations
@@ -39,9 +42,12 @@ def main() -> int:
     for s in SIGNALS:  # whatever the inherited disposition (see bflnet.scenarios.interrupt)
         signal.signal(s, _handler)
     try:
-        from bflnet.scenarios.cli import main as cli_main
+        from bflnet.signal_resend import resend_dropped
 
-        return cli_main()
+        with resend_dropped(StartupInterrupted):
+            from bflnet.scenarios.cli import main as cli_main
+
+            return cli_main()
     except StartupInterrupted as exc:
         print(f"bflnet: {exc}", file=sys.stderr)
         return 128 + exc.signum

@@ -88,6 +88,52 @@ def test_the_module_entry_point_ends_in_one_line_too(tmp_path, signum):
                               str(tmp_path))
 
 
+#: The console script's code, with an import of the command line during which a generator
+#: is finalized whose ``finally`` sends the signal to this process and runs on, so that the
+#: handler runs inside the finalizer, where Python drops its exception; the import then
+#: goes on for up to 30 s (the signal, sent again, comes there), saying nothing.
+CHILD_FINALIZER = """
+import os, sys, time
+
+class FinalizerDuringImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == "bflnet.scenarios.cli":
+            sys.meta_path.remove(self)
+            def body():
+                try:
+                    yield
+                finally:
+                    os.kill(os.getpid(), {signum})
+                    for _ in range(1000):  # bytecodes: the handler runs here
+                        pass
+            gen = body()
+            next(gen)
+            del gen  # finalized here: GeneratorExit, then the finally
+            deadline = time.monotonic() + 30.0
+            while time.monotonic() < deadline:
+                pass
+        return None
+
+from bflnet.entry import main
+sys.meta_path.insert(0, FinalizerDuringImport())
+sys.argv[1:] = ["list"]
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_handled_inside_a_finalizer_during_the_imports_is_not_lost(signum):
+    """Dropped inside the finalizer, the signal is sent again: one line and 128 + signal,
+    not "Exception ignored in ..." and a listing 30 s later."""
+    src = str(Path(bflnet.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, *sys.path])}
+    done = subprocess.run([sys.executable, "-c", CHILD_FINALIZER.format(signum=int(signum))],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 128 + signum, done.stderr
+    assert done.stderr == f"bflnet: interrupted ({signal.Signals(signum).name})\n"
+    assert done.stdout == ""
+
+
 def test_without_a_signal_the_command_runs():
     src = str(Path(bflnet.__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, *sys.path])}

@@ -6,7 +6,18 @@ This module imports nothing but the standard library: it installs its handlers f
 then imports the command line (:mod:`bflnet.scenarios.cli`, whose application takes a few
 tenths of a second to import, and the scenarios' heavy libraries later) and runs it. Once
 the application runs it installs its own handlers (:mod:`bflnet.scenarios.interrupt`);
-this module's are back after it returns.
+this module's are back after it returns. A signal handled inside a finalizer during the
+start-up (a generator closed by the garbage collector), whose exception Python drops, is
+sent again (:mod:`bflnet.signal_resend`, standard library only, imported once the handlers
+are in place), as inside the application.
+
+An interrupted command then leaves at once (:func:`leave_at_once`): the ``finally``
+blocks and context managers have run (temporary files removed, a sweep's workers stopped
+and its finished parts kept), the ``atexit`` callbacks run and the output is flushed, but
+the interpreter's tear-down, which frees every module and object one by one, is skipped.
+It took 0.3 s of CPU after a run of a few seconds with the scenarios' libraries loaded, and
+grew with the run's records (a long run's heap is freed object by object): the time from
+Ctrl-C to the prompt grew with the run's length.
 """
 
 from __future__ import annotations
@@ -35,16 +46,49 @@ def _handler(signum: int, frame: Any) -> None:
 
 def main() -> int:
     """Entry point of the console script: :func:`bflnet.scenarios.cli.main` with SIGINT
-    and SIGTERM turned into one line and exit code 128 + signal from the start."""
+    and SIGTERM turned into one line and exit code 128 + signal from the start; an
+    interrupted command ends the process here (:func:`leave_at_once`)."""
     for s in SIGNALS:  # whatever the inherited disposition (see bflnet.scenarios.interrupt)
         signal.signal(s, _handler)
     try:
-        from bflnet.scenarios.cli import main as cli_main
+        from bflnet.signal_resend import resend_dropped
 
-        return cli_main()
+        with resend_dropped(StartupInterrupted):
+            from bflnet.scenarios.cli import main as cli_main
+
+            code = cli_main()
     except StartupInterrupted as exc:
         print(f"bflnet: {exc}", file=sys.stderr)
-        return 128 + exc.signum
+        code = 128 + exc.signum
+    if code in INTERRUPTED_CODES:
+        leave_at_once(code)
+    return code
+
+
+#: The exit codes of a command ended by SIGINT or SIGTERM.
+INTERRUPTED_CODES = frozenset(128 + s for s in SIGNALS)
+
+
+def leave_at_once(code: int) -> None:
+    """End the process with ``code`` as the interpreter would once ``main`` returned (the
+    ``atexit`` callbacks run, standard output and error are flushed), without its
+    tear-down (module docs). Returns, for the interpreter to end it, while a thread that
+    is not a daemon runs: the interpreter waits for it, so does this."""
+    import atexit
+    import contextlib
+    import os
+    import threading
+
+    main_thread = threading.main_thread()
+    if any(t is not main_thread and not t.daemon and t.is_alive()
+           for t in threading.enumerate()):
+        return
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        # a closed pipe or stream (or none at all): nothing more can be written there
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

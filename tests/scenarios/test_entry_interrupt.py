@@ -88,6 +88,52 @@ def test_the_module_entry_point_ends_in_one_line_too(tmp_path, signum):
                               str(tmp_path))
 
 
+#: The console script's code, with an import of the command line during which a generator
+#: is finalized whose ``finally`` sends the signal to this process and runs on, so that the
+#: handler runs inside the finalizer, where Python drops its exception; the import then
+#: goes on for up to 30 s (the signal, sent again, comes there), saying nothing.
+CHILD_FINALIZER = """
+import os, sys, time
+
+class FinalizerDuringImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == "bflnet.scenarios.cli":
+            sys.meta_path.remove(self)
+            def body():
+                try:
+                    yield
+                finally:
+                    os.kill(os.getpid(), {signum})
+                    for _ in range(1000):  # bytecodes: the handler runs here
+                        pass
+            gen = body()
+            next(gen)
+            del gen  # finalized here: GeneratorExit, then the finally
+            deadline = time.monotonic() + 30.0
+            while time.monotonic() < deadline:
+                pass
+        return None
+
+from bflnet.entry import main
+sys.meta_path.insert(0, FinalizerDuringImport())
+sys.argv[1:] = ["list"]
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_handled_inside_a_finalizer_during_the_imports_is_not_lost(signum):
+    """Dropped inside the finalizer, the signal is sent again: one line and 128 + signal,
+    not "Exception ignored in ..." and a listing 30 s later."""
+    src = str(Path(bflnet.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, *sys.path])}
+    done = subprocess.run([sys.executable, "-c", CHILD_FINALIZER.format(signum=int(signum))],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 128 + signum, done.stderr
+    assert done.stderr == f"bflnet: interrupted ({signal.Signals(signum).name})\n"
+    assert done.stdout == ""
+
+
 def test_without_a_signal_the_command_runs():
     src = str(Path(bflnet.__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, *sys.path])}
@@ -96,3 +142,57 @@ def test_without_a_signal_the_command_runs():
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "ota-langevin" in done.stdout
+
+
+#: The console script, interrupted by SIGTERM inside ``bflnet list`` (the handler raises
+#: in the loop, after some output waiting in stdout's buffer), with an ``atexit`` callback
+#: that prints and an object that says so when the interpreter's tear-down frees it.
+CHILD_TEARDOWN = """
+import atexit, os, signal, sys, threading
+from bflnet.scenarios import registry
+
+class FreedAtTearDown:
+    def __del__(self, write=os.write):
+        write(1, b"teardown\\n")
+
+KEEP = FreedAtTearDown()
+atexit.register(print, "atexit")
+if {thread}:  # not a daemon: runs until stdin is closed
+    threading.Thread(target=sys.stdin.read).start()
+
+def interrupted_listing():
+    sys.stdout.write("before ")
+    os.kill(os.getpid(), signal.SIGTERM)
+    while True:  # the handler raises here
+        pass
+
+registry.scenario_lines = interrupted_listing
+from bflnet.entry import main
+sys.argv[1:] = ["list"]
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("thread", [False, True], ids=["alone", "thread-running"])
+def test_an_interrupted_command_leaves_without_the_tear_down(thread):
+    """Interrupted, the command leaves as soon as its ``finally`` blocks and ``atexit``
+    callbacks ran and its output is flushed, without the interpreter's tear-down (which
+    frees every object, a long run's records included, one by one); while a thread that is
+    not a daemon runs, the interpreter ends the process (and waits for the thread) as
+    before."""
+    src = str(Path(bflnet.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, *sys.path])}
+    child = subprocess.Popen([sys.executable, "-c", CHILD_TEARDOWN.format(thread=thread)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert child.stderr.readline() == "bflnet: interrupted (SIGTERM)\n"
+        child.stdin.close()  # the thread, if any, ends now
+        out, err = child.stdout.read(), child.stderr.read()  # to the end: the process ended
+        child.wait(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 143 and err == ""
+    assert out == ("before atexit\nteardown\n" if thread else "before atexit\n")

@@ -7,6 +7,7 @@ Signals``, exit code 2, before)."""
 import os
 import pickle
 import signal
+import sys
 import time
 
 import pytest
@@ -14,6 +15,7 @@ import simpy
 
 from bflnet.entry import StartupInterrupted
 from bflnet.scenarios.interrupt import Interrupted, catch_signals
+from bflnet.signal_resend import resend_dropped
 
 
 @pytest.mark.parametrize("exc", [Interrupted(signal.SIGTERM), Interrupted(2, "sweep stopped"),
@@ -81,3 +83,21 @@ def test_a_signal_handled_inside_a_finalizer_is_not_lost(signum):
             pass
     assert caught.value.signum == signum
     assert time.monotonic() < deadline
+
+
+def test_other_dropped_exceptions_reach_the_previous_hook_which_comes_back(monkeypatch):
+    """The re-send hook (one for the console script's start-up and the application) takes
+    only its own kind of exception; the rest goes on to the hook that was there before."""
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda info: seen.append(info.exc_value))
+    before = sys.unraisablehook
+
+    def fail():
+        raise ValueError("in a finalizer")
+
+    with resend_dropped(Interrupted):
+        assert sys.unraisablehook is not before
+        gen = suspended_with_finally(fail)
+        del gen
+    assert sys.unraisablehook is before
+    assert [type(e) for e in seen] == [ValueError]

@@ -10,11 +10,9 @@ not see a terminal's Ctrl-C (or a SIGTERM to the process group), so that only th
 decides how they stop.
 
 Python runs a signal's handler at the next bytecode of the main thread, which can be a
-finalizer: a generator the garbage collector closes (a SimPy process left suspended, whose
-``finally`` runs), a ``__del__``. Python drops an exception raised there ("Exception
-ignored in ...") and the program would go on; inside :func:`catch_signals` such a dropped
-:class:`Interrupted` is sent again as the same signal, and is raised at the next bytecode
-outside the finalizer.
+finalizer (a generator the garbage collector closes, a ``__del__``), where the exception
+raised is dropped; inside :func:`catch_signals` such a dropped :class:`Interrupted` is sent
+again as the same signal (:mod:`bflnet.signal_resend`) and is raised outside the finalizer.
 
 Signals are caught whatever the inherited disposition: a shell starts a background job
 (``bflnet sweep ... &``) with SIGINT ignored, yet ``kill -INT`` is then an explicit request
@@ -24,17 +22,14 @@ to stop.
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
+from bflnet.signal_resend import resend_dropped
+
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-#: Seconds before a signal whose exception Python dropped is sent again (module docs).
-RESEND_DELAY_S = 0.01
 
 
 class Interrupted(BaseException):
@@ -84,37 +79,12 @@ def catch_signals() -> Iterator[None]:
         yield
         return
     previous = {s: signal.signal(s, _handler) for s in SIGNALS}
-    previous_hook = sys.unraisablehook
-    sys.unraisablehook = _resend(previous_hook)
     try:
-        yield
+        with resend_dropped(Interrupted):
+            yield
     finally:
-        sys.unraisablehook = previous_hook
         for s, handler in previous.items():
             signal.signal(s, handler)
-
-
-def _send_later(signum: int) -> None:
-    time.sleep(RESEND_DELAY_S)
-    os.kill(os.getpid(), signum)
-
-
-def _resend(hook: Any) -> Any:
-    """``sys.unraisablehook`` that sends a dropped :class:`Interrupted` again as its signal
-    (module docs) and hands anything else to ``hook``."""
-
-    def unraisable(info: Any) -> None:
-        exc = info.exc_value
-        if isinstance(exc, Interrupted) and _main_thread():
-            # from another thread, a moment later: sent from here, the handler would run
-            # inside this hook, whose exceptions are dropped too (and should it still
-            # come inside a finalizer, it is dropped and sent again)
-            threading.Thread(target=_send_later, args=(exc.signum,),
-                             name="bflnet-resend-signal", daemon=True).start()
-            return
-        hook(info)
-
-    return unraisable
 
 
 @contextlib.contextmanager

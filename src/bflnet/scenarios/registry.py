@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
@@ -137,11 +139,38 @@ def register(name: str, config: type, description: str,
 _BUILT_IN: set[str] = set()
 
 
+@contextlib.contextmanager
+def _registering() -> Iterator[None]:
+    """Imports of modules that register scenarios. When one fails (Ctrl-C in its middle,
+    say), Python forgets the module and a retry runs it again from the start: the scenarios
+    it registered are forgotten too, else the retry would find them registered twice (or
+    find the half-run module's run function). Those that modules still loaded registered
+    (one the failed module imported, say) are kept."""
+    before = set(_REGISTRY)
+    try:
+        yield
+    except BaseException:
+        for name in set(_REGISTRY) - before:
+            if not _of_a_loaded_module(_REGISTRY[name].run_fn):
+                del _REGISTRY[name]
+        raise
+
+
+def _of_a_loaded_module(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` was defined by a module that is loaded (anything but a function: yes)."""
+    namespace = getattr(fn, "__globals__", None)
+    if not isinstance(namespace, dict):
+        return True
+    module = sys.modules.get(namespace.get("__name__", ""))
+    return module is not None and vars(module) is namespace
+
+
 def _load_scenarios() -> None:
     if _BUILT_IN:
         return
     for module in SCENARIO_MODULES:
-        import_module(f"bflnet.scenarios.{module}")
+        with _registering():
+            import_module(f"bflnet.scenarios.{module}")
     _BUILT_IN.update(_REGISTRY)  # and any registered from Python before the first look-up
 
 
@@ -160,7 +189,8 @@ def _load_plugin(name: str) -> None:
     plugin = plugin_scenarios().get(name)
     if plugin is None:
         return
-    obj = plugin.load()
+    with _registering():
+        obj = plugin.load()
     if name in _REGISTRY:  # the module registered it with @register
         return
     if isinstance(obj, Scenario):

@@ -12,11 +12,10 @@ writes
   with ``--figures DIR`` (e.g. the tracked ``docs/figures``) small copies (dpi 100) there;
 * ``out/cdbfl/summary.txt``: the numbers quoted in docs/reproductions.md.
 
-One CD-BFL or CF-FL job is projected at about 28-37 minutes on one thread here (K·L = 80
-LeNet forward and backward passes of 10 maps per round), a DSGLD job at about 9-11 (one
-step per round): all nine jobs about 3.5-4.4 hours of CPU, about 1.75-2.3 with two
-workers, in readings under load (docs/benchmarks.md; the last full run, before the
-speed-ups, took about 10 hours of compute).
+Measured on 2026-11-26 with ``--workers 2`` on this 2-core machine (one thread each,
+nothing else running): CD-BFL jobs 37-40 minutes, CF-FL about 37-38, DSGLD about 12; all
+nine 137 minutes of wall time, 4.4 hours of CPU (docs/benchmarks.md; the run before the
+speed-ups took about 10 hours of compute). The longest jobs go first.
 
     .venv/bin/python scripts/reproduce_cdbfl.py               # 3 seeds, 1 worker
     .venv/bin/python scripts/reproduce_cdbfl.py --quick       # smoke test into out/cdbfl-quick

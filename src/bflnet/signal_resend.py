@@ -25,7 +25,8 @@ from typing import Any
 RESEND_DELAY_S = 0.01
 
 
-def _main_thread() -> bool:
+def in_main_thread() -> bool:
+    """Whether the caller runs in the main thread (the one Python runs handlers in)."""
     return threading.current_thread() is threading.main_thread()
 
 
@@ -54,7 +55,7 @@ def _resend(kind: type[BaseException], hook: Any) -> Any:
 
     def unraisable(info: Any) -> None:
         exc = info.exc_value
-        if isinstance(exc, kind) and _main_thread():
+        if isinstance(exc, kind) and in_main_thread():
             # from another thread, a moment later: sent from here, the handler would run
             # inside this hook, whose exceptions are dropped too (and should it still
             # come inside a finalizer, it is dropped and sent again)

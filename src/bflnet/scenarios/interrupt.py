@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import threading
 from collections.abc import Iterator
 from typing import Any
 
-from bflnet.signal_resend import resend_dropped
+from bflnet.signal_resend import in_main_thread, resend_dropped
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -67,15 +66,11 @@ def _handler(signum: int, frame: Any) -> None:
     raise Interrupted(signum)
 
 
-def _main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()
-
-
 @contextlib.contextmanager
 def catch_signals() -> Iterator[None]:
     """SIGINT and SIGTERM raise :class:`Interrupted` in the block (main thread only;
     elsewhere the block runs unchanged); the previous handlers come back after it."""
-    if not _main_thread():
+    if not in_main_thread():
         yield
         return
     previous = {s: signal.signal(s, _handler) for s in SIGNALS}
@@ -106,7 +101,7 @@ def children_ignore_signals() -> Iterator[None]:
     SIGTERM blocked: a terminal's Ctrl-C, or a ``kill`` of the whole process group,
     reaches the parent only, which then stops them (SIGKILL still works). Either signal
     sent to this process during the block is delivered when it ends."""
-    if not _main_thread():
+    if not in_main_thread():
         yield
         return
     signal.pthread_sigmask(signal.SIG_BLOCK, set(SIGNALS))

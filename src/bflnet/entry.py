@@ -6,10 +6,10 @@ This module imports nothing but the standard library: it installs its handlers f
 then imports the command line (:mod:`bflnet.scenarios.cli`, whose application takes a few
 tenths of a second to import, and the scenarios' heavy libraries later) and runs it. Once
 the application runs it installs its own handlers (:mod:`bflnet.scenarios.interrupt`);
-this module's are back after it returns. A signal handled inside a finalizer during the
-start-up (a generator closed by the garbage collector), whose exception Python drops, is
-sent again (:mod:`bflnet.signal_resend`, standard library only, imported once the handlers
-are in place), as inside the application.
+this module's are back after it returns. A signal whose exception is lost during the
+start-up (handled inside a finalizer, or inside compiled code that clears errors, as some
+of pandas' import-time steps do) is sent again (:mod:`bflnet.signal_resend`, standard
+library only, imported once the handlers are in place), as inside the application.
 
 An interrupted command then leaves at once (:func:`leave_at_once`): the ``finally``
 blocks and context managers have run (temporary files removed, a sweep's workers stopped
@@ -41,7 +41,10 @@ class StartupInterrupted(BaseException):
 
 
 def _handler(signum: int, frame: Any) -> None:
-    raise StartupInterrupted(signum)
+    exc = StartupInterrupted(signum)
+    # watched once bflnet.signal_resend is imported (not during its own import)
+    watched = getattr(sys.modules.get("bflnet.signal_resend"), "watched", None)
+    raise exc if watched is None else watched(exc)
 
 
 def main() -> int:
@@ -51,9 +54,9 @@ def main() -> int:
     for s in SIGNALS:  # whatever the inherited disposition (see bflnet.scenarios.interrupt)
         signal.signal(s, _handler)
     try:
-        from bflnet.signal_resend import resend_dropped
+        from bflnet.signal_resend import resend_lost
 
-        with resend_dropped(StartupInterrupted):
+        with resend_lost(StartupInterrupted):
             from bflnet.scenarios.cli import main as cli_main
 
             code = cli_main()

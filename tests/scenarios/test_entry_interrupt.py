@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -173,6 +174,19 @@ sys.exit(main())
 """
 
 
+def wait_until_blocked(pid, timeout=60.0):
+    """Until the process's main thread sleeps (or the process ended)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return
+        if state in ("S", "D", "Z"):
+            return
+        time.sleep(0.01)
+
+
 @pytest.mark.parametrize("thread", [False, True], ids=["alone", "thread-running"])
 def test_an_interrupted_command_leaves_without_the_tear_down(thread):
     """Interrupted, the command leaves as soon as its ``finally`` blocks and ``atexit``
@@ -187,6 +201,8 @@ def test_an_interrupted_command_leaves_without_the_tear_down(thread):
                              stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert child.stderr.readline() == "bflnet: interrupted (SIGTERM)\n"
+        if thread:  # the main thread waits for it (else it would not wait once it ended)
+            wait_until_blocked(child.pid)
         child.stdin.close()  # the thread, if any, ends now
         out, err = child.stdout.read(), child.stderr.read()  # to the end: the process ended
         child.wait(timeout=60)

@@ -15,7 +15,7 @@ import simpy
 
 from bflnet.entry import StartupInterrupted
 from bflnet.scenarios.interrupt import Interrupted, catch_signals
-from bflnet.signal_resend import resend_dropped
+from bflnet.signal_resend import resend_lost
 
 
 @pytest.mark.parametrize("exc", [Interrupted(signal.SIGTERM), Interrupted(2, "sweep stopped"),
@@ -95,7 +95,7 @@ def test_other_dropped_exceptions_reach_the_previous_hook_which_comes_back(monke
     def fail():
         raise ValueError("in a finalizer")
 
-    with resend_dropped(Interrupted):
+    with resend_lost(Interrupted):
         assert sys.unraisablehook is not before
         gen = suspended_with_finally(fail)
         del gen

@@ -10,9 +10,9 @@ not see a terminal's Ctrl-C (or a SIGTERM to the process group), so that only th
 decides how they stop.
 
 Python runs a signal's handler at the next bytecode of the main thread, which can be a
-finalizer (a generator the garbage collector closes, a ``__del__``), where the exception
-raised is dropped; inside :func:`catch_signals` such a dropped :class:`Interrupted` is sent
-again as the same signal (:mod:`bflnet.signal_resend`) and is raised outside the finalizer.
+place that loses the exception raised (a finalizer, or compiled code that clears errors);
+inside :func:`catch_signals` such a lost :class:`Interrupted` is sent again as the same
+signal (:mod:`bflnet.signal_resend`) and is raised elsewhere.
 
 Signals are caught whatever the inherited disposition: a shell starts a background job
 (``bflnet sweep ... &``) with SIGINT ignored, yet ``kill -INT`` is then an explicit request
@@ -26,7 +26,7 @@ import signal
 from collections.abc import Iterator
 from typing import Any
 
-from bflnet.signal_resend import in_main_thread, resend_dropped
+from bflnet.signal_resend import in_main_thread, resend_lost, watched
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -63,7 +63,7 @@ def _handler(signum: int, frame: Any) -> None:
     if _state.depth:
         _state.pending = _state.pending or signum
         return
-    raise Interrupted(signum)
+    raise watched(Interrupted(signum))
 
 
 @contextlib.contextmanager
@@ -75,7 +75,7 @@ def catch_signals() -> Iterator[None]:
         return
     previous = {s: signal.signal(s, _handler) for s in SIGNALS}
     try:
-        with resend_dropped(Interrupted):
+        with resend_lost(Interrupted):
             yield
     finally:
         for s, handler in previous.items():
@@ -92,7 +92,7 @@ def deferred() -> Iterator[None]:
         _state.depth -= 1
     if not _state.depth and _state.pending is not None:
         signum, _state.pending = _state.pending, None
-        raise Interrupted(signum)
+        raise watched(Interrupted(signum))
 
 
 @contextlib.contextmanager

@@ -17,8 +17,8 @@ Inside :func:`resend_lost`, an exception a handler raised is :func:`watched`: sh
 freed before it leaves the block (the way a handled exception leaves it, to the code that
 reports it), it was lost, and the same signal is sent again a moment later, to be raised
 at the next bytecode elsewhere (and sent again should that one be lost too). One that is
-lost but kept alive somewhere is sent again when the block ends; an exception that leaves
-the block with one in its chain of causes and contexts is replaced by it. Both sets of
+lost but kept alive somewhere is sent again when the block ends; an error (``Exception``)
+that leaves the block with one in its chain of causes and contexts is replaced by it. Both sets of
 handlers use it: the console script's during the start-up (:mod:`bflnet.entry`) and the
 application's (:mod:`bflnet.scenarios.interrupt`).
 
@@ -88,8 +88,9 @@ def resend_lost(kind: type[BaseException]) -> Iterator[None]:
             signal.raise_signal(lost[0])
     except BaseException as exc:
         _outstanding.clear()  # what leaves the block is handled by the caller
-        inner = None if isinstance(exc, kind) else _inside(exc, kind)
-        if inner is not None:  # wrapped in another exception on its way out
+        # wrapped in an error on its way out (an exit, SystemExit, is a decision: kept)
+        inner = _inside(exc, kind) if isinstance(exc, Exception) else None
+        if inner is not None:
             raise inner from None
         raise
     finally:

@@ -98,3 +98,15 @@ def test_an_interrupt_wrapped_in_another_exception_leaves_the_block_as_itself(si
     with pytest.raises(Interrupted) as caught, catch_signals():
         wrapped()
     assert caught.value.signum == signum
+
+
+def test_an_exit_decided_on_an_interrupt_is_kept():
+    """Code that handles the interrupt by an exit (``SystemExit``) keeps it."""
+    with pytest.raises(SystemExit) as caught, catch_signals():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(10**6):
+                pass
+        except Interrupted as exc:
+            raise SystemExit(exc.exit_code) from None
+    assert caught.value.code == 143

@@ -6,14 +6,29 @@ of waking each contender with SimPy events at every change of its carrier, the m
 tells this scheduler which nodes' carrier became busy or idle (:meth:`carrier_busy`,
 :meth:`carrier_idle`): a busy carrier freezes a counting node in place (the slots that
 ran out idle count; a deferral), an idle one resumes it, and the times at which
-counters run out sit in one heap served by a single SimPy timer. A node's process wakes
-once, when it may transmit; its back-off is then one ``backoff`` row (``cw``, the
-``counter`` drawn, its ``deferrals``).
+counters run out are served by a single SimPy timer. A node's process wakes once, when
+it may transmit; its back-off is then one ``backoff`` row (``cw``, the ``counter``
+drawn, its ``deferrals``).
 
 The rules are those of the event-per-change version: a node whose counter is zero
 transmits unless it hears a transmission that began before this instant (two nodes
 whose counters end in the same slot both transmit); a counter that runs out in the
 slot in which another node starts transmits too.
+
+Bookkeeping. The nodes that resume together (in one event, when their carriers went
+idle at one instant) start their countdowns as one *cohort*: one entry in a heap, keyed
+by the earliest run-out among its members still counting, rather than one entry per
+node. Every countdown is numbered by a scheduler-wide sequence (its cohort's number);
+a node's current number is 0 once it is frozen or done, so a cohort's stale members
+are recognised without touching the cohort when they freeze. Run-outs at the same time
+are served in the order their countdowns began (cohort number, then place in the
+cohort), as one heap entry per node would serve them.
+
+The timer: ``_armed`` is the time of the timer in flight for the earliest run-out; a
+countdown that runs out earlier arms a new timer (the one in flight stays, and does
+nothing when it fires). Only the first timer made for a given time can serve the
+run-outs then (it comes first among the events of that instant), so a timer is not made
+again for a time that already has one in flight.
 """
 
 from __future__ import annotations
@@ -23,28 +38,34 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import simpy
 
-from bflnet.radio.events import timeout
+from bflnet.radio.events import call_soon, pending, succeed, timeout_at
 
 #: Slots that ran out idle: ``floor(elapsed / slot + _SLOT_EPS)``.
 _SLOT_EPS = 1e-6
 
 
 class _Waiting:
-    """One node's back-off in progress."""
+    """One node's back-off in progress (``t0``: when its current countdown began)."""
 
-    __slots__ = ("attempt", "counter", "counting", "cw", "deferrals", "done", "drawn", "gen",
-                 "t0")
+    __slots__ = ("attempt", "counter", "cw", "deferrals", "done", "drawn", "t0")
 
     def __init__(self, counter: int, attempt: int, cw: int, done: simpy.Event) -> None:
         self.counter, self.attempt, self.done = counter, attempt, done
         self.cw, self.drawn = cw, counter
         self.deferrals = 0
-        self.counting = False
-        self.gen = 0
         self.t0 = 0.0
+
+
+class _Cohort:
+    """Countdowns that began together: ``nodes`` by run-out (``times``), ties in the
+    order they began; those before ``pos`` are frozen or done."""
+
+    __slots__ = ("nodes", "pos", "times")
+
+    def __init__(self, nodes: list[int], times: list[float]) -> None:
+        self.nodes, self.times, self.pos = nodes, times, 0
 
 
 class BackoffScheduler:
@@ -55,40 +76,49 @@ class BackoffScheduler:
                  ids: Sequence[Any]) -> None:
         self.env, self.medium, self.slot, self.recorder = env, medium, slot_s, recorder
         self.ids = list(ids)
+        k = len(self.ids)
         #: ``{node index: its back-off}`` of the nodes in back-off now.
         self.waiting: dict[int, _Waiting] = {}
-        self._heap: list[tuple[float, int, int, int]] = []  # (time, seq, node, gen)
-        self._seq = 0
+        #: Cohorts: ``(earliest run-out among its counting members (or earlier: stale),
+        #: cohort number, cohort)``.
+        self._heap: list[tuple[float, int, _Cohort]] = []
+        self._seq = 0  # the last countdown (cohort) number given
+        #: Per node: the number of the countdown it is in, 0 when it is not counting;
+        #: whether it is in back-off.
+        self._cd = [0] * k
+        self._backing = [False] * k
         self._armed = math.inf  # when the timer in flight fires
+        #: ``{time: event id}`` of the timers made (module docstring), and their times
+        #: (a heap, to forget them once passed); those put in SimPy's queue.
+        self._timers: dict[float, int] = {}
+        self._timer_times: list[float] = []
+        self._queued: set[float] = set()
         self._resume: list[int] = []  # nodes whose carrier became idle, not yet resumed
-        #: Per node: whether it is counting down now (``_Waiting.counting``, as an array:
-        #: a busy carrier looks only at the counting nodes among those that sense it).
-        self.counting = np.zeros(len(self.ids), dtype=bool)
         medium.carrier = self
 
     def backoff(self, node: int, counter: int, attempt: int, cw: int) -> simpy.Event:
         """An event that fires when ``node`` may transmit, after ``counter`` idle slots
         (drawn from a window of ``cw``)."""
-        done = self.env.event()
+        done = pending(self.env)
         state = self.waiting[node] = _Waiting(counter, attempt, cw, done)
+        self._backing[node] = True
         self._begin(node, state)
         return done
 
     def _fire(self, node: int, state: _Waiting) -> None:
         """The back-off of ``node`` ended: its row, and its process may transmit."""
         del self.waiting[node]
-        state.gen += 1
-        if state.counting:
-            state.counting = self.counting[node] = False
+        self._backing[node] = False
+        self._cd[node] = 0
         self.recorder.record_fields("mac", {
             "node": self.ids[node], "kind": "backoff", "attempt": state.attempt,
             "cw": state.cw, "counter": state.drawn, "deferrals": state.deferrals})
-        state.done.succeed()
+        succeed(state.done)
 
     def _begin(self, node: int, state: _Waiting) -> None:
         """Start (or resume) the countdown, or defer until the carrier is idle."""
         medium = self.medium
-        now = self.env.now
+        now = self.env._now
         medium.settle(now)
         busy = medium.busy_count[node] > 0  # medium.busy(node), settled above
         if state.counter == 0 and not (busy and medium.busy(node, hear_now=False)):
@@ -96,95 +126,160 @@ class BackoffScheduler:
             return
         if busy:
             state.deferrals += 1
-            if state.counting:
-                state.counting = self.counting[node] = False
             return
-        state.counting, state.t0 = True, now
-        self.counting[node] = True
-        state.gen += 1
-        self._at(now + state.counter * self.slot, node, state.gen)
-
-    def _at(self, t: float, node: int, gen: int) -> None:
         self._seq += 1
-        heapq.heappush(self._heap, (t, self._seq, node, gen))
+        seq = self._seq
+        t = now + state.counter * self.slot
+        state.t0 = now
+        self._cd[node] = seq
+        heapq.heappush(self._heap, (t, seq, _Cohort([node], [t])))
         if t < self._armed:
-            self._armed = t
-            env = self.env
-            timeout(env, t - env._now).callbacks.append(self._tick)
+            self._arm(t)
+
+    def _arm(self, t: float, queue: bool = True) -> None:
+        """The earliest run-out is now ``t``: a timer for it. Only the first timer made
+        for a time matters, so its event id is taken when it is first made, and its
+        event is put in SimPy's queue (under that id) only while it is the one armed;
+        ``queue=False``: not yet (an earlier one may follow at once, :meth:`_queue`)."""
+        self._armed = t
+        timers = self._timers
+        if t not in timers:
+            timers[t] = next(self.env._eid)
+            heapq.heappush(self._timer_times, t)
+        if queue and t not in self._queued:
+            self._queue(t)
+
+    def _queue(self, t: float) -> None:
+        """Put the timer made for ``t`` in SimPy's queue."""
+        self._queued.add(t)
+        env = self.env
+        if t > env._now:
+            timeout_at(env, t, self._timers[t], self._tick)
+        else:  # (not reached: a run-out is at least a slot ahead)
+            timeout_at(env, env._now, next(env._eid), self._tick)
 
     def _tick(self, _: Any) -> None:
         """Counters that ran out now transmit; arm the timer for the next one."""
-        now, heap, get = self.env.now, self._heap, self.waiting.get
+        now, heap, cd = self.env._now, self._heap, self._cd
+        times = self._timer_times
+        while times and times[0] <= now:  # timers passed
+            t = heapq.heappop(times)
+            del self._timers[t]
+            self._queued.discard(t)
         if now < self._armed:  # a timer armed before an earlier one: superseded
             return
         self._armed = math.inf
+        due: list[tuple[float, int, int, int]] = []  # (run-out, cohort, place, node)
+        pop, push = heapq.heappop, heapq.heappush
         while heap and heap[0][0] <= now:
-            _, _, node, gen = heapq.heappop(heap)
-            state = get(node)
-            if state is not None and state.gen == gen and state.counting:
-                self._fire(node, state)
-        while heap:
-            t, _, node, gen = heap[0]
-            state = get(node)
-            if state is not None and state.gen == gen and state.counting:
-                self._armed = t
-                timeout(self.env, t - now).callbacks.append(self._tick)
-                return
-            heapq.heappop(heap)  # stale
+            _, seq, cohort = pop(heap)
+            nodes, times = cohort.nodes, cohort.times
+            i, end = cohort.pos, len(nodes)
+            while i < end:
+                n = nodes[i]
+                if cd[n] == seq:
+                    t = times[i]
+                    if t > now:
+                        break
+                    due.append((t, seq, i, n))
+                i += 1
+            if i < end:
+                cohort.pos = i
+                push(heap, (times[i], seq, cohort))
+        if len(due) > 1:
+            due.sort()
+        waiting = self.waiting
+        for _t, _seq, _i, n in due:
+            self._fire(n, waiting[n])
+        while heap:  # the earliest run-out still to come (stale keys refreshed)
+            key, seq, cohort = heap[0]
+            nodes = cohort.nodes
+            i, end = cohort.pos, len(nodes)
+            while i < end and cd[nodes[i]] != seq:
+                i += 1
+            if i < end:
+                t = cohort.times[i]
+                if t == key:
+                    cohort.pos = i
+                    self._arm(key)
+                    return
+                cohort.pos = i
+                heapq.heapreplace(heap, (t, seq, cohort))
+            else:
+                pop(heap)
 
-    def carrier_busy(self, nodes: np.ndarray) -> None:
-        """A transmission began within sense range of ``nodes`` (sorted): counting ones
-        freeze (or transmit, if their counter ran out in this slot)."""
-        counting = self.counting
-        found = nodes[counting[nodes]]
-        if not found.size:
+    def carrier_busy(self, nodes: list[int]) -> None:
+        """A transmission began within sense range of ``nodes`` (sorted): their busy
+        counts (``medium.busy_count``) go up; counting ones freeze (or transmit, if their
+        counter ran out in this slot)."""
+        busy, cd = self.medium.busy_count, self._cd
+        found = []
+        for n in nodes:
+            busy[n] += 1
+            if cd[n]:
+                found.append(n)
+        if not found:
             return
-        waiting, now, slot = self.waiting, self.env.now, self.slot
-        for n in found.tolist():
+        waiting, now, slot = self.waiting, self.env._now, self.slot
+        for n in found:
             state = waiting[n]
+            cd[n] = 0
             elapsed = math.floor((now - state.t0) / slot + _SLOT_EPS)
             if elapsed >= state.counter:
                 self._fire(n, state)
                 continue
             state.counter -= elapsed
-            state.counting = counting[n] = False
-            state.gen += 1
             state.deferrals += 1
 
     def carrier_idle(self, nodes: list[int]) -> None:
-        """The last transmission within sense range of ``nodes`` ended: frozen ones
-        resume (in one event, after the medium has settled this instant)."""
-        get = self.waiting.get
-        wake = [n for n in nodes if (s := get(n)) is not None and not s.counting]
+        """A transmission within sense range of ``nodes`` (sorted) ended: their busy
+        counts go down; those in back-off whose carrier became idle resume (in one
+        event, after the medium has settled this instant). None of them is counting: a
+        countdown begins on an idle carrier and freezes when it turns busy."""
+        busy, backing = self.medium.busy_count, self._backing
+        wake = []
+        for n in nodes:
+            left = busy[n] - 1
+            busy[n] = left
+            if not left and backing[n]:
+                wake.append(n)
         if wake:
             if not self._resume:
-                event = self.env.event()
-                event.callbacks.append(self._resume_all)
-                event.succeed()
+                call_soon(self.env, self._resume_all)
             self._resume.extend(wake)
 
     def _resume_all(self, _: Any) -> None:
         nodes, self._resume = self._resume, []
-        waiting, medium, counting = self.waiting, self.medium, self.counting
-        now = self.env.now
+        waiting, medium, cd = self.waiting, self.medium, self._cd
+        now = self.env._now
         medium.settle(now)
-        busy, slot, heap, push = medium.busy_count, self.slot, self._heap, heapq.heappush
-        env, tick = self.env, self._tick
+        busy, slot = medium.busy_count, self.slot
+        self._seq += 1
+        seq = self._seq  # the cohort of the nodes that count down from now
+        keep: list[int] = []
+        kept: list[float] = []
         for n in dict.fromkeys(nodes):
             state = waiting.get(n)
-            if state is None or state.counting:
+            if state is None or cd[n]:
                 continue
             if state.counter == 0:
                 self._begin(n, state)
             elif busy[n]:
                 state.deferrals += 1
-            else:  # _begin, the carrier known idle (``_at`` inlined)
-                state.counting, state.t0 = True, now
-                counting[n] = True
-                state.gen += 1
-                self._seq += 1
+            else:
                 t = now + state.counter * slot
-                push(heap, (t, self._seq, n, state.gen))
-                if t < self._armed:  # (each earlier one its own timer: the order of
-                    self._armed = t  # simultaneous events stays that of every release)
-                    timeout(env, t - now).callbacks.append(tick)
+                state.t0 = now
+                cd[n] = seq
+                keep.append(n)
+                kept.append(t)
+                if t < self._armed:  # each earlier one its own timer, in this order
+                    self._arm(t, queue=False)
+        armed = self._armed
+        if armed not in self._queued and armed < math.inf:
+            self._queue(armed)
+        if keep:
+            if len(keep) > 1:  # by run-out, ties in the order they began (a stable sort)
+                order = sorted(range(len(kept)), key=kept.__getitem__)
+                keep = [keep[i] for i in order]
+                kept = [kept[i] for i in order]
+            heapq.heappush(self._heap, (kept[0], seq, _Cohort(keep, kept)))

@@ -134,7 +134,9 @@ class SharedMedium:
         self.rx_at: list[list[Reception]] = [[] for _ in range(k)]
         #: Per node: 1 while it transmits (one radio), else 0.
         self.tx_count = [0] * k
-        self.busy_count = np.zeros(k, dtype=np.int64)
+        #: Per node: the transmitters within sense range of it on the air (a list: it
+        #: is read and written one node at a time).
+        self.busy_count = [0] * k
         #: Per node: the power (mW) of every transmission on the air counted there, and
         #: its largest value in the node's current segment (module docstring).
         self._total = np.zeros(k)
@@ -179,6 +181,7 @@ class SharedMedium:
         self._tree = cKDTree(xy)
         self._near: list[np.ndarray | None] = [None] * len(self.ids)
         self._sense: list[np.ndarray | None] = [None] * len(self.ids)
+        self._sense_lists: list[list[int] | None] = [None] * len(self.ids)
         #: Per node ``a``: ``(others within range, a's mean power at each (mW), {other:
         #: its place in them})``.
         self._around: list[tuple[np.ndarray, np.ndarray, dict[int, int]] | None] = \
@@ -211,6 +214,13 @@ class SharedMedium:
             got = (np.arange(len(self.ids)) if math.isinf(r) else
                    np.asarray(self._tree.query_ball_point(self._xy[i], r), dtype=np.int64))
             found = self._sense[i] = got[got != i]
+        return found
+
+    def _sensed_list(self, i: int) -> list[int]:
+        """:meth:`sensed_by` as a list (kept until nodes move)."""
+        found = self._sense_lists[i]
+        if found is None:
+            found = self._sense_lists[i] = self.sensed_by(i).tolist()
         return found
 
     def mean_gain(self, a: int, b: int) -> float:
@@ -341,11 +351,14 @@ class SharedMedium:
             if self._fresh_time != now:
                 self._fresh, self._fresh_time = [], now
             self._fresh.append(tx)
-            sensed = self.sensed_by(sender)
-            self.busy_count[sensed] += 1
+            sensed = self._sense_lists[sender] or self._sensed_list(sender)
             carrier = self.carrier
             if carrier is not None and carrier.waiting:
-                carrier.carrier_busy(sensed)
+                carrier.carrier_busy(sensed)  # counts them too
+            else:
+                busy = self.busy_count
+                for n in sensed:
+                    busy[n] += 1
         return tx
 
     def finish(self, tx: Transmission) -> dict[int, bool]:
@@ -407,14 +420,14 @@ class SharedMedium:
             total = self._total
             total[tx.near] -= tx.power
         if self.sense_range_m is not None:
-            sensed = self._sense[sender]
-            if sensed is None:
-                sensed = self.sensed_by(sender)
-            left = self.busy_count[sensed] - 1
-            self.busy_count[sensed] = left
+            sensed = self._sense_lists[sender] or self._sensed_list(sender)
             carrier = self.carrier
             if carrier is not None and carrier.waiting:
-                carrier.carrier_idle(sensed[left == 0].tolist())
+                carrier.carrier_idle(sensed)  # counts them too
+            else:
+                busy = self.busy_count
+                for n in sensed:
+                    busy[n] -= 1
         if tx.causes or self.recorder.record_messages:
             self._record(tx)
 

@@ -88,11 +88,9 @@ class BackoffScheduler:
         self._cd = [0] * k
         self._backing = [False] * k
         self._armed = math.inf  # when the timer in flight fires
-        #: ``{time: event id}`` of the timers made (module docstring), and their times
-        #: (a heap, to forget them once passed); those put in SimPy's queue.
+        #: ``{time: event id}`` of the timers made (module docstring), -1 once put in
+        #: SimPy's queue (those passed are forgotten now and then).
         self._timers: dict[float, int] = {}
-        self._timer_times: list[float] = []
-        self._queued: set[float] = set()
         self._resume: list[int] = []  # nodes whose carrier became idle, not yet resumed
         medium.carrier = self
 
@@ -142,30 +140,30 @@ class BackoffScheduler:
         event is put in SimPy's queue (under that id) only while it is the one armed;
         ``queue=False``: not yet (an earlier one may follow at once, :meth:`_queue`)."""
         self._armed = t
-        timers = self._timers
-        if t not in timers:
-            timers[t] = next(self.env._eid)
-            heapq.heappush(self._timer_times, t)
-        if queue and t not in self._queued:
+        if queue:
             self._queue(t)
+        elif t not in self._timers:
+            self._timers[t] = next(self.env._eid)
 
     def _queue(self, t: float) -> None:
-        """Put the timer made for ``t`` in SimPy's queue."""
-        self._queued.add(t)
-        env = self.env
+        """Put the timer made for ``t`` (now, if not made yet) in SimPy's queue."""
+        env, timers = self.env, self._timers
+        eid = timers.get(t)
+        if eid is None:
+            eid = next(env._eid)
+        elif eid < 0:  # queued already
+            return
+        timers[t] = -1
         if t > env._now:
-            timeout_at(env, t, self._timers[t], self._tick)
+            timeout_at(env, t, eid, self._tick)
         else:  # (not reached: a run-out is at least a slot ahead)
             timeout_at(env, env._now, next(env._eid), self._tick)
 
     def _tick(self, _: Any) -> None:
         """Counters that ran out now transmit; arm the timer for the next one."""
         now, heap, cd = self.env._now, self._heap, self._cd
-        times = self._timer_times
-        while times and times[0] <= now:  # timers passed
-            t = heapq.heappop(times)
-            del self._timers[t]
-            self._queued.discard(t)
+        if len(self._timers) > 64:  # forget the timers passed
+            self._timers = {t: e for t, e in self._timers.items() if t > now}
         if now < self._armed:  # a timer armed before an earlier one: superseded
             return
         self._armed = math.inf
@@ -274,9 +272,8 @@ class BackoffScheduler:
                 kept.append(t)
                 if t < self._armed:  # each earlier one its own timer, in this order
                     self._arm(t, queue=False)
-        armed = self._armed
-        if armed not in self._queued and armed < math.inf:
-            self._queue(armed)
+        if self._armed < math.inf:
+            self._queue(self._armed)
         if keep:
             if len(keep) > 1:  # by run-out, ties in the order they began (a stable sort)
                 order = sorted(range(len(kept)), key=kept.__getitem__)

@@ -28,7 +28,11 @@ The timer: ``_armed`` is the time of the timer in flight for the earliest run-ou
 countdown that runs out earlier arms a new timer (the one in flight stays, and does
 nothing when it fires). Only the first timer made for a given time can serve the
 run-outs then (it comes first among the events of that instant), so a timer is not made
-again for a time that already has one in flight.
+again for a time that already has one in flight; and since several are often made in a
+row (each resumed node whose run-out is earlier than the last), a timer's event id is
+taken when it is made, but its event goes into SimPy's queue under that id only once it
+is the one armed (:mod:`bflnet.radio.events`, which reads SimPy's private ``_now``,
+``_queue`` and ``_eid``: the same queue keys as SimPy's own calls).
 """
 
 from __future__ import annotations

@@ -109,13 +109,17 @@ class BackoffScheduler:
 
     def _fire(self, node: int, state: _Waiting) -> None:
         """The back-off of ``node`` ended: its row, and its process may transmit."""
+        succeed(self._end(node, state))
+
+    def _end(self, node: int, state: _Waiting) -> simpy.Event:
+        """The back-off of ``node`` ended: its row; its event, not triggered yet."""
         del self.waiting[node]
         self._backing[node] = False
         self._cd[node] = 0
         self.recorder.record_fields("mac", {
             "node": self.ids[node], "kind": "backoff", "attempt": state.attempt,
             "cw": state.cw, "counter": state.drawn, "deferrals": state.deferrals})
-        succeed(state.done)
+        return state.done
 
     def _begin(self, node: int, state: _Waiting) -> None:
         """Start (or resume) the countdown, or defer until the carrier is idle."""
@@ -191,8 +195,7 @@ class BackoffScheduler:
         if len(due) > 1:
             due.sort()
         waiting = self.waiting
-        for _t, _seq, _i, n in due:
-            self._fire(n, waiting[n])
+        done = [self._end(n, waiting[n]) for _t, _seq, _i, n in due]
         while heap:  # the earliest run-out still to come (stale keys refreshed)
             key, seq, cohort = heap[0]
             nodes = cohort.nodes
@@ -201,14 +204,27 @@ class BackoffScheduler:
                 i += 1
             if i < end:
                 t = cohort.times[i]
-                if t == key:
-                    cohort.pos = i
-                    self._arm(key)
-                    return
                 cohort.pos = i
+                if t == key:
+                    self._arm(key)
+                    break
                 heapq.heapreplace(heap, (t, seq, cohort))
             else:
                 pop(heap)
+        if not done:
+            return
+        queue = self.env._queue
+        if len(done) == 1 and (not queue or queue[0][0] > now):
+            # Nothing else happens at this instant: the node's event would be the very
+            # next one SimPy processes, so its callbacks run now, as SimPy's step would.
+            event = done[0]
+            callbacks, event.callbacks = event.callbacks, None
+            event._ok, event._value = True, None
+            for callback in callbacks:
+                callback(event)
+        else:
+            for event in done:
+                succeed(event)
 
     def carrier_busy(self, nodes: list[int]) -> None:
         """A transmission began within sense range of ``nodes`` (sorted): their busy

@@ -23,15 +23,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-import medium_cost as mc  # noqa: E402
-import networkx as nx  # noqa: E402
+import medium_cost as mc
+import networkx as nx
 
-from bflnet.channels import RayleighChannel  # noqa: E402
-from bflnet.learners.averaging import ConsensusAveraging  # noqa: E402
-from bflnet.protocols.consensus import ConsensusProtocol  # noqa: E402
-from bflnet.protocols.stopping import StopRule  # noqa: E402
-from bflnet.radio import SharedMediumSpec, make_mac  # noqa: E402
-from bflnet.simulator import Simulation  # noqa: E402
+from bflnet.channels import RayleighChannel
+from bflnet.learners.averaging import ConsensusAveraging
+from bflnet.protocols.consensus import ConsensusProtocol
+from bflnet.protocols.stopping import StopRule
+from bflnet.radio import SharedMediumSpec, make_mac
+from bflnet.simulator import Simulation
 
 
 def fingerprint(graph: nx.Graph, rounds: int, medium: SharedMediumSpec, broadcast: bool,

@@ -135,23 +135,51 @@ def _erfcx(x: Tensor) -> Tensor:
     return out
 
 
+#: Elements per block of :func:`_tail_index`'s first pass (block maxima).
+_TAIL_BLOCK = 64
+
+
 def _put_erfcx(out: Tensor, x: Tensor) -> None:
-    """``out[tail] = erfcx(x[tail])`` in place for the ``tail`` ``x > 3``, through one
-    ``nonzero`` and flat index copies (the same values; boolean indexing's gather and
-    scatter take about twice as long), or by boolean indexing when a tensor is not
-    contiguous. Nothing after one maximum when no ``x`` is above 3 (the comparison and the
-    ``nonzero`` cost about ten maxima)."""
-    if float(x.max()) <= _ERFC_PRODUCT_BELOW:  # (NaN: the general path, as before)
-        return
-    tail = x > _ERFC_PRODUCT_BELOW
-    if not (out.is_contiguous() and x.is_contiguous() and tail.is_contiguous()):
+    """``out[tail] = erfcx(x[tail])`` in place for the ``tail`` ``x > 3``, through flat
+    index copies at the tail's positions (:func:`_tail_index`; the same values as boolean
+    indexing, whose gather and scatter take about twice as long), or by boolean indexing
+    when a tensor is not contiguous. Nothing after one maximum when no ``x`` is above 3."""
+    contiguous = out.is_contiguous() and x.is_contiguous()
+    if not contiguous or x.numel() < 2 * _TAIL_BLOCK:
+        if float(x.max()) <= _ERFC_PRODUCT_BELOW:  # (NaN: the general path, as before)
+            return
+        tail = x > _ERFC_PRODUCT_BELOW
         if bool(tail.any()):
             out[tail] = torch.special.erfcx(x[tail])
         return
-    index = tail.reshape(-1).nonzero().squeeze(1)
-    if index.numel():
+    index = _tail_index(x.reshape(-1))
+    if index is not None and index.numel():
         values = torch.special.erfcx(x.reshape(-1).index_select(0, index))
         out.view(-1).index_copy_(0, index, values)
+
+
+def _tail_index(flat: Tensor) -> Tensor | None:
+    """The ascending positions of ``flat > 3`` (``None``: there are none), the same as
+    ``(flat > 3).nonzero()`` but mostly from block maxima: the tail is rare (about 0.03 %
+    of a hidden layer's nodes, in about 1 % of the blocks of 64), and a comparison into
+    booleans then a ``nonzero`` over the whole tensor cost about ten maxima. Only the
+    blocks whose maximum is above 3 are compared element by element; a NaN maximum takes
+    the whole comparison (a NaN block may hide a tail)."""
+    full = flat.numel() - flat.numel() % _TAIL_BLOCK
+    blocks = flat[:full].view(-1, _TAIL_BLOCK).amax(1)
+    rest = flat[full:]
+    top = float(torch.maximum(blocks.max(), rest.max()) if rest.numel() else blocks.max())
+    if top <= _ERFC_PRODUCT_BELOW:
+        return None
+    if math.isnan(top):
+        return (flat > _ERFC_PRODUCT_BELOW).nonzero().squeeze(1)
+    hot = (blocks > _ERFC_PRODUCT_BELOW).nonzero().squeeze(1)
+    within = (flat[:full].view(-1, _TAIL_BLOCK).index_select(0, hot)
+              > _ERFC_PRODUCT_BELOW).nonzero()
+    index = hot.index_select(0, within[:, 0]).mul_(_TAIL_BLOCK).add_(within[:, 1])
+    if rest.numel():
+        index = torch.cat([index, (rest > _ERFC_PRODUCT_BELOW).nonzero().squeeze(1) + full])
+    return index
 
 
 def _inverse_mills(a: Tensor, scaled_erfcx: Tensor) -> tuple[Tensor, Tensor, Tensor]:

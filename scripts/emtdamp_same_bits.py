@@ -12,6 +12,7 @@ subset (or the IDX files), tiled as in ``bench/emtdamp_round.py``.
 
     PYTHONPATH=<old>/src python scripts/emtdamp_same_bits.py save /tmp/before.pt
     PYTHONPATH=src python scripts/emtdamp_same_bits.py compare /tmp/before.pt
+    PYTHONPATH=src python scripts/emtdamp_same_bits.py compare /tmp/before.pt --threads 2
 """
 
 from __future__ import annotations
@@ -88,8 +89,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("action", choices=("save", "compare"))
     parser.add_argument("file")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (2: the batched clients run in groups on two "
+                             "threads by default, parallel_clients); compare with a file "
+                             "saved at 1 thread")
     args = parser.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     numbers = {**run("float32"), **run("float64")}
     if args.action == "save":
         torch.save(numbers, args.file)

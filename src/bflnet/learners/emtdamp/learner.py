@@ -72,6 +72,7 @@ from bflnet.learners.torch_utils import torch_generator
 from bflnet.params import with_overrides
 
 from .damp_mlp import DampSettings, LayerPrior, layer_means, mlp_forward, random_layer_priors
+from .parallel import tdamp_clients_parallel
 from .server_em import (
     aggregate_activity,
     aggregate_gaussians,
@@ -286,7 +287,8 @@ class EMTDAMP(GlobalStateLearner):
             groups.setdefault(self.counts[agent], []).append(i)
         out: list[Update | None] = [None] * len(agents)
         for rows in groups.values():
-            results = tdamp_clients(
+            run = tdamp_clients_parallel if p.parallel_clients else tdamp_clients
+            results = run(
                 [self.data[agents[i]][0] for i in rows], [self.data[agents[i]][1] for i in rows],
                 priors, noise_var, likelihood=p.likelihood,  # type: ignore[arg-type]
                 batch_size=p.batch_size, tau_max=p.tau_max, sweeps=p.sweeps, power=p.power,

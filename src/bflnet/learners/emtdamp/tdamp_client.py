@@ -17,6 +17,7 @@ the one :func:`tdamp_client` gives for it alone.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
@@ -47,9 +48,13 @@ from .heap import keep_freed_memory
 from .moments import client_sigmoid
 from .server_em import classification_noise_statistics, regression_noise_statistic
 
-__all__ = ["ClientResult", "pasp_update", "tdamp_client", "tdamp_clients"]
+__all__ = ["Cancelled", "ClientResult", "pasp_update", "tdamp_client", "tdamp_clients"]
 
 Likelihood = Literal["gaussian", "probit"]
+
+
+class Cancelled(Exception):
+    """:func:`tdamp_clients` stopped between minibatches because its ``cancel`` was set."""
 
 
 class ClientResult(NamedTuple):
@@ -233,11 +238,14 @@ def tdamp_clients(
     settings: DampSettings | None = None,
     generators: Sequence[torch.Generator | None] | None = None,
     start: list[Tensor] | None = None,
+    cancel: threading.Event | None = None,
 ) -> list[ClientResult]:
     """:func:`tdamp_client` for several clients with the same number of examples, from the
     same prior, computed together (module docs): one :class:`ClientResult` per client, in
     order, each equal bit for bit to that client's :func:`tdamp_client`. ``generators``:
-    one per client (``None``: contiguous minibatches)."""
+    one per client (``None``: contiguous minibatches). ``cancel``: checked before each
+    minibatch; once set, :class:`Cancelled` is raised (for clients run on other threads,
+    :mod:`.parallel`)."""
     clients = len(inputs)
     if clients < 1 or len(targets) != clients:
         raise ValueError("inputs: need at least one client, and one targets per client")
@@ -264,6 +272,8 @@ def tdamp_clients(
     for _ in range(tau_max):
         orders = [_batches(count, batch_size, g) for g in gens]
         for index in zip(*orders, strict=True):
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("tdamp_clients: cancelled")
             index = [i if isinstance(i, slice) else i.to(kind["device"]) for i in index]
             batch_inputs = _take(inputs, index)
             batch_targets = _take(targets, index)

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from .heap import keep_freed_memory
 from .tdamp_client import Cancelled, ClientResult, tdamp_clients
 
 __all__ = ["client_groups", "tdamp_clients_parallel"]
@@ -68,6 +69,7 @@ def tdamp_clients_parallel(
     gens = list(generators) if generators is not None else [None] * clients
     if len(gens) != clients:
         raise ValueError("generators: need one per client")
+    keep_freed_memory()  # before the threads allocate (one heap for all, .heap)
     cancel = threading.Event()
     previous = torch.get_num_threads()
     torch.set_num_threads(1)  # new threads start from this count (torch's lazy init)

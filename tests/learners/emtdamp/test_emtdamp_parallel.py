@@ -24,7 +24,7 @@ def test_client_groups_are_contiguous_and_even():
 
 def _data(clients: int, count: int, seed: int = 0):
     rng = np.random.default_rng(seed)
-    return {k: (rng.standard_normal((count, 12)), rng.integers(0, 3, count))
+    return {k: (rng.standard_normal((count, 30)), rng.integers(0, 10, count))
             for k in range(clients)}
 
 
@@ -37,14 +37,15 @@ def threads_restored():
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_groups_on_threads_are_bit_for_bit_one_batch(dtype, threads_restored):
-    data = _data(5, 30)
+    # (a shape where a client's result does not depend on its batch: 16 x 20 hidden nodes)
+    data = _data(5, 40)
     updates = {}
     for threads, parallel_clients in ((1, True), (3, True), (2, False)):
         torch.set_num_threads(threads)
-        params = EMTDAMPParams(likelihood="probit", batch_size=15, tau_max=1, sweeps=2,
+        params = EMTDAMPParams(likelihood="probit", batch_size=20, tau_max=1, sweeps=2,
                                dtype=dtype, initial_activity=0.8,
                                parallel_clients=parallel_clients)
-        learner = EMTDAMP((12, 8, 3), data, params)
+        learner = EMTDAMP((30, 16, 10), data, params)
         state = learner.init(np.random.default_rng(1))
         rngs = [np.random.default_rng(100 + a) for a in data]
         updates[threads] = learner.local_update_batch(list(data), state, [None] * 5, rngs)

@@ -16,9 +16,9 @@ machine):
 * ``float64``: clients batched, ``dtype=float64`` (the default before float32; the
   reproductions' dtype);
 * ``one-by-one``: ``batch_agents=False``, float64 (each client's TDAMP alone);
-* ``float32-intra``: the default with ``parallel_clients=False`` (with ``--threads`` > 1,
-  every operation split between the threads, the only form before ``parallel_clients``;
-  with one thread the same as ``float32``).
+* ``float32-groups``: the default with ``parallel_clients=True`` (with ``--threads`` > 1,
+  the clients in one group per thread instead of every operation split between the
+  threads; with one thread the same as ``float32``).
 
 The clients' time is linear in the images per client (minibatches × sweeps) and the
 merge's is not, so the 60 000-image round (``--points 6000``) is projected from a smaller
@@ -47,7 +47,7 @@ from bflnet.learners.hyper import EMTDAMPParams
 SIZES = (784, 128, 10)
 MODES = {"float32": {"dtype": "float32"}, "float64": {"dtype": "float64"},
          "one-by-one": {"batch_agents": False, "dtype": "float64"},
-         "float32-intra": {"dtype": "float32", "parallel_clients": False}}
+         "float32-groups": {"dtype": "float32", "parallel_clients": True}}
 FULL = 60_000
 TARGET_S = 60.0
 

@@ -12,7 +12,8 @@ subset (or the IDX files), tiled as in ``bench/emtdamp_round.py``.
 
     PYTHONPATH=<old>/src python scripts/emtdamp_same_bits.py save /tmp/before.pt
     PYTHONPATH=src python scripts/emtdamp_same_bits.py compare /tmp/before.pt
-    PYTHONPATH=src python scripts/emtdamp_same_bits.py compare /tmp/before.pt --threads 2
+    PYTHONPATH=src python scripts/emtdamp_same_bits.py compare /tmp/before.pt --threads 2 \
+        --parallel-clients
 """
 
 from __future__ import annotations
@@ -59,12 +60,12 @@ CONFIGS = {
 }
 
 
-def run(dtype: str) -> dict[str, torch.Tensor]:
+def run(dtype: str, extra: dict | None = None) -> dict[str, torch.Tensor]:
     """Every number of two rounds of each configuration, by name."""
     out: dict[str, torch.Tensor] = {}
     for name, (params, sizes, data_fn) in CONFIGS.items():
         data = data_fn()
-        learner = EMTDAMP(sizes, data, EMTDAMPParams(dtype=dtype, **params))
+        learner = EMTDAMP(sizes, data, EMTDAMPParams(dtype=dtype, **params, **(extra or {})))
         state = learner.init(np.random.default_rng(1))
         agents = list(data)
         for r in range(2):
@@ -90,12 +91,14 @@ def main() -> None:
     parser.add_argument("action", choices=("save", "compare"))
     parser.add_argument("file")
     parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads (2: the batched clients run in groups on two "
-                             "threads by default, parallel_clients); compare with a file "
-                             "saved at 1 thread")
+                        help="torch threads; compare with a file saved at 1 thread")
+    parser.add_argument("--parallel-clients", action="store_true",
+                        help="parallel_clients=True: the batched clients in one group per "
+                             "thread")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    numbers = {**run("float32"), **run("float64")}
+    extra = {"parallel_clients": True} if args.parallel_clients else None
+    numbers = {**run("float32", extra), **run("float64", extra)}
     if args.action == "save":
         torch.save(numbers, args.file)
         print(f"saved {len(numbers)} tensors")

@@ -246,10 +246,12 @@ class EMTDAMPParams:
     batch_agents: bool = param(True, "clients scheduled in the same round run their TDAMP "
                                "together, as one batch (bit for bit the results of one by "
                                "one, with less overhead per operation)")
-    parallel_clients: bool = param(True, "with two or more torch threads, the batched "
+    parallel_clients: bool = param(False, "with two or more torch threads, the batched "
                                    "clients run in one group per thread, each group on its "
-                                   "own thread with one torch thread (bit for bit the same "
-                                   "results; no barrier per operation); False: every "
+                                   "own thread with one torch thread (no barrier per "
+                                   "operation; the same results wherever a client's result "
+                                   "does not depend on its batch, e.g. MNIST's 784-128-10 "
+                                   "at batch 100, docs/em-tdamp.md Sec. 7.5); False: every "
                                    "operation split between the threads")
     dtype: str = param("float32", "float type of the clients' TDAMP: float32 (about twice "
                        "as fast), or float64 (the reproductions' numbers; results differ in "

@@ -38,6 +38,14 @@ class Channel(ABC):
         (an ideal or lossless fixed-rate link) lets the link skip creating its stream."""
         return True
 
+    @property
+    def fixed_attempts(self) -> bool:
+        """Whether every attempt of a packet of a given size takes the same time whenever
+        it starts and is never lost, drawing nothing (an ideal or lossless fixed-rate
+        link): a link then adds up a message's packets without calling :meth:`attempt`
+        for each (the same times, bit for bit). False unless a channel says so."""
+        return False
+
     #: Whether the channel depends on the transmitter-receiver distance (then
     #: :meth:`with_distance` gives it at another distance, e.g. of moving nodes).
     distance_dependent: bool = False

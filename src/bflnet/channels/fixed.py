@@ -44,6 +44,12 @@ class FixedRateChannel(Channel):
         """Only a lossy link draws (one uniform per attempt)."""
         return self._loss_prob > 0.0
 
+    @property
+    def fixed_attempts(self) -> bool:
+        """A lossless link: every attempt of ``bits`` takes ``latency_s + bits / rate_bps``
+        and arrives (not for a subclass with its own :meth:`attempt`)."""
+        return self._loss_prob == 0.0 and type(self).attempt is FixedRateChannel.attempt
+
     def attempt(self, bits: int, start_s: float, rng: np.random.Generator) -> tuple[float, bool]:
         """Airtime plus latency; lost with probability ``loss_prob`` (``start_s`` unused)."""
         p = self._loss_prob

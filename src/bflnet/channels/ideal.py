@@ -21,6 +21,11 @@ class IdealChannel(Channel):
         """Never: no loss, no randomness."""
         return False
 
+    @property
+    def fixed_attempts(self) -> bool:
+        """Always (not for a subclass with its own :meth:`attempt`)."""
+        return type(self).attempt is IdealChannel.attempt
+
     def attempt(self, bits: int, start_s: float, rng: np.random.Generator) -> tuple[float, bool]:
         """Every attempt takes no time and arrives."""
         return _RESULT

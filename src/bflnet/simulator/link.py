@@ -159,6 +159,8 @@ class Link:
             sizes = [bits]
         else:
             full, rest = divmod(bits, self.mtu_bits)
+            if line is None and channel.fixed_attempts:
+                return self._fixed_schedule(start, full, rest, bits)
             sizes = [self.mtu_bits] * full + ([rest] if rest else [])
         t, attempts, on_air, delivered, cap = start, 0, 0, True, self.max_attempts
         in_outage = 0  # attempts lost because the link was down
@@ -200,6 +202,22 @@ class Link:
         schedule = (start, t, attempts, on_air, delivered)
         return interrupted(schedule, "lost_in_outage") if in_outage and not delivered \
             else schedule
+
+    def _fixed_schedule(self, start: float, full: int, rest: int, bits: int
+                        ) -> tuple[float, float, int, int, bool]:
+        """:meth:`schedule` of ``full`` packets of ``mtu_bits`` and one of ``rest`` bits
+        (if any) over a channel with ``fixed_attempts`` and no outages: each packet takes
+        one attempt of the channel's fixed duration, and the end is the same sum as the
+        attempt-by-attempt loop's, added left to right (``numpy.add.accumulate`` is a
+        sequential sum: the same float64 roundings, bit for bit)."""
+        step = self.channel.attempt(self.mtu_bits, start, None)[0] if full else 0.0
+        durations = np.full(1 + full + (1 if rest else 0), step, dtype=np.float64)
+        durations[0] = start
+        if rest:
+            durations[-1] = self.channel.attempt(rest, start, None)[0]
+        end = float(np.add.accumulate(durations)[-1])
+        self.medium.busy_until = end
+        return start, end, full + (1 if rest else 0), bits, True
 
     def complete(self, message: Message, schedule: tuple[float, float, int, int, bool],
                  deliver: bool = True) -> bool:

@@ -34,10 +34,16 @@ new and legacy alternately call by call, ``--repeat`` times each (medians).
 top-k, decoding and ``sent``; mixing), with the sparse mixing of the increments
 (:mod:`bflnet.learners.sparse_mix`) and the NumPy step chain on and off, alternately in
 the same process (``--repeat`` pairs; CPU seconds; both give the same bits).
+``--mixing`` times whole rounds of each method (``--rounds`` + 1 rounds less one, CPU
+seconds) with the NumPy mixing chains (:data:`bflnet.learners.chunked.NUMPY_MIX`) and
+the links' one-sum schedules of lossless fixed-rate channels
+(:attr:`bflnet.channels.base.Channel.fixed_attempts`) on and off, alternately in the
+same process, over the scenario's links (1 Mbit/s, 5 ms; both give the same bits).
 
     python bench/cdbfl_paper_jobs.py [--rounds 1] [--repeat 1] [--workers 2] [--legacy]
     python bench/cdbfl_paper_jobs.py --components [--repeat 7]
     python bench/cdbfl_paper_jobs.py --switches [--repeat 10]
+    python bench/cdbfl_paper_jobs.py --mixing [--rounds 3] [--repeat 4]
     python bench/cdbfl_paper_jobs.py --against /tmp/base/src [--rounds 2] [--repeat 2]
 """
 
@@ -58,8 +64,9 @@ import cdbfl_legacy
 import numpy as np
 import torch
 
+from bflnet.channels import FixedRateChannel, IdealChannel
 from bflnet.data.radar import MAP_SHAPE, radar_maps
-from bflnet.learners import langevin, sparse_mix
+from bflnet.learners import chunked, langevin, sparse_mix
 from bflnet.learners.cdbfl import CDBFL
 from bflnet.learners.cffl import CFFL
 from bflnet.learners.dsgld import DSGLD
@@ -96,14 +103,15 @@ def learner(method: str, model: BayesianLeNet, nodes: dict, legacy: bool = False
 
 
 def time_rounds(method: str, model: BayesianLeNet, nodes: dict, rounds: int,
-                legacy: bool = False) -> float:
-    """Wall seconds of a simulation of ``rounds`` rounds (set-up included)."""
+                legacy: bool = False, **network: Any) -> float:
+    """Wall seconds of a simulation of ``rounds`` rounds (set-up included); ``network``
+    for ``Simulation.build_network`` (default: ideal links)."""
     lrn, codec = learner(method, model, nodes, legacy)
     graph = make_graph("complete", K, np.random.default_rng(0))
     start = time.perf_counter()
     with cdbfl_legacy.paths(legacy):
         sim = Simulation(1, name="bench")
-        sim.build_network(graph)
+        sim.build_network(graph, **network)
         sim.run(ConsensusProtocol(lrn, metropolis_hastings_weights(graph, sparse=True),
                                   StopRule(max_iterations=rounds), codec=codec,
                                   eval_every=10**6))
@@ -247,6 +255,45 @@ def switches(model: BayesianLeNet, nodes: dict, repeat: int) -> None:
         print(f"  one device's {part}: on {on * 1e3:.1f} ms, off {off * 1e3:.1f} ms")
 
 
+#: The scenario's links (``cdbfl-shift``'s defaults): 1 Mbit/s, 5 ms, lossless.
+SCENARIO_LINKS = {"channel": FixedRateChannel(1e6, 0.005), "mtu_bits": 12_000}
+_FIXED = {cls: cls.fixed_attempts for cls in (FixedRateChannel, IdealChannel)}
+
+
+def set_mixing(on: bool) -> None:
+    """The NumPy mixing chains and the links' one-sum schedules on or off."""
+    chunked.NUMPY_MIX = on
+    for cls, prop in _FIXED.items():
+        cls.fixed_attempts = prop if on else property(lambda self: False)  # type: ignore
+
+
+def mixing(model: BayesianLeNet, nodes: dict, methods: list[str], rounds: int,
+           repeat: int) -> None:
+    """Print each method's round (CPU s) with :func:`set_mixing` on and off, alternately
+    (the order swapped every pair), and the median ratio."""
+    def round_cpu(method: str) -> float:
+        one = cpu_seconds(lambda: time_rounds(method, model, nodes, 1, **SCENARIO_LINKS))
+        more = cpu_seconds(lambda: time_rounds(method, model, nodes, rounds + 1,
+                                               **SCENARIO_LINKS))
+        return (more - one) / rounds
+
+    try:
+        for method in methods:
+            ratios = []
+            for i in range(repeat):
+                got = {}
+                for on in ((True, False) if i % 2 == 0 else (False, True)):
+                    set_mixing(on)
+                    got[on] = round_cpu(method)
+                ratios.append(got[True] / got[False])
+                print(f"  {method:6s} round: CPU s on {got[True]:.3f}, off {got[False]:.3f}, "
+                      f"on / off {ratios[-1]:.3f}", flush=True)
+            print(f"  {method:6s} on / off: median {statistics.median(ratios):.3f} over "
+                  f"{repeat} pairs", flush=True)
+    finally:
+        set_mixing(True)
+
+
 def makespan(jobs: list[float], workers: int) -> float:
     """Longest-first packing of ``jobs`` on ``workers``."""
     loads = [0.0] * workers
@@ -317,6 +364,9 @@ def main() -> None:
     parser.add_argument("--switches", action="store_true",
                         help="CD-BFL's round share with the sparse mixing and NumPy steps "
                              "on and off, alternately")
+    parser.add_argument("--mixing", action="store_true",
+                        help="whole rounds with the NumPy mixing and one-sum link "
+                             "schedules on and off, alternately")
     parser.add_argument("--against", type=Path,
                         help="a src folder of another version: time both alternately")
     parser.add_argument("--one", help=argparse.SUPPRESS)
@@ -344,6 +394,9 @@ def main() -> None:
         return
     if args.switches:
         switches(model, nodes, args.repeat)
+        return
+    if args.mixing:
+        mixing(model, nodes, methods, args.rounds, args.repeat)
         return
     sweep, note = measure(lambda legacy: time_sweep(model, test, legacy), args.repeat,
                           args.legacy)

@@ -269,3 +269,78 @@ def test_network_metrics_names_the_nodes_with_non_finite_samples(bad):
     nodes[2].theta[0, 1] = bad
     with pytest.raises(ValueError, match=r"^theta: non-finite samples at nodes \[2\]"):
         network_metrics(None, nodes, {})
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("with_add", [True, False])
+def test_numpy_weighted_sum_is_torchs_chain_bit_for_bit(dtype, with_add, monkeypatch):
+    monkeypatch.setattr(chunked, "CHUNK", 37)
+    xs = [tricky(500, seed, dtype).reshape(1, 500) for seed in range(5)]
+    xs[2][0, 9] = float("nan")
+    weights = [0.1, 1 / 3, 2 / 7, 1, 0.2857142857142857]
+    add = tricky(500, 9, dtype).reshape(1, 500) if with_add else None
+    ref = torch.mul(xs[0], weights[0])
+    for x, w in zip(xs[1:], weights[1:], strict=True):
+        ref.add_(torch.mul(x, w))
+    if add is not None:
+        ref.add_(add)
+    got = torch.empty_like(ref)
+    assert chunked.weighted_sum(got, list(zip(xs, weights, strict=True)), add)
+    assert torch.equal(got.nan_to_num(7.0), ref.nan_to_num(7.0))
+    assert torch.equal(got.signbit(), ref.signbit())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("noisy", [True, False])
+def test_numpy_consensus_step_is_torchs_chain_bit_for_bit(dtype, noisy, monkeypatch):
+    monkeypatch.setattr(chunked, "CHUNK", 37)
+    s, v, half, noise = (tricky(500, seed, dtype).reshape(1, 500) for seed in range(4))
+    zeta, scale = 0.03, 0.014142135623730951
+    ref = torch.add(half, torch.sub(s, v).mul_(zeta))
+    if noisy:
+        ref.add_(torch.mul(noise, scale))
+    got = torch.empty_like(ref)
+    assert chunked.consensus_step(got, s, v, half, noise if noisy else None, zeta, scale)
+    assert torch.equal(got, ref) and torch.equal(got.signbit(), ref.signbit())
+
+
+def test_numpy_mixing_declines_what_numpy_cannot_run(monkeypatch):
+    x, out = torch.ones(1, 8), torch.empty(1, 8)
+    assert not chunked.weighted_sum(out, [(x[:, ::2].t(), 0.5)])          # non-contiguous
+    assert not chunked.weighted_sum(out, [(x.double(), 0.5)])             # mixed dtypes
+    assert not chunked.weighted_sum(out, [(x, np.float64(0.5))])          # not weak
+    assert not chunked.weighted_sum(out, [])
+    assert not chunked.consensus_step(out, x, x, x, None, torch.tensor(0.5), 0.0)
+    monkeypatch.setattr(chunked, "NUMPY_MIX", False)
+    assert not chunked.weighted_sum(out, [(x, 0.5)])
+    assert not chunked.consensus_step(out, x, x, x, None, 0.5, 0.0)
+
+
+def test_numpy_sparse_addition_is_torchs(monkeypatch):
+    from bflnet.learners import sparse_mix
+
+    delta = torch.zeros(1, 400)
+    delta[0, 1::11] = tricky(400, 5)[:37]                 # 10 % or less nonzero
+    delta[0, 12] = float("nan")
+    idx = sparse_mix.support(delta)
+    assert idx is not None and idx.numel() > 20
+    x = tricky(400, 6).abs().reshape(1, 400)
+    for weight in (None, 0.1, 1 / 3, 2):
+        fast = x.clone()
+        sparse_mix.add_on_support(fast, delta, idx, weight)
+        monkeypatch.setattr(chunked, "NUMPY_MIX", False)
+        plain = x.clone()
+        sparse_mix.add_on_support(plain, delta, idx, weight)
+        monkeypatch.setattr(chunked, "NUMPY_MIX", True)
+        assert torch.equal(fast.nan_to_num(7.0), plain.nan_to_num(7.0))
+        assert torch.equal(fast.signbit(), plain.signbit())
+
+
+@pytest.mark.parametrize("cls", [CDBFL, CFFL, DSGLD])
+def test_numpy_mixing_gives_torchs_bits_in_a_run(cls, monkeypatch):
+    frame, theta = run(cls, 37, monkeypatch)               # NumPy mixing, odd chunks
+    monkeypatch.setattr(chunked, "NUMPY_MIX", False)         # torch's chains
+    frame_t, theta_t = run(cls, 37, monkeypatch)
+    assert torch.equal(theta, theta_t)
+    wall = [c for c in frame.columns if "wall" in c]
+    assert frame.drop(columns=wall).equals(frame_t.drop(columns=wall))

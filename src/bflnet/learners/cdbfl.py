@@ -34,7 +34,7 @@ import torch
 from torch import Tensor
 
 from bflnet.learners.base import Work
-from bflnet.learners.chunked import column_chunks
+from bflnet.learners.chunked import column_chunks, consensus_step
 from bflnet.learners.hyper import CDBFLParams
 from bflnet.learners.langevin import (
     LangevinLearner,
@@ -133,7 +133,7 @@ class CDBFL(LangevinLearner):
         assert state.half is not None and state.delta is not None
         zeta, own = self.params.zeta, weights[node]
         items = list(received.items())
-        theta, tmp = torch.empty_like(state.half), torch.empty_like(state.s)
+        theta = torch.empty_like(state.half)
         noise = () if state.noise is None else (state.noise,)
         supports = [self._support(d) for d in (state.delta, *(d for _, d in items))]
         if all(idx is not None for idx in supports):
@@ -143,12 +143,15 @@ class CDBFL(LangevinLearner):
             terms = [(state.delta, own), *((d, weights[j]) for j, d in items)]
             for (delta, w), idx in zip(terms, supports, strict=True):
                 add_on_support(s, delta, idx, w)                             # eq. 8
-            for cols in column_chunks(theta, tmp, s, state.v, state.half, *noise):
-                self._step(*cols[:5], cols[5] if noise else None, zeta)      # eq. 9
+            if not consensus_step(theta, s, state.v, state.half, state.noise, zeta,
+                                  self.noise_scale):                # eq. 9, by NumPy
+                tmp = torch.empty_like(state.s)
+                for cols in column_chunks(theta, tmp, s, state.v, state.half, *noise):
+                    self._step(*cols[:5], cols[5] if noise else None, zeta)  # or torch
         else:
             # the same operations in the same order as s + w·Δ, ..., chunk by chunk
             # (:mod:`bflnet.learners.chunked`: the same bits), with one scratch tensor
-            s = torch.empty_like(state.s)
+            s, tmp = torch.empty_like(state.s), torch.empty_like(state.s)
             for cols in column_chunks(s, theta, tmp, state.s, state.delta, state.v,
                                       state.half, *(d for _, d in items), *noise):
                 s_c, theta_c, tmp_c, s0, delta, v, half = cols[:7]

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from bflnet.learners.base import Work
-from bflnet.learners.chunked import column_chunks
+from bflnet.learners.chunked import column_chunks, weighted_sum
 from bflnet.learners.langevin import (
     LangevinLearner,
     accumulate,
@@ -73,15 +73,18 @@ class DSGLD(LangevinLearner):
                weights: Mapping[Any, float]) -> DSGLDNode:
         # w·θ + Σ_j w_j·θ_j + step in the same order, with one scratch tensor, chunk by
         # chunk (:mod:`bflnet.learners.chunked`: the same bits)
-        theta, tmp = torch.empty_like(state.theta), torch.empty_like(state.theta)
+        theta = torch.empty_like(state.theta)
         items = list(received.items())
-        for cols in column_chunks(theta, tmp, state.theta, state.step,
-                                  *(t for _, t in items)):
-            mixed, tmp_c, own, step = cols[:4]
-            torch.mul(own, weights[node], out=mixed)
-            for (j, _), theta_j in zip(items, cols[4:], strict=True):
-                mixed.add_(torch.mul(theta_j, weights[j], out=tmp_c))
-            mixed.add_(step)
+        terms = [(state.theta, weights[node]), *((t, weights[j]) for j, t in items)]
+        if not weighted_sum(theta, terms, state.step):  # NumPy's chain, else torch's
+            tmp = torch.empty_like(state.theta)
+            for cols in column_chunks(theta, tmp, state.theta, state.step,
+                                      *(t for _, t in items)):
+                mixed, tmp_c, own, step = cols[:4]
+                torch.mul(own, weights[node], out=mixed)
+                for (j, _), theta_j in zip(items, cols[4:], strict=True):
+                    mixed.add_(torch.mul(theta_j, weights[j], out=tmp_c))
+                mixed.add_(step)
         round_ = state.round + 1
         sums, kept = state.sums, state.kept
         if self.eval_sets and keeps(round_, self.params.burn_in, self.params.thin):

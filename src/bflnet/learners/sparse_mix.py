@@ -40,9 +40,33 @@ def add_on_support(x: Tensor, delta: Tensor, idx: Tensor, weight: float | None =
     """``x += weight·delta`` (``x += delta`` without ``weight``) on the flat indices
     ``idx`` only, in place, with the element-wise operations of the dense update (the
     same bits where ``delta`` is zero off ``idx`` and ``x`` holds no ``-0.0``)."""
+    if _numpy_add(x, delta, idx, weight):
+        return
     xf, df = x.view(-1), delta.reshape(-1)
     idx = idx.to(x.device)
     term = df.index_select(0, idx)
     if weight is not None:
         term.mul_(weight)
     xf.index_put_((idx,), xf.index_select(0, idx).add_(term))
+
+
+def _numpy_add(x: Tensor, delta: Tensor, idx: Tensor, weight: float | None) -> bool:
+    """:func:`add_on_support` by NumPy (gather, multiply, add, scatter: the same element
+    operations as torch's ``index_select`` / ``mul_`` / ``add_`` / ``index_put_``, with
+    less overhead per call) where it can run, else False."""
+    from bflnet.learners import chunked
+
+    views = chunked.numpy_views(x, delta) if chunked.NUMPY_MIX else None
+    if (views is None or idx.device.type != "cpu" or idx.dtype != torch.int64
+            or not (weight is None or type(weight) in (float, int))):
+        return False
+    xf, df = views
+    ii = idx.numpy()
+    term = np.take(df, ii)
+    with np.errstate(all="ignore"):
+        if weight is not None:
+            np.multiply(term, weight, out=term)
+        picked = np.take(xf, ii)
+        np.add(picked, term, out=picked)
+    xf[ii] = picked
+    return True

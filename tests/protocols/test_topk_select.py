@@ -59,3 +59,20 @@ def test_short_rows_and_large_k_use_the_full_partition() -> None:
     assert np.array_equal(top_k_sorted(small, 7), reference(small, 7))
     long = rng.random((1, FAST_MIN_D))
     assert np.array_equal(top_k_sorted(long, FAST_MIN_D // 4), reference(long, FAST_MIN_D // 4))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_row_per_group_scores_are_the_column_sums_bit_for_bit(dtype) -> None:
+    # TopKCodec scores a group of one row by |x| itself: what the sum over the length-1
+    # axis gives (signed zeros, subnormals, infinities and NaN payloads included)
+    from bflnet.protocols.codecs import TopKCodec
+
+    x = np.random.default_rng(3).standard_normal((4, 1, 3000)).astype(dtype)
+    x[..., ::7], x[..., 3::11], x[..., 9::13] = 0.0, -0.0, x[..., 9::13] * 1e-40
+    x[..., 5], x[..., 6], x[..., 8] = np.nan, np.inf, -np.inf
+    uint = np.uint32 if dtype == np.float32 else np.uint64
+    assert np.array_equal(np.abs(x[:, 0, :]).view(uint), np.abs(x).sum(axis=1).view(uint))
+    codec = TopKCodec(k=40, groups=4)
+    idx = codec._select(x.reshape(4, 3000))[2]
+    ref = np.sort(np.argpartition(np.abs(x).sum(axis=1), 3000 - 40, axis=-1)[:, -40:], axis=-1)
+    assert np.array_equal(idx, ref.astype(idx.dtype))

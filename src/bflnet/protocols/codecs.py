@@ -393,7 +393,9 @@ class TopKCodec(Codec):
         if k == d:
             idx = np.broadcast_to(np.arange(d), (groups, d))
         else:
-            scores = np.abs(xg).sum(axis=1)  # (G, d): column sums of |x| within each group
+            # (G, d): column sums of |x| within each group (one row: |x| itself, which is
+            # what the sum over a length-1 axis gives, without its copy of the row)
+            scores = np.abs(xg[:, 0, :]) if xg.shape[1] == 1 else np.abs(xg).sum(axis=1)
             idx = top_k_sorted(scores, k)  # argpartition's set, faster on long rows
         idx = idx.astype(_index_dtype(d))
         values = np.take_along_axis(xg, idx[:, None, :], axis=2)

@@ -34,16 +34,18 @@ new and legacy alternately call by call, ``--repeat`` times each (medians).
 top-k, decoding and ``sent``; mixing), with the sparse mixing of the increments
 (:mod:`bflnet.learners.sparse_mix`) and the NumPy step chain on and off, alternately in
 the same process (``--repeat`` pairs; CPU seconds; both give the same bits).
-``--mixing`` times whole rounds of each method (``--rounds`` + 1 rounds less one, CPU
-seconds) with the NumPy mixing chains (:data:`bflnet.learners.chunked.NUMPY_MIX`) and
-the links' one-sum schedules of lossless fixed-rate channels
-(:attr:`bflnet.channels.base.Channel.fixed_attempts`) on and off, alternately in the
-same process, over the scenario's links (1 Mbit/s, 5 ms; both give the same bits).
+``--mixing`` times the K devices' share of a round of each method (local steps;
+publish: outgoing, encoding, decoding, ``sent``; mixing; the round's link schedules on
+the scenario's links, 1 Mbit/s and 5 ms) with the NumPy mixing chains
+(:data:`bflnet.learners.chunked.NUMPY_MIX`) and the links' one-sum schedules of lossless
+fixed-rate channels (:attr:`bflnet.channels.base.Channel.fixed_attempts`) on and off,
+alternately in the same process (``--repeat`` pairs; CPU seconds; both give the same
+bits).
 
     python bench/cdbfl_paper_jobs.py [--rounds 1] [--repeat 1] [--workers 2] [--legacy]
     python bench/cdbfl_paper_jobs.py --components [--repeat 7]
     python bench/cdbfl_paper_jobs.py --switches [--repeat 10]
-    python bench/cdbfl_paper_jobs.py --mixing [--rounds 3] [--repeat 4]
+    python bench/cdbfl_paper_jobs.py --mixing [--repeat 6] [--methods dsgld,cd-bfl]
     python bench/cdbfl_paper_jobs.py --against /tmp/base/src [--rounds 2] [--repeat 2]
 """
 
@@ -267,31 +269,82 @@ def set_mixing(on: bool) -> None:
         cls.fixed_attempts = prop if on else property(lambda self: False)  # type: ignore
 
 
-def mixing(model: BayesianLeNet, nodes: dict, methods: list[str], rounds: int,
-           repeat: int) -> None:
-    """Print each method's round (CPU s) with :func:`set_mixing` on and off, alternately
-    (the order swapped every pair), and the median ratio."""
-    def round_cpu(method: str) -> float:
-        one = cpu_seconds(lambda: time_rounds(method, model, nodes, 1, **SCENARIO_LINKS))
-        more = cpu_seconds(lambda: time_rounds(method, model, nodes, rounds + 1,
-                                               **SCENARIO_LINKS))
-        return (more - one) / rounds
+def mixing_share(method: str, lrn: Any, codec: Any, states: dict, on: bool,
+                 times: dict[tuple[str, bool], list[float]]) -> None:
+    """The K devices' share of one round of ``method`` from ``states`` with
+    :func:`set_mixing` ``on`` or off: CPU seconds of each part appended to
+    ``times[(part, on)]``: local steps, publish (outgoing, encoding, decoding, ``sent``),
+    mixing (``absorb``) and links (the round's K·(K−1) link schedules of the scenario's
+    links)."""
+    import simpy
+
+    from bflnet.simulator.link import Link
+    from bflnet.simulator.recorder import Recorder
+
+    set_mixing(on)
+    rng, weights = np.random.default_rng(0), {j: 1.0 / K for j in range(K)}
+    part: dict[str, float] = {}
+
+    def clock(name: str, fn: Any) -> Any:
+        start = time.process_time()
+        out = fn()
+        part[name] = part.get(name, 0.0) + time.process_time() - start
+        return out
+
+    def publish(k: int, state: Any) -> Any:
+        value = lrn.outgoing(k, state)
+        payload, bits = wire.encode(codec, value, rng)
+        seen[k] = wire.decode(codec, payload, value)
+        return lrn.sent(k, state, seen[k]), bits
 
     try:
-        for method in methods:
-            ratios = []
-            for i in range(repeat):
-                got = {}
-                for on in ((True, False) if i % 2 == 0 else (False, True)):
-                    set_mixing(on)
-                    got[on] = round_cpu(method)
-                ratios.append(got[True] / got[False])
-                print(f"  {method:6s} round: CPU s on {got[True]:.3f}, off {got[False]:.3f}, "
-                      f"on / off {ratios[-1]:.3f}", flush=True)
-            print(f"  {method:6s} on / off: median {statistics.median(ratios):.3f} over "
-                  f"{repeat} pairs", flush=True)
+        seen: dict[int, Any] = {}
+        sent, bits = {}, 0
+        for k in range(K):
+            st, _ = clock("local steps", lambda k=k: lrn.local_steps(
+                k, states[k], np.random.default_rng(k)))
+            sent[k], bits = clock("publish", lambda k=k, st=st: publish(k, st))
+        for k in range(K):
+            clock("mixing", lambda k=k: lrn.absorb(
+                k, sent[k], {j: seen[j] for j in range(K) if j != k}, weights))
+        env = simpy.Environment()
+        links = [Link(env, k, j, SCENARIO_LINKS["channel"], np.random.default_rng(0),
+                      Recorder(env), mtu_bits=SCENARIO_LINKS["mtu_bits"])
+                 for k in range(K) for j in range(K) if j != k]
+        clock("links", lambda: [link.schedule(bits) for link in links])
     finally:
         set_mixing(True)
+    for name, value in part.items():
+        times.setdefault((name, on), []).append(value)
+
+
+def mixing(model: BayesianLeNet, nodes: dict, methods: list[str], repeat: int) -> None:
+    """Print :func:`mixing_share` of each method on and off, alternately (the order
+    swapped every pair): medians per part and of the sum."""
+    for method in methods:
+        lrn, codec = learner(method, model, nodes)
+        rng = np.random.default_rng(0)
+        common = lrn.init(rng)
+        states = {k: lrn.init_node(k, rng, common) for k in range(K)}
+        times: dict[tuple[str, bool], list[float]] = {}
+        for on in (True, False):                                   # warm-up
+            mixing_share(method, lrn, codec, states, on, times)
+        times.clear()
+        for i in range(repeat):
+            for on in ((True, False) if i % 2 == 0 else (False, True)):
+                mixing_share(method, lrn, codec, states, on, times)
+        parts = ("local steps", "publish", "mixing", "links")
+        med = {(p, on): statistics.median(times[(p, on)]) for p in parts
+               for on in (True, False)}
+        sums = {on: [sum(times[(p, on)][i] for p in parts) for i in range(repeat)]
+                for on in (True, False)}
+        ratios = [a / b for a, b in zip(sums[True], sums[False], strict=True)]
+        print(f"  {method:6s} K devices' round share, CPU s on / off: " + "; ".join(
+            f"{p} {med[(p, True)]:.3f} / {med[(p, False)]:.3f}" for p in parts)
+            + f"; sum {statistics.median(sums[True]):.3f} / "
+            f"{statistics.median(sums[False]):.3f}, on / off median "
+            f"{statistics.median(ratios):.3f} ({', '.join(f'{r:.2f}' for r in ratios)})",
+            flush=True)
 
 
 def makespan(jobs: list[float], workers: int) -> float:
@@ -365,8 +418,8 @@ def main() -> None:
                         help="CD-BFL's round share with the sparse mixing and NumPy steps "
                              "on and off, alternately")
     parser.add_argument("--mixing", action="store_true",
-                        help="whole rounds with the NumPy mixing and one-sum link "
-                             "schedules on and off, alternately")
+                        help="each method's round share with the NumPy mixing and "
+                             "one-sum link schedules on and off, alternately")
     parser.add_argument("--against", type=Path,
                         help="a src folder of another version: time both alternately")
     parser.add_argument("--one", help=argparse.SUPPRESS)
@@ -396,7 +449,7 @@ def main() -> None:
         switches(model, nodes, args.repeat)
         return
     if args.mixing:
-        mixing(model, nodes, methods, args.rounds, args.repeat)
+        mixing(model, nodes, methods, args.repeat)
         return
     sweep, note = measure(lambda legacy: time_sweep(model, test, legacy), args.repeat,
                           args.legacy)

@@ -106,7 +106,7 @@ def test_avg_pool_2x2_is_avg_pool2d_bit_for_bit_forward_and_backward(shape):
     assert torch.equal(ours, ref)
     g = torch.randn(ref.shape, generator=gen(2))
     (a,), (b,) = torch.autograd.grad(ours, z, g), torch.autograd.grad(ref, z, g)
-    assert torch.equal(a, b)
+    assert torch.equal(a, b) and torch.equal(a.signbit(), b.signbit())
 
 
 def test_avg_pool_2x2_gradcheck_and_errors():
@@ -172,7 +172,7 @@ def tricky(n: int, seed: int, dtype: torch.dtype = torch.float32) -> torch.Tenso
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("mean, var", [(0.0, 1.0), (0.3, 2.5), (0, 1)])
+@pytest.mark.parametrize("mean, var", [(0.0, 1.0), (0.3, 2.5), (0, 1), (-0.0, 1.0), (0.0, 2.0)])
 @pytest.mark.parametrize("lr", [None, 1e-4, 0.37])
 def test_numpy_prior_step_is_torchs_chain_bit_for_bit(dtype, mean, var, lr, monkeypatch):
     monkeypatch.setattr(chunked, "CHUNK", 37)            # many odd-sized chunks

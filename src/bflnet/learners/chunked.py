@@ -153,7 +153,21 @@ def gaussian_prior_step(theta: Tensor, lik: Tensor, scale: float, mean: float, v
 def _prior_chain(tn: np.ndarray, gn: np.ndarray, scratch: np.ndarray, step: int,
                  scale: float, mean: float, var: float, nodes: int, lr: float | None
                  ) -> None:
-    """:func:`gaussian_prior_step`'s loop over chunks of ``step`` entries."""
+    """:func:`gaussian_prior_step`'s loop over chunks of ``step`` entries. A step (``lr``
+    given) with ``mean = 0`` and ``var = 1`` runs five operations instead of six:
+    ``g − (0 − θ)/K`` is ``g + θ/K`` (the quotient's rounding is symmetric in sign and
+    ``x − (−y)`` is ``x + y``), except that with ``θ = +0`` and ``g = −0`` the sum is
+    ``+0`` where the difference is ``−0``; the step ``θ − lr·g`` is then ``+0 − (±0) =
+    +0`` either way, so the result is the same bits."""
+    if lr is not None and mean == 0 and var == 1:
+        for i in range(0, tn.shape[0], step):
+            t, g = tn[i:i + step], gn[i:i + step]
+            p = scratch[:t.shape[0]]
+            np.multiply(g, -scale, out=g)
+            np.add(g, np.divide(t, nodes, out=p), out=g)
+            np.multiply(g, lr, out=g)
+            np.subtract(t, g, out=g)
+        return
     for i in range(0, tn.shape[0], step):
         t, g = tn[i:i + step], gn[i:i + step]
         p = scratch[:t.shape[0]]

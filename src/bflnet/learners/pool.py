@@ -35,9 +35,13 @@ class _AvgPool2x2(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> Tensor:
         quarter = grad.div(4)
-        out = grad.new_zeros(ctx.shape)
+        out = grad.new_empty(ctx.shape)
         for view in _corners(out):
             view.copy_(quarter)
+        if ctx.shape[-2] % 2:       # a floored last row or column gets 0 (+0, as zeros)
+            out[..., -1, :] = 0.0
+        if ctx.shape[-1] % 2:
+            out[..., -1] = 0.0
         return out
 
 

@@ -259,14 +259,16 @@ def switches(model: BayesianLeNet, nodes: dict, repeat: int) -> None:
 
 #: The scenario's links (``cdbfl-shift``'s defaults): 1 Mbit/s, 5 ms, lossless.
 SCENARIO_LINKS = {"channel": FixedRateChannel(1e6, 0.005), "mtu_bits": 12_000}
-_FIXED = {cls: cls.fixed_attempts for cls in (FixedRateChannel, IdealChannel)}
+#: Their own ``fixed_attempts`` properties (absent in a tree before them: ``--against``).
+_FIXED = {cls: vars(cls).get("fixed_attempts") for cls in (FixedRateChannel, IdealChannel)}
 
 
 def set_mixing(on: bool) -> None:
     """The NumPy mixing chains and the links' one-sum schedules on or off."""
     chunked.NUMPY_MIX = on
     for cls, prop in _FIXED.items():
-        cls.fixed_attempts = prop if on else property(lambda self: False)  # type: ignore
+        if prop is not None:
+            cls.fixed_attempts = prop if on else property(lambda self: False)  # type: ignore
 
 
 def mixing_share(method: str, lrn: Any, codec: Any, states: dict, on: bool,

@@ -34,6 +34,10 @@ new and legacy alternately call by call, ``--repeat`` times each (medians).
 top-k, decoding and ``sent``; mixing), with the sparse mixing of the increments
 (:mod:`bflnet.learners.sparse_mix`) and the NumPy step chain on and off, alternately in
 the same process (``--repeat`` pairs; CPU seconds; both give the same bits).
+``--steps`` times, alternately in the same process, one local step's prior-and-SGD chain
+on d = 2.7 M entries in NumPy's six operations (before) and five (now), and the first
+pooling layer's backward with a zero-filled gradient (before) and zeros on the floored
+edge only (now); each pair is checked to give the same bits.
 ``--mixing`` times the K devices' share of a round of each method (local steps;
 publish: outgoing, encoding, decoding, ``sent``; mixing; the round's link schedules on
 the scenario's links, 1 Mbit/s and 5 ms) with the NumPy mixing chains
@@ -46,6 +50,7 @@ bits).
     python bench/cdbfl_paper_jobs.py --components [--repeat 7]
     python bench/cdbfl_paper_jobs.py --switches [--repeat 10]
     python bench/cdbfl_paper_jobs.py --mixing [--repeat 6] [--methods dsgld,cd-bfl]
+    python bench/cdbfl_paper_jobs.py --steps [--repeat 30]
     python bench/cdbfl_paper_jobs.py --against /tmp/base/src [--rounds 2] [--repeat 2]
 """
 
@@ -349,6 +354,69 @@ def mixing(model: BayesianLeNet, nodes: dict, methods: list[str], repeat: int) -
             flush=True)
 
 
+def _six_op_chain(tn: np.ndarray, gn: np.ndarray, scratch: np.ndarray, scale: float,
+                  nodes: int, lr: float) -> None:
+    """The prior-and-SGD chain as it ran before (mean 0, var 1): six NumPy operations."""
+    step = scratch.shape[0]
+    for i in range(0, tn.shape[0], step):
+        t, g = tn[i:i + step], gn[i:i + step]
+        p = scratch[:t.shape[0]]
+        np.multiply(g, -scale, out=g)
+        np.subtract(0.0, t, out=p)
+        np.divide(p, nodes, out=p)
+        np.subtract(g, p, out=g)
+        np.multiply(g, lr, out=g)
+        np.subtract(t, g, out=g)
+
+
+def _zero_filled_pool_backward(grad: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    """The 2 x 2 pooling's backward as it ran before: a zero-filled gradient."""
+    from bflnet.learners.pool import _corners
+
+    quarter, out = grad.div(4), grad.new_zeros(shape)
+    for view in _corners(out):
+        view.copy_(quarter)
+    return out
+
+
+def steps(model: BayesianLeNet, repeat: int) -> None:
+    """Print the median CPU ms of the chain and of the pooling backward, before and now."""
+    from bflnet.learners.pool import _AvgPool2x2
+
+    g = torch.Generator().manual_seed(0)
+    theta = 0.05 * torch.randn(1, model.d, generator=g)
+    lik = torch.randn(1, model.d, generator=g)
+    theta[0, ::7], lik[0, ::7] = 0.0, 0.0              # zero gradients, zero parameters
+    shape = (10, model.widths["conv1"], *model.c1_hw)
+    pooled = torch.randn(10, model.widths["conv1"], *model.p1_hw, generator=g)
+    ctx = type("Ctx", (), {"shape": torch.Size(shape)})()
+    out_old, out_new = lik.clone(), lik.clone()
+    scratch = np.empty(chunked.CHUNK, dtype=np.float32)
+    work = {
+        ("chain", "before"): lambda: _six_op_chain(theta.numpy()[0], out_old.copy_(lik)
+                                                   .numpy()[0], scratch, 5.0, K, 1e-4),
+        ("chain", "now"): lambda: chunked.gaussian_prior_step(theta, out_new.copy_(lik),
+                                                              5.0, 0.0, 1.0, K, 1e-4),
+        ("pool backward", "before"): lambda: _zero_filled_pool_backward(pooled, shape),
+        ("pool backward", "now"): lambda: _AvgPool2x2.backward(ctx, pooled),
+    }
+    times: dict[tuple[str, str], list[float]] = {}
+    for i in range(repeat):
+        for key in (work if i % 2 == 0 else reversed(list(work))):
+            start = time.process_time()
+            work[key]()
+            times.setdefault(key, []).append(time.process_time() - start)
+    same_chain = torch.equal(out_old, out_new) and torch.equal(out_old.signbit(),
+                                                                 out_new.signbit())
+    a, b = work[("pool backward", "before")](), work[("pool backward", "now")]()
+    same_pool = torch.equal(a, b) and torch.equal(a.signbit(), b.signbit())
+    for name, same in (("chain", same_chain), ("pool backward", same_pool)):
+        before, now = (statistics.median(times[(name, w)]) for w in ("before", "now"))
+        print(f"  {name:13s}: before {before * 1e3:.2f} ms, now {now * 1e3:.2f} ms, "
+              f"now / before {now / before:.3f} (same bits: {same})")
+    print("  (the chain's times include copying the 11 MB gradient in)")
+
+
 def makespan(jobs: list[float], workers: int) -> float:
     """Longest-first packing of ``jobs`` on ``workers``."""
     loads = [0.0] * workers
@@ -366,12 +434,14 @@ def cpu_seconds(fn: Any) -> float:
 
 def measure_one(what: str, model: BayesianLeNet, nodes: dict, test: torch.Tensor,
                 rounds: int) -> float:
-    """CPU seconds of one round of method ``what`` (``rounds`` + 1 rounds less one) or of
-    one evaluation sweep (``what = "sweep"``)."""
+    """CPU seconds of one round of method ``what`` (``rounds`` + 1 rounds less one, over
+    the scenario's links) or of one evaluation sweep (``what = "sweep"``)."""
     if what == "sweep":
         return cpu_seconds(lambda: time_sweep(model, test))
-    one = cpu_seconds(lambda: time_rounds(what, model, nodes, 1))
-    return (cpu_seconds(lambda: time_rounds(what, model, nodes, rounds + 1)) - one) / rounds
+    links = SCENARIO_LINKS
+    one = cpu_seconds(lambda: time_rounds(what, model, nodes, 1, **links))
+    return (cpu_seconds(lambda: time_rounds(what, model, nodes, rounds + 1, **links))
+            - one) / rounds
 
 
 def against(other: Path, methods: list[str], rounds: int, repeat: int, workers: int) -> None:
@@ -422,6 +492,9 @@ def main() -> None:
     parser.add_argument("--mixing", action="store_true",
                         help="each method's round share with the NumPy mixing and "
                              "one-sum link schedules on and off, alternately")
+    parser.add_argument("--steps", action="store_true",
+                        help="the prior-and-SGD chain and the pooling backward, before "
+                             "and now, alternately")
     parser.add_argument("--against", type=Path,
                         help="a src folder of another version: time both alternately")
     parser.add_argument("--one", help=argparse.SUPPRESS)
@@ -452,6 +525,9 @@ def main() -> None:
         return
     if args.mixing:
         mixing(model, nodes, methods, args.repeat)
+        return
+    if args.steps:
+        steps(model, args.repeat)
         return
     sweep, note = measure(lambda legacy: time_sweep(model, test, legacy), args.repeat,
                           args.legacy)

@@ -8,7 +8,9 @@ the support of Δ alone gives the same bits wherever the vector it is added to i
 ``-0.0``: off the support ``w·Δ`` is ``±0`` and ``x + (±0) = x`` for every ``x`` except
 ``x = -0.0``. Vectors that start at ``+0.0`` and only ever have values added to them are
 never ``-0.0`` (a round-to-nearest sum is ``-0.0`` only when both terms are), which is
-what CD-BFL's public copies and their weighted sums do.
+what CD-BFL's public copies and their weighted sums do. On the CPU the gather, multiply,
+add and scatter run in NumPy (:data:`bflnet.learners.chunked.NUMPY_MIX`): the same
+element operations as torch's, with less overhead per call.
 """
 
 from __future__ import annotations

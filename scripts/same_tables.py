@@ -66,10 +66,14 @@ def run_cases(out: Path, names: list[str], extra: dict[str, str] | None = None) 
     """Write each case's table to ``out/<case>.pkl`` (run in the code under test), with
     the settings ``extra`` added to every case."""
     from bflnet.scenarios import run_scenario
+    from bflnet.scenarios.config import parse_overrides
+    from bflnet.scenarios.registry import get_scenario
 
+    pairs = [f"{key}={value}" for key, value in (extra or {}).items()]
     for name in names:
         scenario, overrides = CASES[name]
-        frame = run_scenario(scenario, {**overrides, **(extra or {})}, seed=3)
+        typed = parse_overrides(get_scenario(scenario).config_cls, pairs)  # as --set does
+        frame = run_scenario(scenario, {**overrides, **typed}, seed=3)
         frame.to_pickle(out / f"{name}.pkl")
         print(f"  {name}", flush=True)
 

@@ -19,6 +19,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from bflnet.learners import chunked
+
 __all__ = ["SPARSE_SHARE", "add_on_support", "support"]
 
 #: An increment is added sparsely when at most this share of its entries is nonzero
@@ -56,8 +58,6 @@ def _numpy_add(x: Tensor, delta: Tensor, idx: Tensor, weight: float | None) -> b
     """:func:`add_on_support` by NumPy (gather, multiply, add, scatter: the same element
     operations as torch's ``index_select`` / ``mul_`` / ``add_`` / ``index_put_``, with
     less overhead per call) where it can run, else False."""
-    from bflnet.learners import chunked
-
     views = chunked.numpy_views(x, delta) if chunked.NUMPY_MIX else None
     if (views is None or idx.device.type != "cpu" or idx.dtype != torch.int64
             or not (weight is None or type(weight) in (float, int))):

@@ -89,17 +89,14 @@ def weighted_sum(out: Tensor, terms: Sequence[tuple[Tensor, float]],
         return False
     o, xs = views[0], views[1:1 + len(terms)]
     a = views[-1] if add is not None else None
-    step = min(CHUNK, max(o.shape[0], 1))
-    scratch = np.empty(step, dtype=o.dtype)
     with np.errstate(all="ignore"):  # overflow to inf and NaN pass silently, as in torch
-        for i in range(0, o.shape[0], step):
-            oc = o[i:i + step]
-            tmp = scratch[:oc.shape[0]]
-            np.multiply(xs[0][i:i + step], weights[0], out=oc)
+        for part, tmp in _spans(o):
+            oc = o[part]
+            np.multiply(xs[0][part], weights[0], out=oc)
             for x, w in zip(xs[1:], weights[1:], strict=True):
-                np.add(oc, np.multiply(x[i:i + step], w, out=tmp), out=oc)
+                np.add(oc, np.multiply(x[part], w, out=tmp), out=oc)
             if a is not None:
-                np.add(oc, a[i:i + step], out=oc)
+                np.add(oc, a[part], out=oc)
     return True
 
 
@@ -116,17 +113,24 @@ def consensus_step(theta: Tensor, s: Tensor, v: Tensor, half: Tensor,
         return False
     t, sn, vn, hn = views[:4]
     nn = views[4] if noise is not None else None
-    step = min(CHUNK, max(t.shape[0], 1))
-    scratch = np.empty(step, dtype=t.dtype)
     with np.errstate(all="ignore"):
-        for i in range(0, t.shape[0], step):
-            tc = t[i:i + step]
-            tmp = scratch[:tc.shape[0]]
-            np.subtract(sn[i:i + step], vn[i:i + step], out=tmp)
-            np.add(hn[i:i + step], np.multiply(tmp, zeta, out=tmp), out=tc)
+        for part, tmp in _spans(t):
+            tc = t[part]
+            np.subtract(sn[part], vn[part], out=tmp)
+            np.add(hn[part], np.multiply(tmp, zeta, out=tmp), out=tc)
             if nn is not None:
-                np.add(tc, np.multiply(nn[i:i + step], noise_scale, out=tmp), out=tc)
+                np.add(tc, np.multiply(nn[part], noise_scale, out=tmp), out=tc)
     return True
+
+
+def _spans(out: np.ndarray) -> Iterator[tuple[slice, np.ndarray]]:
+    """The cache-sized spans (:data:`CHUNK` entries) of the flat array ``out``, each with
+    a scratch array of the span's length and ``out``'s dtype (one buffer for all)."""
+    n = out.shape[0]
+    step = min(CHUNK, max(n, 1))
+    scratch = np.empty(step, dtype=out.dtype)
+    for i in range(0, n, step):
+        yield slice(i, i + step), scratch[:min(step, n - i)]
 
 
 def gaussian_prior_step(theta: Tensor, lik: Tensor, scale: float, mean: float, var: float,

@@ -59,6 +59,25 @@ CASES: dict[str, tuple[str, dict]] = {
     "async-fedavg": ("async-fedavg", {"duration_s": 4.0, "eval_size": 300}),
     "mobile-gossip": ("mobile-gossip", {"duration_s": 5.0}),
     "d2d-medium": ("d2d-medium", {"tasks": "consensus", "rounds": 5}),
+    # its default tasks (CD-BFL and consensus) under every MAC, on short runs
+    "d2d-medium-cdbfl": ("d2d-medium", {"rounds": 4, "burn_in": 2, "eval_every": 2,
+                                        "eval_size": 100}),
+    "churn-gfvl": ("churn-gfvl", {"runs": 2}),
+    "churn-gfvl-forget": ("churn-gfvl", {"runs": 2, "keep_state": False}),
+    "gfvl-exponential": ("gfvl-beta-exponential", {"runs": 2, "rounds": 100,
+                                                   "eval_every": 10}),
+    # the original code's variant: c = 0, S draws per point, agent-skewed data
+    "gfvl-exponential-points": ("gfvl-beta-exponential", {
+        "runs": 1, "rounds": 40, "eval_every": 10, "local_steps_values": "1,10",
+        "baseline": "0", "reinforce_draws": "per-point", "data": "agent-skewed"}),
+    "wflmc": ("wflmc-gaussian", {"runs": 4, "rounds": 20, "burn_in": 10}),
+    "wflmc-placed": ("wflmc-gaussian", {"runs": 3, "rounds": 10, "burn_in": 5,
+                                        "snr_db": "10,30", "placement": "square",
+                                        "local_steps": 2}),
+    "custom-learner": ("custom-learner", {}),
+    "custom-learner-server": ("custom-learner", {"protocol": "parameter-server",
+                                                 "rounds": 20}),
+    "custom-learner-gossip": ("custom-learner", {"protocol": "gossip", "rounds": 20}),
 }
 
 

@@ -7,9 +7,16 @@ import pytest
 import torch
 
 from bflnet import threads as threads_module
+from bflnet.params import field_names
 from bflnet.scenarios import cli_app as cli
 from bflnet.scenarios.cli import main
+from bflnet.scenarios.registry import get_scenario, scenario_names
 from bflnet.threads import MAX_THREADS, available_cpus, check_threads, set_threads
+
+#: The torch scenarios: each has a ``threads`` parameter (torch's threads in the run).
+THREADS_SCENARIOS = ("dsvgd-sparsifiers", "dsvgd-vs-fedavg", "forget-svgd", "async-fedavg",
+                     "cdbfl-shift", "cdbfl-local-steps", "d2d-medium", "emtdamp",
+                     "emtdamp-boston", "emtdamp-mnist", "ota-langevin")
 
 
 @pytest.fixture
@@ -75,11 +82,27 @@ def test_the_tables_do_not_move_with_the_thread_count(tmp_path, keep_torch_threa
     assert (tmp_path / "two.csv").read_bytes() == default
 
 
-def test_threads_fills_the_scenario_parameter_unless_set(monkeypatch, capsys):
+def test_every_torch_scenario_has_the_threads_parameter():
+    """The same parameter everywhere: default 1, the one-line error of a bad count; a new
+    scenario with one must join :data:`THREADS_SCENARIOS`."""
+    have = {name for name in scenario_names()
+            if "threads" in field_names(get_scenario(name).config_cls)}
+    assert have == set(THREADS_SCENARIOS)
+    for name in THREADS_SCENARIOS:
+        scenario = get_scenario(name)
+        assert scenario.config({}).threads == 1
+        assert scenario.config({"threads": 2}).threads == 2
+        for bad in (0, MAX_THREADS + 1):
+            with pytest.raises(ValueError, match="^threads: must be"):
+                scenario.config({"threads": bad})
+
+
+@pytest.mark.parametrize("name", THREADS_SCENARIOS)
+def test_threads_fills_the_scenario_parameter_unless_set(name, monkeypatch, capsys):
     """A torch scenario's ``threads`` parameter follows ``--threads``; ``--set threads=``
     wins; without ``--threads`` the scenario's default stays."""
     seen, pools = [], []
-    real = cli.get_scenario("dsvgd-vs-fedavg")
+    real = cli.get_scenario(name)
 
     def fake_run(config, *, seed, progress):
         import pandas as pd
@@ -87,10 +110,10 @@ def test_threads_fills_the_scenario_parameter_unless_set(monkeypatch, capsys):
         seen.append(config.threads)
         return pd.DataFrame({"iteration": [0]})
 
-    monkeypatch.setattr(cli, "get_scenario", lambda name: dataclasses.replace(real,
-                                                                             run_fn=fake_run))
+    monkeypatch.setattr(cli, "get_scenario", lambda _: dataclasses.replace(real,
+                                                                          run_fn=fake_run))
     monkeypatch.setattr(threads_module, "set_threads", pools.append)
-    assert main(["run", "dsvgd-vs-fedavg", "--threads", "2"]) == 0
-    assert main(["run", "dsvgd-vs-fedavg", "--threads", "2", "--set", "threads=1"]) == 0
-    assert main(["run", "dsvgd-vs-fedavg"]) == 0
+    assert main(["run", name, "--threads", "2"]) == 0
+    assert main(["run", name, "--threads", "2", "--set", "threads=1"]) == 0
+    assert main(["run", name]) == 0
     assert seen == [2, 1, 1] and pools == [2, 2]

@@ -57,6 +57,32 @@ def test_channel_uses_for_solves_the_shannon_equation():
     assert channel_uses_for(0.0, 10.0, 1.0, 1.0) == 0.0
 
 
+@pytest.fixture
+def keep_torch_threads():
+    import torch
+
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def test_threads_is_torchs_thread_count_in_the_run(keep_torch_threads):
+    """``threads`` (default 1), as in the other torch scenarios: the run computes with that
+    many torch threads; on the tiny model the table stays the same up to float rounding."""
+    import pandas as pd
+    import torch
+
+    scenario = get_scenario("ota-langevin")
+    small = {**SMALL, "rounds": 2, "burn_in": 1, "methods": "wfald,fald", "snr_db": "60"}
+    assert scenario.config(small).threads == 1
+    frames = {}
+    for threads in (2, 1):
+        frames[threads] = scenario.run(scenario.config({**small, "threads": threads}),
+                                       seed=4)
+        assert torch.get_num_threads() == threads
+    pd.testing.assert_frame_equal(frames[2], frames[1], check_exact=False, rtol=1e-6)
+
+
 def test_same_seed_same_table():
     scenario = get_scenario("ota-langevin")
     config = scenario.config({**SMALL, "rounds": 2, "burn_in": 1, "methods": "wfald,digital"})
@@ -71,7 +97,7 @@ def test_same_seed_same_table():
     ("digital_bits=1", "digital_bits"), ("placement=moon", "placement"),
     ("distance_m=nan", "distance_m"), ("fedavg_lr=inf", "fedavg_lr"),
     ("fedavg_clip=-1", "fedavg_clip"), ("path_loss_exponent=1e308", "path_loss_exponent"),
-    ("distance_m=5", "distance_m")])
+    ("distance_m=5", "distance_m"), ("threads=0", "threads"), ("threads=1025", "threads")])
 def test_bad_input_is_one_line_naming_the_field(setting, field, capsys):
     assert main(["run", "ota-langevin", "--set", setting]) == 2
     err = capsys.readouterr().err.strip().splitlines()

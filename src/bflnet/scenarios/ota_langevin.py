@@ -45,6 +45,11 @@ server (stream ``positions``); their mean gains are then the log-distance path l
 the noise power fixed the SNR sweep is a transmit-power sweep; a distance sweep is
 ``bflnet sweep`` over ``distance_m``.
 
+**Threads and device.** ``threads`` (default 1; ``bflnet run --threads N`` fills it) is
+torch's thread count inside the run: more than one can change the last bits of the
+table (torch's parallel kernels sum in another order). ``device`` (``cpu``, ``cuda``,
+``auto``) is where torch computes.
+
 The posterior predictive averages the samples' softmax outputs over the rounds after
 ``burn_in`` (before: the current sample), evaluated on ``eval_size`` test images every
 ``eval_every`` rounds and at the last. One row per (method, SNR, evaluation): ``event``
@@ -70,7 +75,7 @@ from bflnet.scenarios.placement import (
     device_mean_gains,
 )
 from bflnet.scenarios.registry import register
-from bflnet.scenarios.resources import FLOAT64, Footprint
+from bflnet.scenarios.resources import FLOAT64, THREAD_BYTES, Footprint
 from bflnet.scenarios.schema import (
     ACCURACY,
     CUM_BITS,
@@ -147,6 +152,7 @@ class OTALangevinConfig(AirUplinkSettings, NetworkSettings):
     latency_s: float = param(0.0, "latency added to each round's air time", ge=0, le=1e6)
     eval_every: int = param(10, "rounds between evaluations", ge=1, le=10**6)
     eval_size: int = param(1000, "test images evaluated", ge=1, le=10_000)
+    threads: int = param(1, "torch threads inside the run", ge=1, le=1024)
     device: str = param("cpu", "where torch computes: cpu, cuda or auto", choices=DEVICES)
 
     METHOD_NAMES: ClassVar[tuple[str, ...]] = METHODS
@@ -166,8 +172,9 @@ class OTALangevinConfig(AirUplinkSettings, NetworkSettings):
     def footprint(self) -> Footprint:
         """Fashion-MNIST and the shards, the buffers of a round for the most demanding
         selected method (:data:`ROUND_BYTES`), the sample's copies, the local steps'
-        minibatches and activations, the evaluation, and the local steps' FLOPs (the
-        ideal-link methods run once, not once per SNR)."""
+        minibatches and activations, the evaluation, the local steps' FLOPs (the
+        ideal-link methods run once, not once per SNR) and, with ``threads`` > 1, the
+        threads' stacks."""
         d, K = float(self.dim), float(self.K)
         methods = comma_list("methods", self.methods, METHODS)
         m = min(self.batch_size, self.points_per_agent)
@@ -177,7 +184,7 @@ class OTALangevinConfig(AirUplinkSettings, NetworkSettings):
         worst = max(methods, key=ROUND_BYTES.__getitem__)
         # FedAvg draws every step's minibatch indices and labels (int64) when it starts
         fedavg = bool({"fedavg", "ota-fedavg"} & set(methods))
-        return (Footprint()
+        fp = (Footprint()
                 .add("Fashion-MNIST and the devices' shards", ("K", "points_per_agent"),
                      bytes=(70_000 + K * self.points_per_agent) * 785 * FLOAT32,
                      work=K * self.points_per_agent * 784 + 10_000 * 784)
@@ -193,6 +200,10 @@ class OTALangevinConfig(AirUplinkSettings, NetworkSettings):
                 .add("local steps", ("rounds", "K", "local_steps", "batch_size", "hidden",
                                      "snr_db", "methods"),
                      flops=6.0 * d * steps * m))
+        if self.threads > 1:  # as the other torch scenarios' (NetworkSettings.footprint)
+            fp = fp.add(f"{self.threads} threads' stacks", ("threads",),
+                        bytes=THREAD_BYTES * self.threads)
+        return fp
 
 
 def default_plot(frame: pd.DataFrame) -> Figure:
@@ -262,6 +273,7 @@ def run(config: OTALangevinConfig, *, seed: int = 0, progress: bool = False
     from bflnet.radio.aircomp import AirCompSpec, tx_power_from_snr_db
     from bflnet.simulator.rng import RngStreams
 
+    torch.set_num_threads(config.threads)
     rng = RngStreams(seed).numpy("data")
     x, y = load_fashion_mnist(split="train")
     xt, yt = load_fashion_mnist(split="test")

@@ -4,6 +4,7 @@ have it, and (on a machine with a CUDA device) the torch learners on it."""
 import numpy as np
 import pytest
 import torch
+from tests.scenarios.test_dsvgd_scenarios import TINY as DSVGD_TINY
 
 from bflnet.devices import DEVICES, resolve_device
 from bflnet.params import field_names
@@ -16,16 +17,8 @@ TORCH_SCENARIOS = ("dsvgd-sparsifiers", "dsvgd-vs-fedavg", "forget-svgd", "async
                    "emtdamp-boston", "emtdamp-mnist", "ota-langevin")
 #: Tiny settings of each torch scenario, those of its own tests (on the tests' tiny
 #: Fashion-MNIST stand-in, or synthetic data): a run takes a second or so.
-_DSVGD = {"points_per_agent": 50, "eval_size": 200, "hidden": 8, "local_steps": 2, "K": 4,
-          "eval_every": 2}
 TINY: dict[str, dict[str, object]] = {
-    "dsvgd-sparsifiers": {**_DSVGD, "particles": 4, "rounds": 3},
-    "dsvgd-vs-fedavg": {**_DSVGD, "particles": "2,4", "rate_multiples": "0.5,5",
-                        "rounds": 3},
-    "forget-svgd": {"points_per_agent": 20, "eval_size": 300, "hidden": 16, "local_steps": 2,
-                    "particles": 4, "pretrain_rounds": 2, "pretrain_local_steps": 2,
-                    "learn_rounds": 3, "unlearn_rounds": 3, "scratch_rounds": 4,
-                    "eval_every": 2},
+    **DSVGD_TINY,
     "async-fedavg": {"K": 4, "points_per_agent": 40, "eval_size": 100, "hidden": 4,
                      "local_steps": 2, "batch_size": 8, "duration_s": 4.0,
                      "compute_s_per_step": 0.1, "deadline_s": 0.5, "buffer_size": 2,

@@ -17,6 +17,13 @@ from bflnet.threads import MAX_THREADS, available_cpus, check_threads, set_threa
 THREADS_SCENARIOS = ("dsvgd-sparsifiers", "dsvgd-vs-fedavg", "forget-svgd", "async-fedavg",
                      "cdbfl-shift", "cdbfl-local-steps", "d2d-medium", "emtdamp",
                      "emtdamp-boston", "emtdamp-mnist", "ota-langevin")
+#: Where ``threads`` is how many EM-TDAMP client groups run at once (torch itself on one
+#: thread, so the table does not depend on it): the default is the CPUs this machine has.
+CPU_DEFAULT_SCENARIOS = ("emtdamp",)
+
+
+def default_threads(name: str) -> int:
+    return min(available_cpus(), MAX_THREADS) if name in CPU_DEFAULT_SCENARIOS else 1
 
 
 @pytest.fixture
@@ -83,14 +90,15 @@ def test_the_tables_do_not_move_with_the_thread_count(tmp_path, keep_torch_threa
 
 
 def test_every_torch_scenario_has_the_threads_parameter():
-    """The same parameter everywhere: default 1, the one-line error of a bad count; a new
-    scenario with one must join :data:`THREADS_SCENARIOS`."""
+    """The same parameter everywhere: default 1 (the CPUs for :data:`CPU_DEFAULT_SCENARIOS`),
+    the one-line error of a bad count; a new scenario with one must join
+    :data:`THREADS_SCENARIOS`."""
     have = {name for name in scenario_names()
             if "threads" in field_names(get_scenario(name).config_cls)}
     assert have == set(THREADS_SCENARIOS)
     for name in THREADS_SCENARIOS:
         scenario = get_scenario(name)
-        assert scenario.config({}).threads == 1
+        assert scenario.config({}).threads == default_threads(name)
         assert scenario.config({"threads": 2}).threads == 2
         for bad in (0, MAX_THREADS + 1):
             with pytest.raises(ValueError, match="^threads: must be"):
@@ -116,4 +124,19 @@ def test_threads_fills_the_scenario_parameter_unless_set(name, monkeypatch, caps
     assert main(["run", name, "--threads", "2"]) == 0
     assert main(["run", name, "--threads", "2", "--set", "threads=1"]) == 0
     assert main(["run", name]) == 0
-    assert seen == [2, 1, 1] and pools == [2, 2]
+    assert seen == [2, 1, default_threads(name)] and pools == [2, 2]
+
+
+def test_the_emtdamp_table_does_not_move_with_the_thread_count(tmp_path, keep_torch_threads,
+                                                               monkeypatch):
+    """``emtdamp``'s default ``threads`` is the CPUs this machine has: its table must not
+    depend on it (10 clients in groups of 3, 1 to 3 groups at once)."""
+    for name in threads_module.THREAD_VARIABLES:
+        monkeypatch.setenv(name, "1")
+    args = ["run", "emtdamp", "--set", "K=10", "--set", "client_group=3", "--set", "rounds=2",
+            "--set", "sweeps=1", "--seed", "4", "--no-progress", "--out"]
+    assert main([*args, str(tmp_path / "default.csv")]) == 0
+    default = (tmp_path / "default.csv").read_bytes()
+    for threads in (1, 2, 3):
+        assert main([*args, str(tmp_path / f"{threads}.csv"), "--threads", str(threads)]) == 0
+        assert (tmp_path / f"{threads}.csv").read_bytes() == default, threads

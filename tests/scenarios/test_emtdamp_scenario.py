@@ -4,6 +4,7 @@ one-line errors."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from bflnet.scenarios.registry import run_scenario
@@ -53,3 +54,23 @@ def test_boston_shaped_50_rounds_with_k_4_have_no_nan_and_finite_clips():
     assert (rounds["clips"] > 0).all()  # the safeguards fire and are counted
     assert (rounds.set_index("iteration").loc[10:, "active_groups"] == 70).all()
     assert rounds["test_nmse"].iloc[-1] < 0.3  # it learns: 1.0 is predicting zero
+
+
+@pytest.mark.parametrize("client_group", [5, 3])
+def test_the_table_does_not_depend_on_the_thread_count(client_group):
+    """K = 10 clients in groups of ``client_group``: ``threads`` only decides how many
+    groups run at once, so the table is the same, bit for bit, for 1, 2 and 3."""
+    settings = {"K": 10, "rounds": 2, "sweeps": 1, "client_group": client_group}
+    frames = [run_scenario("emtdamp", {**settings, "threads": threads}, seed=2)
+              for threads in (1, 2, 3)]
+    for other in frames[1:]:
+        pd.testing.assert_frame_equal(frames[0], other, check_exact=True)
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "nan", "1e308", "x"])
+def test_bad_client_group_is_a_one_line_cli_error(bad, capsys):
+    from bflnet.scenarios.cli import main
+
+    assert main(["run", "emtdamp", "--set", f"client_group={bad}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "client_group: must be" in err

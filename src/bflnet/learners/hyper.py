@@ -246,13 +246,14 @@ class EMTDAMPParams:
     batch_agents: bool = param(True, "clients scheduled in the same round run their TDAMP "
                                "together, as one batch (bit for bit the results of one by "
                                "one, with less overhead per operation)")
-    parallel_clients: bool = param(False, "with two or more torch threads, the batched "
-                                   "clients run in one group per thread, each group on its "
-                                   "own thread with one torch thread (no barrier per "
-                                   "operation; the same results wherever a client's result "
-                                   "does not depend on its batch, e.g. MNIST's 784-128-10 "
-                                   "at batch 100, docs/em-tdamp.md Sec. 7.5); False: every "
-                                   "operation split between the threads")
+    client_group: int = param(5, "clients computed together in one batched computation: "
+                              "the clients of a round are cut into ceil(K / client_group) "
+                              "contiguous groups (sizes within one), each group one batch on "
+                              "one torch thread; the groups depend on K and client_group only, "
+                              "so the results do not depend on how many groups run at once "
+                              "(a client's last bits can depend on its batch for some small "
+                              "shapes, not at MNIST's 784-128-10 with batch 100; "
+                              "docs/em-tdamp.md Sec. 7.5)", ge=1, le=10**6)
     dtype: str = param("float32", "float type of the clients' TDAMP: float32 (about twice "
                        "as fast), or float64 (the reproductions' numbers; results differ in "
                        "the last digits, docs/em-tdamp.md); the server's EM and the "

@@ -23,7 +23,11 @@ batch (``batch_agents``, on by default; the same numbers, bit for bit, as one by
 the clients' TDAMP runs in float32 by default (``dtype``; ``float64`` is about half as
 fast and gives the reproductions' numbers, which differ in the last digits; the server's
 EM and the evaluation are float64 either way); ``device`` (``cpu``, ``cuda``,
-``auto``) is where the clients compute; ``threads`` sets torch's threads.
+``auto``) is where the clients compute. The clients are cut into groups of at most
+``client_group`` (a function of ``K`` only, so one group for ``K <= 5`` by default), each
+group one batched computation with one torch thread; ``threads`` (default: the CPUs this
+machine has) is how many groups run at once. The server's merge and the evaluation run
+with one torch thread, so the table does not depend on ``threads``.
 
 One row per round (``iteration``; 0 is the initial prior): ``task``, ``time_s``,
 ``cum_bits``, ``cum_bits_up``, ``cum_bits_down``, ``uplink_bits``; the test loss of the
@@ -60,6 +64,7 @@ from bflnet.scenarios.schema import (
     col,
 )
 from bflnet.scenarios.server_rounds import ALL_CLIENTS
+from bflnet.threads import MAX_THREADS, available_cpus
 
 if TYPE_CHECKING:
     import numpy as np
@@ -74,6 +79,9 @@ TASK_SETUP: dict[str, tuple[tuple[int, ...], str, int]] = {
     "fashion-mnist": ((784, 128, 10), "probit", 100),
 }
 FASHION_TRAIN, FASHION_TEST = 60_000, 10_000
+#: Client groups computed at once by default: the CPUs this machine has (the table does
+#: not depend on it).
+DEFAULT_THREADS = min(available_cpus(), MAX_THREADS)
 
 
 @dataclass(frozen=True)
@@ -108,7 +116,10 @@ class EMTDAMPConfig(ServerOnly, EMTDAMPParams, NetworkSettings):
                                choices=(32, 64))
     eval_every: int = param(1, "evaluate every this many rounds (and the last)", ge=1,
                             le=10**9)
-    threads: int = param(1, "torch threads inside the run", ge=1, le=1024)
+    threads: int = param(DEFAULT_THREADS, "client groups (client_group) computed at once, "
+                         "each on its own thread with one torch thread; the merge and the "
+                         "evaluation use one torch thread (the table does not depend on it; "
+                         "default: the CPUs this machine has)", ge=1, le=MAX_THREADS)
 
     def __post_init__(self) -> None:
         validate(self)
@@ -238,11 +249,12 @@ def run(config: EMTDAMPConfig, *, seed: int = 0, progress: bool = False) -> pd.D
     from bflnet.scenarios.server_rounds import run_server_rounds
     from bflnet.simulator.simulation import Simulation
 
-    torch.set_num_threads(config.threads)
+    torch.set_num_threads(1)  # the client groups run on config.threads threads instead
     sim = Simulation(seed, name=NAME)
     agents, test = task_data(config, sim.streams.numpy("data"))
     sizes = TASK_SETUP[config.task][0]
-    learner = EMTDAMP(sizes, agents, config.learner_params(), eval_data=test)
+    learner = EMTDAMP(sizes, agents, config.learner_params(), eval_data=test,
+                      threads=config.threads)
 
     def codec(bits: int) -> Any:
         return None if bits == 64 else every_part(len(sizes) - 1, RawCodec(bits))

@@ -138,7 +138,10 @@ class CompareSettings(ServerOnly, EMTDAMPParams, NetworkSettings):
                                choices=(32, 64))
     eval_every: int = param(1, "evaluate every this many rounds (and the last)", ge=1,
                             le=10**9)
-    threads: int = param(1, "torch threads inside the run", ge=1, le=1024)
+    threads: int = param(1, "the baselines: torch threads inside the run; EM-TDAMP: client "
+                         "groups (client_group) computed at once, each on its own thread "
+                         "with one torch thread, its merge and evaluation on one torch "
+                         "thread (its rows do not depend on it)", ge=1, le=1024)
     device: str = param("cpu", "where the clients compute, EM-TDAMP's TDAMP and the "
                         "baselines' local steps: cpu, cuda (an error without a CUDA "
                         "device) or auto (cuda when available, else cpu)", choices=DEVICES)
@@ -306,7 +309,7 @@ def _learner(method: str, config: CompareSettings, shards: list[tuple[Any, Any]]
 
         learner = EMTDAMP(sizes, agents, config.emtdamp_params("probit" if classify
                                                                else "gaussian"),
-                          eval_data=test)
+                          eval_data=test, threads=config.threads)
 
         def codec(bits: int) -> Any:
             return every_part(len(sizes) - 1, RawCodec(bits))
@@ -329,7 +332,8 @@ def run_method(method: str, config: CompareSettings, seed: int, *, progress: boo
     from bflnet.scenarios.server_rounds import run_server_rounds
     from bflnet.simulator.simulation import Simulation
 
-    torch.set_num_threads(config.threads)
+    # EM-TDAMP: one torch thread, its client groups on config.threads threads
+    torch.set_num_threads(1 if method == "emtdamp" else config.threads)
     sim = Simulation(seed, name=config.SCENARIO)  # type: ignore[attr-defined]
     rng = sim.streams.numpy("data")
     task = boston_task if config.TASK == "boston" else mnist_task

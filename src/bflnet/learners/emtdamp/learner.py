@@ -41,6 +41,12 @@ of examples as one batch). Each client keeps its own shuffling stream, so the up
 bit for bit those of :meth:`EMTDAMP.local_update` one by one; the protocol still moves
 one message per client, with the same bits and times.
 
+**Client groups on threads** (``client_group``, the constructor's ``threads``): the
+clients of a round are cut into ``ceil(K / client_group)`` contiguous groups (a function
+of ``K`` and ``client_group`` only); each group is one batched computation with one torch
+thread, and ``threads`` groups run at once (:mod:`.parallel`). A client's last bits can
+depend on the batch it is computed in for some small shapes, never on ``threads``.
+
 **Dtype and device** (``dtype``, ``device``): the clients' TDAMP runs in ``dtype``
 (float32 by default, about twice as fast as float64; float64 gives the reproductions'
 numbers, the differences are measured in docs/em-tdamp.md)
@@ -70,9 +76,10 @@ from bflnet.learners.base import GlobalStateLearner, Update, Work
 from bflnet.learners.hyper import EMTDAMPParams
 from bflnet.learners.torch_utils import torch_generator
 from bflnet.params import with_overrides
+from bflnet.threads import check_threads
 
 from .damp_mlp import DampSettings, LayerPrior, layer_means, mlp_forward, random_layer_priors
-from .parallel import tdamp_clients_parallel
+from .parallel import tdamp_clients_grouped
 from .server_em import (
     aggregate_activity,
     aggregate_gaussians,
@@ -84,7 +91,7 @@ from .server_em import (
     paper_sparsity,
     regression_noise_variance,
 )
-from .tdamp_client import ClientResult, tdamp_clients
+from .tdamp_client import ClientResult
 
 __all__ = ["EMTDAMP", "PART_KINDS", "every_part", "part_codecs", "state_keys"]
 
@@ -139,13 +146,17 @@ class EMTDAMP(GlobalStateLearner):
     ``agent_data[k] = (x, y)`` with ``x`` ``(I_k, N_0)`` and ``y`` ``(I_k,)`` or
     ``(I_k, N_L)`` targets (gaussian) or ``(I_k,)`` class indices (probit);
     ``eval_data`` the same for the test set. Inputs should be centred (probit needs it,
-    docs/em-tdamp.md Sec. 6.6).
+    docs/em-tdamp.md Sec. 6.6). ``threads``: how many client groups compute at once, each
+    with one torch thread (module docs; the results do not depend on it).
     """
 
     def __init__(self, sizes: Sequence[int], agent_data: Mapping[Any, tuple[Any, Any]],
                  params: EMTDAMPParams | None = None, *,
-                 eval_data: tuple[Any, Any] | None = None, **hyper: Any) -> None:
+                 eval_data: tuple[Any, Any] | None = None, threads: int = 1,
+                 **hyper: Any) -> None:
         self.params = with_overrides(params if params is not None else EMTDAMPParams(), hyper)
+        #: How many client groups compute at once (each with one torch thread).
+        self.threads = check_threads(threads)
         self.sizes = [int(s) for s in sizes]
         if len(self.sizes) < 2 or min(self.sizes) < 1:
             raise ValueError(f"sizes: must list at least 2 positive layer widths, got "
@@ -287,12 +298,12 @@ class EMTDAMP(GlobalStateLearner):
             groups.setdefault(self.counts[agent], []).append(i)
         out: list[Update | None] = [None] * len(agents)
         for rows in groups.values():
-            run = tdamp_clients_parallel if p.parallel_clients else tdamp_clients
-            results = run(
+            results = tdamp_clients_grouped(
                 [self.data[agents[i]][0] for i in rows], [self.data[agents[i]][1] for i in rows],
                 priors, noise_var, likelihood=p.likelihood,  # type: ignore[arg-type]
                 batch_size=p.batch_size, tau_max=p.tau_max, sweeps=p.sweeps, power=p.power,
-                settings=self.settings, generators=[gens[i] for i in rows], start=start)
+                settings=self.settings, generators=[gens[i] for i in rows], start=start,
+                client_group=p.client_group, threads=self.threads)
             for i, result in zip(rows, results, strict=True):
                 out[i] = self._update(agents[i], result)
         return [u for u in out if u is not None]

@@ -1,17 +1,21 @@
-"""EM-TDAMP's clients of a round on several threads, one group of clients per thread.
+"""EM-TDAMP's clients of a round in groups, the groups on several threads.
 
-With torch's intra-op threads, each of the ≈ 700 operations of a DAMP sweep is split
-between the threads and ends at a barrier; most of them take 10-300 µs, so the threads
-spend much of their time waking and waiting (OpenMP spins while it waits, so the CPU time
-grows too), and on a loaded machine a descheduled thread stalls the other at every
-barrier. :func:`tdamp_clients_parallel` splits the clients instead: with ``threads``
-torch threads, the clients are cut into ``threads`` contiguous groups, each group runs
-:func:`~.tdamp_client.tdamp_clients` on its own Python thread with one torch thread
-(the kernels release the GIL), and the results are put back in order. Every client's
-result is bit for bit the one it gets alone (:mod:`.tdamp_client`), so the split does
-not change a number. An exception in one group (or an interrupt of the waiting thread)
-stops the other groups before their next minibatch; the first group's error (in client
-order) is raised.
+The clients are cut into ``ceil(K / client_group)`` contiguous groups, sizes within one
+(:func:`client_groups`, a function of ``K`` and ``client_group`` only). Each group runs
+:func:`~.tdamp_client.tdamp_clients` (one batched computation) with one torch thread;
+``threads`` only decides how many groups run at once: one after the other on the calling
+thread (``threads = 1``), or on ``min(threads, groups)`` Python threads (the kernels
+release the GIL), the results put back in client order. A client's result can depend on
+the batch it is computed in (its last bits, for some small shapes) but not on the thread
+or on how many groups run at the same time, so the results do not depend on ``threads``.
+
+Why groups on threads rather than torch's intra-op threads: each of the ≈ 700 operations
+of a DAMP sweep would be split between the threads and end at a barrier; most take
+10-300 µs, so the threads spend much of their time waking and waiting (OpenMP spins
+while it waits), and on a loaded machine a descheduled thread stalls the other at every
+barrier. An exception in one group (or an interrupt of the waiting thread) stops the
+other groups before their next minibatch; the first group's error (in client order) is
+raised.
 """
 
 from __future__ import annotations
@@ -28,13 +32,14 @@ from torch import Tensor
 from .heap import keep_freed_memory
 from .tdamp_client import Cancelled, ClientResult, tdamp_clients
 
-__all__ = ["client_groups", "tdamp_clients_parallel"]
+__all__ = ["client_groups", "tdamp_clients_grouped"]
 
 
-def client_groups(clients: int, threads: int) -> list[slice]:
-    """``min(threads, clients)`` contiguous groups of ``clients``, sizes within one."""
-    groups = max(1, min(threads, clients))
-    bounds = [clients * g // groups for g in range(groups + 1)]
+def client_groups(clients: int, group: int) -> list[slice]:
+    """``ceil(clients / group)`` contiguous groups of ``clients``, sizes within one (at
+    most ``group`` each); one group when ``clients <= group``."""
+    count = max(1, -(-clients // max(1, group)))
+    bounds = [clients * g // count for g in range(count + 1)]
     return [slice(a, b) for a, b in itertools.pairwise(bounds)]
 
 
@@ -45,49 +50,60 @@ def _one_thread(*args: Any, **kwargs: Any) -> list[ClientResult]:
     return tdamp_clients(*args, **kwargs)
 
 
-def tdamp_clients_parallel(
+def tdamp_clients_grouped(
     inputs: Sequence[Tensor],
     targets: Sequence[Tensor],
     priors: list,
     noise_var: float,
     *,
-    threads: int | None = None,
+    client_group: int,
+    threads: int = 1,
     generators: Sequence[torch.Generator | None] | None = None,
     **kwargs: Any,
 ) -> list[ClientResult]:
-    """:func:`~.tdamp_client.tdamp_clients` (same arguments, same results) with the
-    clients in ``threads`` groups on as many threads (module docs); ``threads``: torch's
-    thread count by default. One group (one thread, or one client) runs here."""
-    threads = torch.get_num_threads() if threads is None else threads
+    """:func:`~.tdamp_client.tdamp_clients` (same arguments) with the clients in groups of
+    at most ``client_group``, each group one batch on one torch thread, ``threads`` groups
+    at once (module docs); the results in client order. Torch's thread count of the
+    calling thread is restored afterwards."""
     clients = len(inputs)
-    groups = client_groups(clients, threads)
-    if len(groups) < 2:
-        return tdamp_clients(inputs, targets, priors, noise_var, generators=generators,
-                             **kwargs)
-    if len(targets) != clients:
+    if clients < 1 or len(targets) != clients:
         raise ValueError("inputs: need at least one client, and one targets per client")
     gens = list(generators) if generators is not None else [None] * clients
     if len(gens) != clients:
         raise ValueError("generators: need one per client")
-    keep_freed_memory()  # before the threads allocate (one heap for all, .heap)
-    cancel = threading.Event()
+    groups = client_groups(clients, client_group)
+    workers = max(1, min(threads, len(groups)))
     previous = torch.get_num_threads()
-    torch.set_num_threads(1)  # new threads start from this count (torch's lazy init)
+    torch.set_num_threads(1)  # new threads start from this count too (torch's lazy init)
     try:
-        with ThreadPoolExecutor(len(groups), thread_name_prefix="emtdamp-clients") as pool:
-            futures: list[Future] = [
-                pool.submit(_one_thread, inputs[g], targets[g], priors, noise_var,
-                            generators=gens[g], cancel=cancel, **kwargs)
-                for g in groups]
-            try:
-                wait(futures, return_when=FIRST_EXCEPTION)
-            finally:  # an error, or an interrupt here: the others stop at their next minibatch
-                if not all(f.done() and f.exception() is None for f in futures):
-                    cancel.set()
-        errors = [f.exception() for f in futures]
-        real = [e for e in errors if e is not None and not isinstance(e, Cancelled)]
-        if real:
-            raise real[0]
-        return [result for f in futures for result in f.result()]
+        if workers == 1:  # one after the other, here
+            return [result for g in groups
+                    for result in tdamp_clients(inputs[g], targets[g], priors, noise_var,
+                                                generators=gens[g], **kwargs)]
+        return _on_threads(groups, workers, inputs, targets, priors, noise_var, gens,
+                           **kwargs)
     finally:
         torch.set_num_threads(previous)
+
+
+def _on_threads(groups: list[slice], workers: int, inputs: Sequence[Tensor],
+                targets: Sequence[Tensor], priors: list, noise_var: float,
+                gens: list, **kwargs: Any) -> list[ClientResult]:
+    """The groups on ``workers`` threads, the results in client order."""
+    keep_freed_memory()  # before the threads allocate (one heap for all, .heap)
+    cancel = threading.Event()
+    with ThreadPoolExecutor(workers, thread_name_prefix="emtdamp-clients") as pool:
+        futures: list[Future] = [
+            pool.submit(_one_thread, inputs[g], targets[g], priors, noise_var,
+                        generators=gens[g], cancel=cancel, **kwargs)
+            for g in groups]
+        try:
+            wait(futures, return_when=FIRST_EXCEPTION)
+        finally:  # an error, or an interrupt here: the others stop at their next minibatch
+            if not all(f.done() and f.exception() is None for f in futures):
+                cancel.set()
+    errors = [f.exception() for f in futures]
+    real = [e for e in errors if e is not None and not isinstance(e, Cancelled)]
+    if real:
+        raise real[0]
+    return [result for f in futures for result in f.result()]

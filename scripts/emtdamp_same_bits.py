@@ -13,12 +13,17 @@ subset (or the IDX files), tiled as in ``bench/emtdamp_round.py``.
     PYTHONPATH=<old>/src python scripts/emtdamp_same_bits.py save /tmp/before.pt
     PYTHONPATH=src python scripts/emtdamp_same_bits.py compare /tmp/before.pt
     PYTHONPATH=src python scripts/emtdamp_same_bits.py compare /tmp/before.pt --threads 2 \
-        --parallel-clients
+        --client-group 10
+
+``--client-group`` sets ``client_group`` (the default of the code run otherwise; code older
+than the setting ignores it: every client in one batch) and ``--threads`` how many client
+groups run at once (torch's own thread count for code older than the groups).
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 from pathlib import Path
 
@@ -60,12 +65,16 @@ CONFIGS = {
 }
 
 
-def run(dtype: str, extra: dict | None = None) -> dict[str, torch.Tensor]:
+def run(dtype: str, extra: dict | None = None, threads: int = 1) -> dict[str, torch.Tensor]:
     """Every number of two rounds of each configuration, by name."""
     out: dict[str, torch.Tensor] = {}
+    # (settings absent from older code are left out: their default there)
+    extra = {k: v for k, v in (extra or {}).items() if k in EMTDAMPParams.__dataclass_fields__}
+    groups = "threads" in inspect.signature(EMTDAMP.__init__).parameters
     for name, (params, sizes, data_fn) in CONFIGS.items():
         data = data_fn()
-        learner = EMTDAMP(sizes, data, EMTDAMPParams(dtype=dtype, **params, **(extra or {})))
+        learner = EMTDAMP(sizes, data, EMTDAMPParams(dtype=dtype, **params, **extra),
+                          **({"threads": threads} if groups else {}))
         state = learner.init(np.random.default_rng(1))
         agents = list(data)
         for r in range(2):
@@ -91,14 +100,14 @@ def main() -> None:
     parser.add_argument("action", choices=("save", "compare"))
     parser.add_argument("file")
     parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads; compare with a file saved at 1 thread")
-    parser.add_argument("--parallel-clients", action="store_true",
-                        help="parallel_clients=True: the batched clients in one group per "
-                             "thread")
+                        help="client groups at once (older code: torch threads)")
+    parser.add_argument("--client-group", type=int, default=None,
+                        help="client_group (default: the code's default)")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    extra = {"parallel_clients": True} if args.parallel_clients else None
-    numbers = {**run("float32", extra), **run("float64", extra)}
+    groups = "threads" in inspect.signature(EMTDAMP.__init__).parameters
+    torch.set_num_threads(1 if groups else args.threads)
+    extra = {"client_group": args.client_group} if args.client_group is not None else None
+    numbers = {**run("float32", extra, args.threads), **run("float64", extra, args.threads)}
     if args.action == "save":
         torch.save(numbers, args.file)
         print(f"saved {len(numbers)} tensors")

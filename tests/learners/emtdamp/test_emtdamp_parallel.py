@@ -4,6 +4,8 @@ for every thread count (and for any torch thread count of the caller); one group
 batched computation of all clients; an error in a group or an interrupt of the waiting
 thread stops the other groups and restores torch's thread count."""
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -29,7 +31,7 @@ def test_client_groups_are_contiguous_even_and_a_function_of_k_and_the_group():
             sizes = [g.stop - g.start for g in groups]
             assert len(groups) == -(-clients // group)
             assert groups[0].start == 0 and groups[-1].stop == clients
-            assert all(a.stop == b.start for a, b in zip(groups, groups[1:], strict=False))
+            assert all(a.stop == b.start for a, b in itertools.pairwise(groups))
             assert max(sizes) <= group and max(sizes) - min(sizes) <= 1
 
 

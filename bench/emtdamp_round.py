@@ -12,20 +12,28 @@ same prior, plus the server's merge. Modes, timed alternately in the same proces
 process; the wall time is printed too, it is inflated by other jobs on a loaded
 machine):
 
-* ``float32``: the default (clients batched, ``dtype=float32``);
+* ``float32``: the default (``dtype=float32``, the clients in groups of ``client_group``
+  = 5, ``--threads`` groups at once, each with one torch thread);
 * ``float64``: clients batched, ``dtype=float64`` (the default before float32; the
   reproductions' dtype);
 * ``one-by-one``: ``batch_agents=False``, float64 (each client's TDAMP alone);
-* ``float32-groups``: the default with ``parallel_clients=True`` (with ``--threads`` > 1,
-  the clients in one group per thread instead of every operation split between the
-  threads; with one thread the same as ``float32``).
+* ``float32-serial``: the default with its groups one after the other on one thread
+  (``--threads`` ignored: the 1-thread reading in the same process);
+* ``one-batch``: float32 with every client in one batch (``client_group = --clients``; the
+  computation before the groups, on one thread).
+
+After the warm-up round, each mode's updates are compared with those of the first mode
+of the same dtype (``torch.equal`` of every payload array): ``same bits`` or ``OTHER
+bits``.
 
 The clients' time is linear in the images per client (minibatches × sweeps) and the
 merge's is not, so the 60 000-image round (``--points 6000``) is projected from a smaller
 ``--points`` as ``(t − t_merge) × 6000 / points + t_merge``; ``--points 6000`` measures it.
 
-With ``--threads N`` (N > 1) the CPU time counts every thread, so the projection of the
-wall time is printed too (meaningful on a quiet machine only).
+``--threads N`` is how many client groups compute at once (torch itself on one thread,
+the merge too; code older than the groups: torch's threads). With N > 1 the CPU time
+counts every thread, so the projection of the wall time is printed too (meaningful on a
+quiet machine only).
 
     python bench/emtdamp_round.py [--points 600] [--repeat 3] [--threads 1]
         [--modes float32,float64,one-by-one] [--data mnist|synthetic]
@@ -34,6 +42,7 @@ wall time is printed too (meaningful on a quiet machine only).
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import statistics
 import time
@@ -47,7 +56,9 @@ from bflnet.learners.hyper import EMTDAMPParams
 SIZES = (784, 128, 10)
 MODES = {"float32": {"dtype": "float32"}, "float64": {"dtype": "float64"},
          "one-by-one": {"batch_agents": False, "dtype": "float64"},
-         "float32-groups": {"dtype": "float32", "parallel_clients": True}}
+         "float32-serial": {"dtype": "float32"}, "one-batch": {"dtype": "float32"}}
+#: Whether the learner computes its clients in groups on threads (``threads``).
+GROUPS = "threads" in inspect.signature(EMTDAMP.__init__).parameters
 FULL = 60_000
 TARGET_S = 60.0
 
@@ -77,25 +88,32 @@ def mnist_tiled(clients: int, points: int) -> dict[int, tuple]:
             for k in range(clients)}
 
 
-def make_round(mode: str, data: dict[int, tuple], tau_max: int):
+def make_round(mode: str, data: dict[int, tuple], tau_max: int, threads: int,
+               updates: dict[str, list]):
     """A function running one round of ``mode`` (all clients and the merge) and returning
-    the merge's CPU seconds."""
+    the merge's CPU seconds; the first round's updates go to ``updates[mode]``."""
+    values = dict(MODES[mode])
+    if mode == "one-batch":
+        values["client_group"] = len(data)
     # (settings absent from older code are left out: their default there)
-    extra = {k: v for k, v in MODES[mode].items() if k in EMTDAMPParams.__dataclass_fields__}
+    extra = {k: v for k, v in values.items() if k in EMTDAMPParams.__dataclass_fields__}
     params = EMTDAMPParams(likelihood="probit", batch_size=100, tau_max=tau_max, **extra)
-    learner = EMTDAMP(SIZES, data, params)
+    groups = {"threads": 1 if mode == "float32-serial" else threads} if GROUPS else {}
+    learner = EMTDAMP(SIZES, data, params, **groups)
     state = learner.init(np.random.default_rng(1))
     agents = list(data)
 
     def one_round() -> float:
         rngs = [np.random.default_rng(10 + a) for a in agents]
         if getattr(learner, "batches_agents", False):
-            updates = learner.local_update_batch(agents, state, [None] * len(agents), rngs)
+            results = learner.local_update_batch(agents, state, [None] * len(agents), rngs)
         else:
-            updates = [learner.local_update(a, state, None, r)
+            results = [learner.local_update(a, state, None, r)
                        for a, r in zip(agents, rngs, strict=True)]
+        if mode not in updates:
+            updates[mode] = results
         start = time.process_time()
-        learner.merge(state, updates)
+        learner.merge(state, results)
         return time.process_time() - start
 
     return one_round
@@ -111,7 +129,7 @@ def main() -> None:
     parser.add_argument("--modes", default="float32,float64")
     parser.add_argument("--data", choices=("mnist", "synthetic"), default="mnist")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(1 if GROUPS else args.threads)
     modes = args.modes.split(",")
     unknown = [m for m in modes if m not in MODES]
     if unknown:
@@ -126,7 +144,9 @@ def main() -> None:
             args.data = "synthetic"
     if args.data == "synthetic":
         data = mnist_shaped(args.clients, args.points)
-    rounds = {mode: make_round(mode, data, args.tau_max) for mode in modes}
+    print(f"load average at the start {os.getloadavg()[0]:.1f}", flush=True)
+    first: dict[str, list] = {}
+    rounds = {mode: make_round(mode, data, args.tau_max, args.threads, first) for mode in modes}
     for fn in rounds.values():  # warm-up
         fn()
     times: dict[str, list[float]] = {mode: [] for mode in modes}
@@ -160,6 +180,14 @@ def main() -> None:
             print(f"{'':>12}  wall with {args.threads} threads: {FULL} images: "
                   f"{projected_wall:7.1f} s (target <= {TARGET_S:g} s: {verdict}; quiet "
                   f"machine only)")
+    for mode in modes[1:]:
+        dtype = MODES[mode]["dtype"]
+        base_mode = next(m for m in modes if MODES[m]["dtype"] == dtype)
+        if base_mode != mode:
+            same = all(torch.equal(a.payload[k], b.payload[k])
+                       for a, b in zip(first[base_mode], first[mode], strict=True)
+                       for k in a.payload)
+            print(f"{mode} against {base_mode}: {'same' if same else 'OTHER'} bits")
     for mode in modes[1:]:
         ratios = [b / a for a, b in zip(times[modes[0]], times[mode], strict=True)]
         print(f"per-repeat ratio {mode} / {modes[0]}: {', '.join(f'{r:.2f}' for r in ratios)}")

@@ -129,3 +129,15 @@ def test_network_budget_is_met_exactly_at_the_last_round_by_every_method(boston_
         values = em[f"slab_var_l{layer}"]
         assert values.notna().all() and (values > 0).all()
     assert frame.loc[frame["method"] != "emtdamp", "slab_var_l1"].isna().all()
+
+
+def test_the_emtdamp_rows_do_not_depend_on_the_thread_count():
+    """EM-TDAMP's rows: 10 clients in groups of 3 on 1 to 3 threads, torch on one."""
+    import pandas as pd
+
+    settings = {**TINY, "data": "synthetic", "K": 10, "methods": "emtdamp",
+                "client_group": 3}
+    frames = [run_scenario("emtdamp-boston", {**settings, "threads": threads}, seed=1)
+              for threads in (1, 2, 3)]
+    for other in frames[1:]:
+        pd.testing.assert_frame_equal(frames[0], other, check_exact=True)

@@ -10,7 +10,7 @@ from bflnet import threads as threads_module
 from bflnet.params import field_names
 from bflnet.scenarios import cli_app as cli
 from bflnet.scenarios.cli import main
-from bflnet.scenarios.registry import get_scenario, scenario_names
+from bflnet.scenarios.registry import get_scenario, run_scenario, scenario_names
 from bflnet.threads import MAX_THREADS, available_cpus, check_threads, set_threads
 
 #: The torch scenarios: each has a ``threads`` parameter (torch's threads in the run).
@@ -18,12 +18,13 @@ THREADS_SCENARIOS = ("dsvgd-sparsifiers", "dsvgd-vs-fedavg", "forget-svgd", "asy
                      "cdbfl-shift", "cdbfl-local-steps", "d2d-medium", "emtdamp",
                      "emtdamp-boston", "emtdamp-mnist", "ota-langevin")
 #: Where ``threads`` is how many EM-TDAMP client groups run at once (torch itself on one
-#: thread, so the table does not depend on it): the default is the CPUs this machine has.
-CPU_DEFAULT_SCENARIOS = ("emtdamp",)
+#: thread, so the EM-TDAMP rows do not depend on it): the default is 0, as many as torch
+#: has threads when the run starts.
+AUTO_SCENARIOS = ("emtdamp", "emtdamp-boston", "emtdamp-mnist")
 
 
 def default_threads(name: str) -> int:
-    return min(available_cpus(), MAX_THREADS) if name in CPU_DEFAULT_SCENARIOS else 1
+    return 0 if name in AUTO_SCENARIOS else 1
 
 
 @pytest.fixture
@@ -90,7 +91,7 @@ def test_the_tables_do_not_move_with_the_thread_count(tmp_path, keep_torch_threa
 
 
 def test_every_torch_scenario_has_the_threads_parameter():
-    """The same parameter everywhere: default 1 (the CPUs for :data:`CPU_DEFAULT_SCENARIOS`),
+    """The same parameter everywhere: default 1 (0, "auto", for :data:`AUTO_SCENARIOS`),
     the one-line error of a bad count; a new scenario with one must join
     :data:`THREADS_SCENARIOS`."""
     have = {name for name in scenario_names()
@@ -100,7 +101,7 @@ def test_every_torch_scenario_has_the_threads_parameter():
         scenario = get_scenario(name)
         assert scenario.config({}).threads == default_threads(name)
         assert scenario.config({"threads": 2}).threads == 2
-        for bad in (0, MAX_THREADS + 1):
+        for bad in (-1, MAX_THREADS + 1) if name in AUTO_SCENARIOS else (0, MAX_THREADS + 1):
             with pytest.raises(ValueError, match="^threads: must be"):
                 scenario.config({"threads": bad})
 
@@ -140,3 +141,33 @@ def test_the_emtdamp_table_does_not_move_with_the_thread_count(tmp_path, keep_to
     for threads in (1, 2, 3):
         assert main([*args, str(tmp_path / f"{threads}.csv"), "--threads", str(threads)]) == 0
         assert (tmp_path / f"{threads}.csv").read_bytes() == default, threads
+
+
+def test_auto_threads_follow_torchs_count_and_leave_it_as_it_was(keep_torch_threads,
+                                                                  monkeypatch):
+    """``threads = 0`` runs as many EM-TDAMP client groups at once as torch has threads
+    when the run starts; inside, torch is on one thread; afterwards it is as before."""
+    from bflnet.learners.emtdamp import learner as learner_module
+    from bflnet.threads import groups_on_threads
+
+    torch.set_num_threads(3)
+    with groups_on_threads(0) as groups:
+        assert (groups, torch.get_num_threads()) == (3, 1)
+    with groups_on_threads(2) as groups:
+        assert (groups, torch.get_num_threads()) == (2, 1)
+    assert torch.get_num_threads() == 3
+    seen = []
+    real = learner_module.EMTDAMP.__init__
+
+    def spy(self, *args, threads=1, **kwargs):
+        seen.append((threads, torch.get_num_threads()))
+        real(self, *args, threads=threads, **kwargs)
+
+    monkeypatch.setattr(learner_module.EMTDAMP, "__init__", spy)
+    small = {"K": 2, "rounds": 1, "sweeps": 1}
+    for name in AUTO_SCENARIOS:
+        extra = {"emtdamp": {}, "emtdamp-boston": {"methods": "emtdamp"},
+                 "emtdamp-mnist": {"methods": "emtdamp", "eval_size": 20}}[name]
+        run_scenario(name, {**small, **extra}, seed=1)
+    assert seen == [(3, 1)] * len(AUTO_SCENARIOS)
+    assert torch.get_num_threads() == 3

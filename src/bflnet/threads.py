@@ -4,7 +4,9 @@ for a BLAS loaded later)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import Any
 
 #: The environment variables that BLAS / OpenMP libraries read when they load.
@@ -43,4 +45,23 @@ def set_threads(n: int) -> None:
         torch.set_num_threads(n)
 
 
-__all__ = ["MAX_THREADS", "THREAD_VARIABLES", "available_cpus", "check_threads", "set_threads"]
+@contextlib.contextmanager
+def groups_on_threads(setting: int) -> Iterator[int]:
+    """For a run whose work is split into groups that run on threads of their own (one
+    torch thread each): yields how many run at once, ``setting``, or with ``0`` ("auto")
+    torch's thread count as the run starts (the CPUs this machine has, unless
+    ``OMP_NUM_THREADS``, ``--threads`` or a sweep's ``torch_threads`` set fewer); inside,
+    torch computes on one thread; afterwards its thread count is as it was."""
+    import torch  # lazily
+
+    before = torch.get_num_threads()
+    groups = setting or before
+    torch.set_num_threads(1)
+    try:
+        yield groups
+    finally:
+        torch.set_num_threads(before)
+
+
+__all__ = ["MAX_THREADS", "THREAD_VARIABLES", "available_cpus", "check_threads",
+           "groups_on_threads", "set_threads"]

@@ -108,9 +108,10 @@ def run(
         help="torch and BLAS threads of the run, and the scenario's threads parameter "
              "where it has one (unless --set gives it). Default: the pools as torch and "
              "the BLAS start them (the CPUs this machine has), the scenarios' threads "
-             "parameter (1; emtdamp: the CPUs). More than one thread can change the last "
-             "bits of torch results (sums in another order), except in emtdamp, where "
-             "threads is how many groups of clients compute at once, torch on one thread",
+             "parameter (1; the EM-TDAMP scenarios: 0, torch's count). More than one "
+             "thread can change the last bits of torch results (sums in another order), "
+             "except for EM-TDAMP, where threads is how many groups of clients compute "
+             "at once, torch on one thread",
              show_default=False)] = None,
     save_state: Annotated[Path | None, typer.Option(
         help="also save the learnt states (global and every agent's) with the config and "

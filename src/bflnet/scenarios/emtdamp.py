@@ -25,9 +25,11 @@ fast and gives the reproductions' numbers, which differ in the last digits; the 
 EM and the evaluation are float64 either way); ``device`` (``cpu``, ``cuda``,
 ``auto``) is where the clients compute. The clients are cut into groups of at most
 ``client_group`` (a function of ``K`` only, so one group for ``K <= 5`` by default), each
-group one batched computation with one torch thread; ``threads`` (default: the CPUs this
-machine has) is how many groups run at once. The server's merge and the evaluation run
-with one torch thread, so the table does not depend on ``threads``.
+group one batched computation with one torch thread; ``threads`` is how many groups run
+at once (default 0: as many as torch has threads when the run starts, the CPUs this
+machine has unless ``OMP_NUM_THREADS``, ``--threads`` or a sweep's ``torch_threads`` set
+fewer). The server's merge and the evaluation run with one torch thread, so the table does
+not depend on ``threads``.
 
 One row per round (``iteration``; 0 is the initial prior): ``task``, ``time_s``,
 ``cum_bits``, ``cum_bits_up``, ``cum_bits_down``, ``uplink_bits``; the test loss of the
@@ -64,7 +66,7 @@ from bflnet.scenarios.schema import (
     col,
 )
 from bflnet.scenarios.server_rounds import ALL_CLIENTS
-from bflnet.threads import MAX_THREADS, available_cpus
+from bflnet.threads import MAX_THREADS, groups_on_threads
 
 if TYPE_CHECKING:
     import numpy as np
@@ -79,9 +81,13 @@ TASK_SETUP: dict[str, tuple[tuple[int, ...], str, int]] = {
     "fashion-mnist": ((784, 128, 10), "probit", 100),
 }
 FASHION_TRAIN, FASHION_TEST = 60_000, 10_000
-#: Client groups computed at once by default: the CPUs this machine has (the table does
-#: not depend on it).
-DEFAULT_THREADS = min(available_cpus(), MAX_THREADS)
+#: ``threads`` of the EM-TDAMP scenarios by default: as many client groups at once as torch
+#: has threads when the run starts (the table does not depend on it).
+AUTO_THREADS = 0
+#: What ``threads`` says, for the scenarios' help.
+THREADS_HELP = ("client groups (client_group) computed at once, each on its own thread with "
+                "one torch thread; 0: as many as torch has threads when the run starts (the "
+                "CPUs this machine has unless OMP_NUM_THREADS or --threads say fewer)")
 
 
 @dataclass(frozen=True)
@@ -116,10 +122,9 @@ class EMTDAMPConfig(ServerOnly, EMTDAMPParams, NetworkSettings):
                                choices=(32, 64))
     eval_every: int = param(1, "evaluate every this many rounds (and the last)", ge=1,
                             le=10**9)
-    threads: int = param(DEFAULT_THREADS, "client groups (client_group) computed at once, "
-                         "each on its own thread with one torch thread; the merge and the "
-                         "evaluation use one torch thread (the table does not depend on it; "
-                         "default: the CPUs this machine has)", ge=1, le=MAX_THREADS)
+    threads: int = param(AUTO_THREADS, THREADS_HELP + "; the merge and the evaluation use "
+                         "one torch thread, so the table does not depend on it", ge=0,
+                         le=MAX_THREADS)
 
     def __post_init__(self) -> None:
         validate(self)
@@ -242,26 +247,23 @@ SCHEMA = Schema.of(
           datasets=("fashion-mnist",), columns=SCHEMA,
           server_schedule=ALL_CLIENTS)
 def run(config: EMTDAMPConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
-    import torch
-
     from bflnet.learners.emtdamp.learner import EMTDAMP, every_part
     from bflnet.protocols.codecs import RawCodec
     from bflnet.scenarios.server_rounds import run_server_rounds
     from bflnet.simulator.simulation import Simulation
 
-    torch.set_num_threads(1)  # the client groups run on config.threads threads instead
-    sim = Simulation(seed, name=NAME)
-    agents, test = task_data(config, sim.streams.numpy("data"))
-    sizes = TASK_SETUP[config.task][0]
-    learner = EMTDAMP(sizes, agents, config.learner_params(), eval_data=test,
-                      threads=config.threads)
-
     def codec(bits: int) -> Any:
         return None if bits == 64 else every_part(len(sizes) - 1, RawCodec(bits))
 
-    frame = run_server_rounds(sim, learner, config.K, config, rounds=config.rounds,
-                              uplink_codec=codec(config.uplink_bits),
-                              downlink_codec=codec(config.downlink_bits),
-                              eval_every=config.eval_every, progress=progress)
+    with groups_on_threads(config.threads) as groups:  # torch itself on one thread
+        sim = Simulation(seed, name=NAME)
+        agents, test = task_data(config, sim.streams.numpy("data"))
+        sizes = TASK_SETUP[config.task][0]
+        learner = EMTDAMP(sizes, agents, config.learner_params(), eval_data=test,
+                          threads=groups)
+        frame = run_server_rounds(sim, learner, config.K, config, rounds=config.rounds,
+                                  uplink_codec=codec(config.uplink_bits),
+                                  downlink_codec=codec(config.downlink_bits),
+                                  eval_every=config.eval_every, progress=progress)
     frame["uplink_bits"] = frame["cum_bits_up"].diff().fillna(0).astype("int64")
     return frame.assign(task=config.task, K=config.K)

@@ -65,11 +65,13 @@ from bflnet.devices import DEVICES
 from bflnet.learners.hyper import BUDGET_SCOPES, EMTDAMPParams, GroupFedAvgParams
 from bflnet.scenarios.config import param, validate
 from bflnet.scenarios.emtdamp import (
+    AUTO_THREADS,
     CLASSIFICATION_COLUMNS,
     CLIP_COLUMNS,
     EMTDAMP_COLUMNS,
     REGRESSION_COLUMNS,
     SLAB_VAR_COLUMNS,
+    THREADS_HELP,
 )
 from bflnet.scenarios.lists import comma_list
 from bflnet.scenarios.network_settings import NetworkSettings, ServerOnly
@@ -92,6 +94,7 @@ from bflnet.scenarios.schema import (
     col,
 )
 from bflnet.scenarios.server_rounds import ALL_CLIENTS
+from bflnet.threads import MAX_THREADS, groups_on_threads
 
 if TYPE_CHECKING:
     import numpy as np
@@ -138,10 +141,10 @@ class CompareSettings(ServerOnly, EMTDAMPParams, NetworkSettings):
                                choices=(32, 64))
     eval_every: int = param(1, "evaluate every this many rounds (and the last)", ge=1,
                             le=10**9)
-    threads: int = param(1, "the baselines: torch threads inside the run; EM-TDAMP: client "
-                         "groups (client_group) computed at once, each on its own thread "
-                         "with one torch thread, its merge and evaluation on one torch "
-                         "thread (its rows do not depend on it)", ge=1, le=1024)
+    threads: int = param(AUTO_THREADS, "EM-TDAMP: " + THREADS_HELP + "; its merge and "
+                         "evaluation on one torch thread (its rows do not depend on it). The "
+                         "baselines: torch threads inside their runs, one when 0 (more can "
+                         "change their rows' last bits)", ge=0, le=MAX_THREADS)
     device: str = param("cpu", "where the clients compute, EM-TDAMP's TDAMP and the "
                         "baselines' local steps: cpu, cuda (an error without a CUDA "
                         "device) or auto (cuda when available, else cpu)", choices=DEVICES)
@@ -297,7 +300,7 @@ def mnist_task(config: MnistConfig, rng: np.random.Generator
 
 
 def _learner(method: str, config: CompareSettings, shards: list[tuple[Any, Any]],
-             test: tuple[Any, Any]) -> tuple[Any, Any]:
+             test: tuple[Any, Any], groups: int) -> tuple[Any, Any]:
     """``(learner, codec factory)`` of one method."""
     from bflnet.protocols.codecs import RawCodec
 
@@ -309,7 +312,7 @@ def _learner(method: str, config: CompareSettings, shards: list[tuple[Any, Any]]
 
         learner = EMTDAMP(sizes, agents, config.emtdamp_params("probit" if classify
                                                                else "gaussian"),
-                          eval_data=test, threads=config.threads)
+                          eval_data=test, threads=groups)
 
         def codec(bits: int) -> Any:
             return every_part(len(sizes) - 1, RawCodec(bits))
@@ -323,22 +326,23 @@ def _learner(method: str, config: CompareSettings, shards: list[tuple[Any, Any]]
     return learner, RawCodec
 
 
-def run_method(method: str, config: CompareSettings, seed: int, *, progress: bool = False
-               ) -> pd.DataFrame:
+def run_method(method: str, config: CompareSettings, seed: int, *, groups: int = 1,
+               progress: bool = False) -> pd.DataFrame:
     """One simulation of ``method``: the data drawn from the run's ``data`` stream (the
-    same for every method of a seed), then the parameter server for ``rounds`` rounds."""
+    same for every method of a seed), then the parameter server for ``rounds`` rounds;
+    EM-TDAMP runs ``groups`` client groups at once."""
     import torch
 
     from bflnet.scenarios.server_rounds import run_server_rounds
     from bflnet.simulator.simulation import Simulation
 
-    # EM-TDAMP: one torch thread, its client groups on config.threads threads
-    torch.set_num_threads(1 if method == "emtdamp" else config.threads)
+    # EM-TDAMP: one torch thread, its client groups on `groups` threads
+    torch.set_num_threads(1 if method == "emtdamp" else config.threads or 1)
     sim = Simulation(seed, name=config.SCENARIO)  # type: ignore[attr-defined]
     rng = sim.streams.numpy("data")
     task = boston_task if config.TASK == "boston" else mnist_task
     shards, test, source = task(config, rng)  # type: ignore[arg-type]
-    learner, codec = _learner(method, config, shards, test)
+    learner, codec = _learner(method, config, shards, test, groups)
     frame = run_server_rounds(sim, learner, len(shards), config, rounds=config.rounds,
                               uplink_codec=codec(config.uplink_bits),
                               downlink_codec=codec(config.downlink_bits),
@@ -352,7 +356,9 @@ def run_methods(config: CompareSettings, seed: int, progress: bool) -> pd.DataFr
     """Every method of ``config.methods``, one simulation each, as one frame."""
     import pandas as pd
 
-    frames = [run_method(m, config, seed, progress=progress) for m in config.method_list]
+    with groups_on_threads(config.threads) as groups:
+        frames = [run_method(m, config, seed, groups=groups, progress=progress)
+                  for m in config.method_list]
     return pd.concat(frames, ignore_index=True)
 
 

@@ -74,6 +74,19 @@ def test_fields_a_run_does_not_read_are_refused():
     assert not {"cw_min", "tdma_frame_slots", "area_m", "medium", "mac"} & used
 
 
+def test_threads_is_accepted_without_the_cdbfl_task(tmp_path, capsys):
+    """``--threads`` (which fills ``threads``) must not be refused for a consensus-only
+    run: it says how the run computes, not what; the table is the one without it."""
+    sets = [x for kv in (f"{k}={v}" for k, v in FAST.items()) for x in ("--set", kv)]
+    outs = []
+    for extra in ([], ["--threads", "2"]):
+        out = tmp_path / f"r{len(extra)}.csv"
+        assert main(["run", "d2d-medium", *sets, *extra, "--no-progress", "--out",
+                     str(out)]) == 0
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+
+
 @pytest.mark.parametrize("extra, text", [
     (["macs=links,tdma", "aloha_p=0.5"], "aloha_p: not used with macs=links,tdma"),
     (["hidden=8"], "hidden: only read with tasks including cdbfl"),

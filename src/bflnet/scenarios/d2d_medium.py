@@ -77,6 +77,9 @@ COUNTS = ("transmissions", "receptions", "collisions", "backoffs", "deferrals")
 
 #: The fields every task reads (beyond the network's).
 _OWN = ("tasks", "macs", "broadcasts", "degree", "rounds")
+#: Fields that say how a run computes, not what: accepted whatever the tasks (``bflnet run
+#: --threads`` fills ``threads``; the consensus task computes without torch).
+_HOW = ("threads",)
 _DECIDED = {
     "graph": "d2d-medium runs on a random geometric graph whose radius_m and degree decide "
              "it",
@@ -148,7 +151,8 @@ class D2DMediumConfig(CDBFLSettings):
             return
         network = {f.name for f in dataclasses.fields(NetworkSettings)}
         for f in dataclasses.fields(self):
-            if f.name in network or f.name in _OWN or getattr(self, f.name) == f.default:
+            if (f.name in network or f.name in _OWN or f.name in _HOW
+                    or getattr(self, f.name) == f.default):
                 continue
             raise ValueError(f"{f.name}: only read with tasks including cdbfl, got "
                              f"tasks={self.tasks}")

@@ -84,10 +84,22 @@ def run_parts(todo: Sequence[Any], parts: Path, workers: int,
     return elapsed
 
 
+def _start_worker() -> None:
+    """In a worker: tqdm's write lock a thread lock. Its default holds a multiprocessing
+    semaphore, which a worker killed at an interrupt cannot release: the resource tracker
+    would then warn of leaked semaphores after the interruption's line."""
+    import threading
+
+    from tqdm import tqdm
+
+    tqdm.set_lock(threading.RLock())
+
+
 def _run(pending: Sequence[Any], parts: Path, workers: int,
          execute: Callable[[Any], tuple[Any, pd.DataFrame, float]],
          elapsed: dict[str, float]) -> None:
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                               initializer=_start_worker)
     try:
         with children_ignore_signals():  # the workers leave Ctrl-C to this process
             futures = [pool.submit(execute, j) for j in pending]

@@ -30,7 +30,7 @@ import torch
 from torch import Tensor
 
 from .heap import keep_freed_memory
-from .tdamp_client import Cancelled, ClientResult, tdamp_clients
+from .tdamp_client import Cancelled, ClientResult, client_generators, tdamp_clients
 
 __all__ = ["client_groups", "tdamp_clients_grouped"]
 
@@ -65,13 +65,8 @@ def tdamp_clients_grouped(
     at most ``client_group``, each group one batch on one torch thread, ``threads`` groups
     at once (module docs); the results in client order. Torch's thread count of the
     calling thread is restored afterwards."""
-    clients = len(inputs)
-    if clients < 1 or len(targets) != clients:
-        raise ValueError("inputs: need at least one client, and one targets per client")
-    gens = list(generators) if generators is not None else [None] * clients
-    if len(gens) != clients:
-        raise ValueError("generators: need one per client")
-    groups = client_groups(clients, client_group)
+    gens = client_generators(inputs, targets, generators)
+    groups = client_groups(len(inputs), client_group)
     workers = max(1, min(threads, len(groups)))
     previous = torch.get_num_threads()
     torch.set_num_threads(1)  # new threads start from this count too (torch's lazy init)

@@ -224,6 +224,20 @@ def tdamp_client(
                          settings=settings, generators=[generator], start=start)[0]
 
 
+def client_generators(inputs: Sequence[Tensor], targets: Sequence[Tensor],
+                      generators: Sequence[torch.Generator | None] | None
+                      ) -> list[torch.Generator | None]:
+    """One generator (or ``None``) per client, after checking that there is at least one
+    client and one targets per client; one-line errors naming the argument."""
+    clients = len(inputs)
+    if clients < 1 or len(targets) != clients:
+        raise ValueError("inputs: need at least one client, and one targets per client")
+    gens = list(generators) if generators is not None else [None] * clients
+    if len(gens) != clients:
+        raise ValueError("generators: need one per client")
+    return gens
+
+
 def tdamp_clients(
     inputs: Sequence[Tensor],
     targets: Sequence[Tensor],
@@ -246,12 +260,8 @@ def tdamp_clients(
     one per client (``None``: contiguous minibatches). ``cancel``: checked before each
     minibatch; once set, :class:`Cancelled` is raised (for clients run on other threads,
     :mod:`.parallel`)."""
+    gens = client_generators(inputs, targets, generators)
     clients = len(inputs)
-    if clients < 1 or len(targets) != clients:
-        raise ValueError("inputs: need at least one client, and one targets per client")
-    gens = list(generators) if generators is not None else [None] * clients
-    if len(gens) != clients:
-        raise ValueError("generators: need one per client")
     counts = {_check_client(x, y, likelihood) for x, y in zip(inputs, targets, strict=True)}
     if len(counts) != 1:
         raise ValueError("inputs: every client must hold the same number of examples")

@@ -15,15 +15,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
-import bflnet.learners.lenet as lenet
-import bflnet.protocols.codecs as codecs
+import bflnet.learners.models.lenet as lenet
+import bflnet.protocols.coding.codecs as codecs
 from bflnet.learners.base import Work
-from bflnet.learners.cdbfl import CDBFL, CDBFLNode
-from bflnet.learners.cffl import CFFL
-from bflnet.learners.dsgld import DSGLD, DSGLDNode
-from bflnet.learners.langevin import LocalObjective, accumulate, keeps
-from bflnet.learners.torch_utils import torch_generator
-from bflnet.protocols.topk_select import _full, top_k_sorted
+from bflnet.learners.langevin.cdbfl import CDBFL, CDBFLNode
+from bflnet.learners.langevin.cffl import CFFL
+from bflnet.learners.langevin.dsgld import DSGLD, DSGLDNode
+from bflnet.learners.langevin.langevin import LocalObjective, accumulate, keeps
+from bflnet.learners.models.torch_utils import torch_generator
+from bflnet.protocols.coding.topk_select import _full, top_k_sorted
 
 
 @contextlib.contextmanager

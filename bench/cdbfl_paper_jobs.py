@@ -32,7 +32,7 @@ one device's share of a CD-BFL and a DSGLD round (local steps, top-k encoding, m
 new and legacy alternately call by call, ``--repeat`` times each (medians).
 ``--switches`` times the K devices' share of a CD-BFL round (local steps; outgoing,
 top-k, decoding and ``sent``; mixing), with the sparse mixing of the increments
-(:mod:`bflnet.learners.sparse_mix`) and the NumPy step chain on and off, alternately in
+(:mod:`bflnet.learners.langevin.sparse_mix`) and the NumPy step chain on and off, alternately in
 the same process (``--repeat`` pairs; CPU seconds; both give the same bits).
 ``--steps`` times, alternately in the same process, one local step's prior-and-SGD chain
 on d = 2.7 M entries in NumPy's six operations (before) and five (now), and the first
@@ -41,7 +41,7 @@ edge only (now); each pair is checked to give the same bits.
 ``--mixing`` times the K devices' share of a round of each method (local steps;
 publish: outgoing, encoding, decoding, ``sent``; mixing; the round's link schedules on
 the scenario's links, 1 Mbit/s and 5 ms) with the NumPy mixing chains
-(:data:`bflnet.learners.chunked.NUMPY_MIX`) and the links' one-sum schedules of lossless
+(:data:`bflnet.learners.langevin.chunked.NUMPY_MIX`) and the links' one-sum schedules of lossless
 fixed-rate channels (:attr:`bflnet.channels.base.Channel.fixed_attempts`) on and off,
 alternately in the same process (``--repeat`` pairs; CPU seconds; both give the same
 bits).
@@ -73,19 +73,18 @@ import torch
 
 from bflnet.channels import FixedRateChannel, IdealChannel
 from bflnet.data.radar import MAP_SHAPE, radar_maps
-from bflnet.learners import chunked, langevin, sparse_mix
-from bflnet.learners.cdbfl import CDBFL
-from bflnet.learners.cffl import CFFL
-from bflnet.learners.dsgld import DSGLD
 from bflnet.learners.hyper import CDBFLParams, LangevinParams
-from bflnet.learners.langevin import predictive_probs
-from bflnet.learners.lenet import BayesianLeNet
-from bflnet.protocols import wire
-from bflnet.protocols.codecs import RawCodec, TopKCodec
+from bflnet.learners.langevin.cdbfl import CDBFL
+from bflnet.learners.langevin.cffl import CFFL
+from bflnet.learners.langevin.dsgld import DSGLD
+from bflnet.learners.langevin.langevin import chunked, langevin, predictive_probs, sparse_mix
+from bflnet.learners.models.lenet import BayesianLeNet
+from bflnet.protocols.coding import wire
+from bflnet.protocols.coding.codecs import RawCodec, TopKCodec
 from bflnet.protocols.consensus import ConsensusProtocol
-from bflnet.protocols.mixing import metropolis_hastings_weights
+from bflnet.protocols.graphs.mixing import metropolis_hastings_weights
+from bflnet.protocols.graphs.topologies import make_graph
 from bflnet.protocols.stopping import StopRule
-from bflnet.protocols.topologies import make_graph
 from bflnet.simulator.simulation import Simulation
 
 K, PER_NODE, T, EVAL_MAPS = 10, 50, 800, 500
@@ -371,7 +370,7 @@ def _six_op_chain(tn: np.ndarray, gn: np.ndarray, scratch: np.ndarray, scale: fl
 
 def _zero_filled_pool_backward(grad: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
     """The 2 x 2 pooling's backward as it ran before: a zero-filled gradient."""
-    from bflnet.learners.pool import _corners
+    from bflnet.learners.models.pool import _corners
 
     quarter, out = grad.div(4), grad.new_zeros(shape)
     for view in _corners(out):
@@ -381,7 +380,7 @@ def _zero_filled_pool_backward(grad: torch.Tensor, shape: tuple[int, ...]) -> to
 
 def steps(model: BayesianLeNet, repeat: int) -> None:
     """Print the median CPU ms of the chain and of the pooling backward, before and now."""
-    from bflnet.learners.pool import _AvgPool2x2
+    from bflnet.learners.models.pool import _AvgPool2x2
 
     g = torch.Generator().manual_seed(0)
     theta = 0.05 * torch.randn(1, model.d, generator=g)

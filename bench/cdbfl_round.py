@@ -1,6 +1,6 @@
 """Benchmark: one CD-BFL round against the same round's local forward and backward passes.
 
-One synchronous round of :class:`bflnet.learners.cdbfl.CDBFL` through the consensus
+One synchronous round of :class:`bflnet.learners.langevin.cdbfl.CDBFL` through the consensus
 protocol (K devices on a complete graph, Metropolis-Hastings weights, top-k keeping 1 %,
 the simulator's links and records, no evaluation) on synthetic radar maps with the
 LeNet-5 (``d = 1 419 146``), L local steps of a minibatch of B maps per device. The
@@ -27,14 +27,14 @@ import numpy as np
 import torch
 
 from bflnet.data.radar import MAP_SHAPE, radar_maps
-from bflnet.learners.cdbfl import CDBFL
 from bflnet.learners.hyper import CDBFLParams
-from bflnet.learners.lenet import BayesianLeNet
-from bflnet.protocols.codecs import TopKCodec
+from bflnet.learners.langevin.cdbfl import CDBFL
+from bflnet.learners.models.lenet import BayesianLeNet
+from bflnet.protocols.coding.codecs import TopKCodec
 from bflnet.protocols.consensus import ConsensusProtocol
-from bflnet.protocols.mixing import metropolis_hastings_weights
+from bflnet.protocols.graphs.mixing import metropolis_hastings_weights
+from bflnet.protocols.graphs.topologies import make_graph
 from bflnet.protocols.stopping import StopRule
-from bflnet.protocols.topologies import make_graph
 from bflnet.simulator.simulation import Simulation
 
 

@@ -14,7 +14,7 @@ import argparse
 import statistics
 import time
 
-from bflnet.scenarios.registry import run_scenario
+from bflnet.runs.registry import run_scenario
 
 TARGET_S = 1.5
 

@@ -26,9 +26,9 @@ import time
 import numpy as np
 import torch
 
-from bflnet.learners.dsvgd import DSVGD
 from bflnet.learners.hyper import DSVGDParams
-from bflnet.learners.models import LogisticRegression
+from bflnet.learners.models.classifiers import LogisticRegression
+from bflnet.learners.particles.dsvgd import DSVGD
 
 FEATURES, CLASSES, ROWS, TEST_ROWS, PARTICLES = 54, 2, 232_404, 116_203, 6
 TARGET_S = 0.08

@@ -1,6 +1,6 @@
 """Benchmark: one DSVGD local SVGD step vs the matrix products of the same step.
 
-Times one local SVGD iteration of :class:`bflnet.learners.dsvgd.DSVGD` on the letter's
+Times one local SVGD iteration of :class:`bflnet.learners.particles.dsvgd.DSVGD` on the letter's
 Fashion-MNIST model (784-100-10 MLP, ``d = 79 510``), ``N_p`` particles and a minibatch of
 ``B`` examples, amortised over a ``DSVGD.local_update`` of ``--iters`` iterations (so the
 minibatch sampling, buffer set-up, finiteness checks and payload are included; the
@@ -12,7 +12,7 @@ said otherwise), each timed in the same rounds as the step:
 
 * **all the step's products** (the ratio the target ``<= 1.5`` applies to): the MLP's
   forward + backward products below ("natural") plus the products one
-  :func:`bflnet.learners.svgd.run_svgd` iteration issues, at its shapes and in its
+  :func:`bflnet.learners.particles.svgd.run_svgd` iteration issues, at its shapes and in its
   memory layout, for ``n_kde`` KDE sets (1 first visit, 3 steady): the distance GEMM
   ``N_p × (n_kde·N_p + N_p) × d`` and φ as one product per particle set accumulated into
   one ``N_p × d`` output (``n_kde + 2`` products ``N_p × N_p × d``: the KDE sets, the
@@ -29,11 +29,11 @@ Warm-up rounds first, then the median over ``--repeat`` rounds, each round timin
 case once in turn (the ratios are medians of the per-round ratios, robust to load on a
 shared machine); one thread by default. The step uses the score DSVGD picks: the
 model's hand-written ``log_likelihood_grad`` into a reused buffer when it has one
-(:class:`bflnet.learners.models.BayesianMLP` does), autograd otherwise (the inline MLP).
+(:class:`bflnet.learners.models.classifiers.BayesianMLP` does), autograd otherwise (the inline MLP).
 ``--profile`` then times the parts: the model's likelihood gradient both via autograd
 and hand-written (when the model has it), run_svgd without a score, its products, and
 an AdaGrad step. ``--inline-model`` uses a local copy of the MLP instead of
-:class:`bflnet.learners.models.BayesianMLP`.
+:class:`bflnet.learners.models.classifiers.BayesianMLP`.
 
     python bench/dsvgd_step.py [--particles 10] [--batch 100] [--iters 20] [--repeat 15]
                                [--threads 1] [--profile] [--inline-model]
@@ -49,11 +49,11 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from bflnet.learners.dsvgd import DSVGD
-from bflnet.learners.svgd import AdaGrad, KDETerm, run_svgd
+from bflnet.learners.particles.dsvgd import DSVGD
+from bflnet.learners.particles.svgd import AdaGrad, KDETerm, run_svgd
 
 try:
-    from bflnet.learners.models import BayesianMLP
+    from bflnet.learners.models.classifiers import BayesianMLP
 except ImportError:  # pragma: no cover - the models module is written separately
     BayesianMLP = None
 
@@ -184,7 +184,7 @@ def main() -> None:
     use_inline = args.inline_model or BayesianMLP is None
     model = InlineMLP() if use_inline else BayesianMLP()
     print(f"model: {type(model).__name__} 784-100-10 (d = {model.d})"
-          + (" - bflnet.learners.models.BayesianMLP missing, inline copy"
+          + (" - bflnet.learners.models.classifiers.BayesianMLP missing, inline copy"
              if BayesianMLP is None else ""))
     print(f"N_p = {n}, batch = {b}, threads = {torch.get_num_threads()}, "
           f"median of {args.repeat} after {args.warmup} warm-up runs")

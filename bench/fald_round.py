@@ -28,8 +28,8 @@ import time
 import numpy as np
 import torch
 
-from bflnet.learners.fald_torch import TorchFALD
-from bflnet.learners.models import BayesianMLP
+from bflnet.learners.langevin.fald_torch import TorchFALD
+from bflnet.learners.models.classifiers import BayesianMLP
 
 K, POINTS, HIDDEN, BATCH, STEPS, ETA = 10, 300, 100, 50, 2, 1e-4
 

@@ -35,9 +35,9 @@ import time
 import networkx as nx
 import torch
 
-from bflnet.learners.fedavg import FedAvg
+from bflnet.learners.federated.fedavg import FedAvg
 from bflnet.learners.hyper import FedAvgParams
-from bflnet.learners.models import BayesianMLP
+from bflnet.learners.models.classifiers import BayesianMLP
 from bflnet.protocols.parameter_server import ParameterServerProtocol
 from bflnet.protocols.scheduling import AllAgents
 from bflnet.protocols.stopping import StopRule

@@ -3,7 +3,7 @@
 For each K: the set-up (the graph, Metropolis-Hastings weights as a sparse matrix, the
 network's nodes and links; no spectral gap) and the marginal cost of one message,
 ``(t(R2 rounds) - t(R1 rounds)) / ((R2 - R1) · 4K)`` with the consensus protocol and
-:class:`bflnet.learners.averaging.ConsensusAveraging` (one float64 per node) over 1 Mbit/s,
+:class:`bflnet.learners.gossip.averaging.ConsensusAveraging` (one float64 per node) over 1 Mbit/s,
 5 ms links. Targets: a message at most 2 × a random-walk hop (measured here
 the same way, K = 100, 4-regular graph, a token of one float), flat within ± 25 % from
 K = 16 to 4096; set-up at most 1 s at K = 4096. Prints one line per K and the ratios.
@@ -21,12 +21,12 @@ import numpy as np
 
 from bflnet.channels import FixedRateChannel
 from bflnet.learners import GlobalStateLearner, Update
-from bflnet.learners.averaging import ConsensusAveraging
+from bflnet.learners.gossip.averaging import ConsensusAveraging
 from bflnet.protocols import RandomWalkProtocol, StopRule
 from bflnet.protocols.consensus import ConsensusProtocol
-from bflnet.protocols.mixing import metropolis_hastings_weights
-from bflnet.protocols.topologies import make_graph
-from bflnet.protocols.walks import MetropolisHastingsWalk
+from bflnet.protocols.graphs.mixing import metropolis_hastings_weights
+from bflnet.protocols.graphs.topologies import make_graph
+from bflnet.protocols.graphs.walks import MetropolisHastingsWalk
 from bflnet.simulator import Simulation, Work
 
 CHANNEL = FixedRateChannel(rate_bps=1e6, latency_s=0.005)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from bflnet.learners.lenet import BayesianLeNet
+from bflnet.learners.models.lenet import BayesianLeNet
 
 
 def cpu_ms(fn: Callable[[], object], calls: int) -> float:

@@ -1,7 +1,7 @@
 """Benchmark: one forward + backward of the Bayesian LeNet over ``n`` parameter rows.
 
 Times ``∇_θ Σ_rows log p(y | x, θ_row)``, an ``(n, d)`` gradient, on a minibatch of ``B``
-radar maps of 256 × 63 shared by the rows, for :class:`bflnet.learners.lenet.BayesianLeNet`
+radar maps of 256 × 63 shared by the rows, for :class:`bflnet.learners.models.lenet.BayesianLeNet`
 (classic LeNet-5 widths, ``d = 1 419 146``) and ``n = 1`` and ``n = 10`` rows, with two
 implementations of the batching over rows:
 
@@ -35,7 +35,7 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call, vmap
 
-from bflnet.learners.lenet import BayesianLeNet
+from bflnet.learners.models.lenet import BayesianLeNet
 
 HEIGHT, WIDTH, N_OUT = 256, 63, 10
 

@@ -32,7 +32,7 @@ import networkx as nx
 import numpy as np
 
 from bflnet.channels import RayleighChannel
-from bflnet.learners.averaging import ConsensusAveraging
+from bflnet.learners.gossip.averaging import ConsensusAveraging
 from bflnet.protocols.consensus import ConsensusProtocol
 from bflnet.protocols.stopping import StopRule
 from bflnet.radio import MACS, LogDistance, RadioSpec, SharedMediumSpec, make_mac

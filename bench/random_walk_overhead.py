@@ -19,7 +19,7 @@ import simpy
 from bflnet.channels import FixedRateChannel
 from bflnet.learners import GlobalStateLearner, Update
 from bflnet.protocols import RandomWalkProtocol, StopRule
-from bflnet.protocols.walks import MetropolisHastingsWalk
+from bflnet.protocols.graphs.walks import MetropolisHastingsWalk
 from bflnet.simulator import FixedStepTime, Simulation, Work
 
 RATE, LATENCY, COMPUTE, STATE_BITS = 1e6, 0.005, 0.001, 64

@@ -58,12 +58,12 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from bflnet.learners.averaging import ConsensusAveraging
+from bflnet.learners.gossip.averaging import ConsensusAveraging
 from bflnet.protocols import RandomWalkProtocol, StopRule
 from bflnet.protocols.consensus import ConsensusProtocol
-from bflnet.protocols.mixing import metropolis_hastings_weights
-from bflnet.protocols.topologies import make_graph
-from bflnet.protocols.walks import MetropolisHastingsWalk
+from bflnet.protocols.graphs.mixing import metropolis_hastings_weights
+from bflnet.protocols.graphs.topologies import make_graph
+from bflnet.protocols.graphs.walks import MetropolisHastingsWalk
 from bflnet.simulator import Network, Simulation
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -19,14 +19,14 @@ TARGET_S = 0.4
 COMMANDS = (["list"], ["describe", "forget-svgd"])
 HEAVY = ("numpy", "pandas", "networkx", "scipy", "torch", "simpy", "matplotlib", "pyarrow")
 PROBE = ("import sys, contextlib, io\n"
-         "from bflnet.scenarios.cli import main\n"
+         "from bflnet.cli.main import main\n"
          "with contextlib.redirect_stdout(io.StringIO()): main({args!r})\n"
          "print(','.join(m for m in {heavy!r} if m in sys.modules))")
 
 
 def wall_time(args: list[str]) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "bflnet.scenarios.cli", *args], check=True,
+    subprocess.run([sys.executable, "-m", "bflnet.cli.main", *args], check=True,
                    stdout=subprocess.DEVNULL)
     return time.perf_counter() - start
 

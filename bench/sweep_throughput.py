@@ -22,8 +22,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from bflnet.runs.sweep import load_manifest, sweep
 from bflnet.scenarios import run_scenario
-from bflnet.scenarios.sweep import load_manifest, sweep
 
 NAME = "consensus-averaging"
 

@@ -23,8 +23,8 @@ import pandas as pd
 from bflnet.channels import FixedRateChannel, RayleighChannel
 from bflnet.learners import GlobalStateLearner, Update
 from bflnet.protocols import ParameterServerProtocol, RandomWalkProtocol, StopRule
-from bflnet.protocols.topologies import node_distance, random_geometric
-from bflnet.protocols.walks import MetropolisHastingsWalk
+from bflnet.protocols.graphs.topologies import node_distance, random_geometric
+from bflnet.protocols.graphs.walks import MetropolisHastingsWalk
 from bflnet.simulator import FixedStepTime, Simulation, Work
 
 
@@ -88,7 +88,7 @@ def run_parameter_server(K: int = 12, iterations: int = 24, seed: int = 0) -> pd
 
 
 def run_gossip(K: int = 12, rounds: int = 150, seed: int = 0) -> pd.DataFrame:
-    from bflnet.learners.gossip_adapter import GossipAdapter
+    from bflnet.learners.gossip.gossip_adapter import GossipAdapter
     from bflnet.protocols import ConsensusProtocol
 
     sim = Simulation(seed, name="gaussian-mean-gossip")

@@ -27,7 +27,7 @@ import medium_cost as mc
 import networkx as nx
 
 from bflnet.channels import RayleighChannel
-from bflnet.learners.averaging import ConsensusAveraging
+from bflnet.learners.gossip.averaging import ConsensusAveraging
 from bflnet.protocols.consensus import ConsensusProtocol
 from bflnet.protocols.stopping import StopRule
 from bflnet.radio import SharedMediumSpec, make_mac

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from bflnet.scenarios.interrupt import Interrupted, catch_signals, children_ignore_signals
+from bflnet.runtime.interrupt import Interrupted, catch_signals, children_ignore_signals
 
 
 def part_problem(path: Path) -> str | None:

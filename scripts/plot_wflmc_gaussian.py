@@ -29,7 +29,7 @@ PAPER_NOISELESS_W2 = 1.8e-4
 def figure(frame: pd.DataFrame, runs: int | None = None):
     """The scenario's default plot with the paper's curves added (and the run count, when
     known, in the title)."""
-    from bflnet.scenarios.registry import get_scenario
+    from bflnet.runs.registry import get_scenario
 
     fig = get_scenario("wflmc-gaussian").plot(frame)
     ax = fig.axes[0]

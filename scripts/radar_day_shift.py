@@ -1,7 +1,7 @@
 """How much the synthetic radar days shift (the target the synthetic maps were made
 for: a model trained on day 0 should lose 5-15 accuracy points on the other days).
 
-Trains the classic LeNet-5 (:class:`bflnet.learners.lenet.BayesianLeNet`'s layers as a
+Trains the classic LeNet-5 (:class:`bflnet.learners.models.lenet.BayesianLeNet`'s layers as a
 point estimate, plain Adam on the cross-entropy, no prior and no noise: the question is
 the data set's, not a learner's) on ``--train`` day-0 maps, then measures its accuracy
 on ``--test`` fresh maps of day 0 and of each of days 1..``--days``, all labels and the
@@ -20,8 +20,8 @@ import numpy as np
 import torch
 
 from bflnet.data.radar import MAP_SHAPE, radar_maps
-from bflnet.learners.lenet import BayesianLeNet
-from bflnet.scenarios.cdbfl_common import CRITICAL_LABELS
+from bflnet.learners.models.lenet import BayesianLeNet
+from bflnet.scenarios.cdbfl.common import CRITICAL_LABELS
 
 
 def train(model: BayesianLeNet, x: np.ndarray, y: np.ndarray, epochs: int, seed: int

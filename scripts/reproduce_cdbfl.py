@@ -34,7 +34,7 @@ from typing import Any
 import pandas as pd
 from parts_runner import pm, run_parts, seed_of
 
-from bflnet.threads import THREAD_VARIABLES
+from bflnet.runtime.threads import THREAD_VARIABLES
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ("cd-bfl", "dsgld", "cf-fl")
@@ -148,7 +148,7 @@ def summarise(frame: pd.DataFrame, settings: dict[str, Any]) -> list[str]:
 def save_figures(frame: pd.DataFrame, out: Path, docs: Path | None) -> None:
     """Each complete seed's reliability diagrams (the scenario's own plot); small copies in
     ``docs`` if given."""
-    from bflnet.scenarios.cdbfl_shift import default_plot
+    from bflnet.scenarios.cdbfl.shift import default_plot
 
     seeds = seed_of(frame)
     for seed in sorted(seeds.unique()):

@@ -56,7 +56,7 @@ MACS = ("none", "tdma", "csma", "aloha")
 def sweep(task: str, out: Path, ks: str, seeds: int | None, workers: int,
           quick: bool) -> None:
     """Run (or resume) one task's sweep into ``out / task``."""
-    args = [sys.executable, "-m", "bflnet.scenarios.cli", "sweep", "d2d-medium",
+    args = [sys.executable, "-m", "bflnet.cli.main", "sweep", "d2d-medium",
             "--grid", f"K={ks}", *(QUICK if quick else SWEEPS)[task], "--seeds",
             str(seeds or SEEDS[task]),
             "--workers", str(workers), "--out", str(out / task)]
@@ -149,7 +149,7 @@ def figure(summary: pd.DataFrame, path: Path) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from bflnet.scenarios.d2d_medium import _COLOURS
+    from bflnet.scenarios.cdbfl.d2d_medium import _COLOURS
 
     tasks = [t for t in ("cdbfl", "consensus") if t in set(summary["task"])]
     fig = Figure(figsize=(9, 3.3 * len(tasks)), layout="constrained")

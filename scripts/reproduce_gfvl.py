@@ -24,9 +24,9 @@ import numpy as np
 import pandas as pd
 
 from bflnet.analysis.plots import save_figure
-from bflnet.scenarios.gfvl_beta_exponential import default_plot as fig4_plot
-from bflnet.scenarios.gfvl_common import with_run_id
-from bflnet.scenarios.registry import get_scenario
+from bflnet.runs.registry import get_scenario
+from bflnet.scenarios.gfvl.beta_exponential import default_plot as fig4_plot
+from bflnet.scenarios.gfvl.common import with_run_id
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "out" / "gfvl"

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bflnet.scenarios.registry import get_scenario
+from bflnet.runs.registry import get_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = 30

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import bflnet
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.output import read_frame
-from bflnet.scenarios.registry import get_scenario
+from bflnet.cli.main import main
+from bflnet.runs.output import read_frame
+from bflnet.runs.registry import get_scenario
 
 SMALL = {"K": 5, "runs": 3, "channel": "fixed", "loss_prob": 0.25}
 

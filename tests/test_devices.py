@@ -6,10 +6,10 @@ import pytest
 import torch
 from tests.scenarios.test_dsvgd_scenarios import TINY as DSVGD_TINY
 
-from bflnet.devices import DEVICES, resolve_device
-from bflnet.params import field_names
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.registry import get_scenario, scenario_names
+from bflnet.cli.main import main
+from bflnet.runs.registry import get_scenario, scenario_names
+from bflnet.runtime.devices import DEVICES, resolve_device
+from bflnet.validation.params import field_names
 
 CUDA = torch.cuda.is_available()
 TORCH_SCENARIOS = ("dsvgd-sparsifiers", "dsvgd-vs-fedavg", "forget-svgd", "async-fedavg",
@@ -101,9 +101,9 @@ def test_cli_names_the_field(capsys):
 def test_learners_on_cuda_follow_the_cpu():  # pragma: no cover - no GPU in CI
     """FedAvg (batched and one by one) and DSVGD on the GPU: the same draws, results equal
     to the CPU's up to float rounding, every tensor on the device."""
-    from bflnet.learners.dsvgd import DSVGD
-    from bflnet.learners.fedavg import FedAvg
-    from bflnet.learners.models import BayesianMLP
+    from bflnet.learners.federated.fedavg import FedAvg
+    from bflnet.learners.models.classifiers import BayesianMLP
+    from bflnet.learners.particles.dsvgd import DSVGD
 
     gen = torch.Generator().manual_seed(0)
     data = {k: (torch.randn(60, 12, generator=gen), torch.randint(3, (60,), generator=gen))

@@ -19,9 +19,9 @@ import pytest
 from matplotlib.collections import LineCollection, PathCollection, PolyCollection
 
 import bflnet.analysis.plots as plots
+from bflnet.cli.main import main
+from bflnet.runs.registry import get_scenario
 from bflnet.scenarios import run_scenario
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.registry import get_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -275,7 +275,7 @@ def test_dsvgd_figures(dsvgd_frames):
 def test_cdbfl_figures():
     import reproduce_cdbfl as cdbfl
 
-    from bflnet.scenarios.cdbfl_shift import default_plot
+    from bflnet.scenarios.cdbfl.shift import default_plot
 
     frame = run_scenario("cdbfl-shift", {**cdbfl.QUICK, "rounds": 4, "burn_in": 2,
                                          "eval_every": 2}, seed=0)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from bflnet.channels.base import Channel
 from bflnet.learners.base import ConsensusLearner, GlobalStateLearner
-from bflnet.learners.fedavg import FedAvg
-from bflnet.learners.gossip_adapter import GossipAdapter
-from bflnet.protocols.codec_base import Codec
+from bflnet.learners.federated.fedavg import FedAvg
+from bflnet.learners.gossip.gossip_adapter import GossipAdapter
+from bflnet.protocols.coding.codec_base import Codec
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 #: The classes whose methods the doc spells out, by the name the doc gives them.

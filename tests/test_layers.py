@@ -26,8 +26,9 @@ def test_learners_import_without_simpy_or_the_simulator():
     code = """
 import bflnet.learners
 from bflnet.learners import GFVL, DSVGD, FedAvg, ConsensusAveraging, Update, Work
-import bflnet.learners.svgd, bflnet.learners.models, bflnet.learners.evaluation
-import bflnet.learners.torch_utils, bflnet.learners.expfam
+import bflnet.learners.particles.svgd, bflnet.learners.models.classifiers
+import bflnet.learners.evaluation
+import bflnet.learners.models.torch_utils, bflnet.learners.conjugate.expfam
 assert 'simpy' not in sys.modules
 print('ok')
 """
@@ -51,9 +52,9 @@ print('ok')
 def test_the_simulator_is_usable_without_torch():
     code = """
 import networkx as nx
-from bflnet.learners.averaging import ConsensusAveraging
+from bflnet.learners.gossip.averaging import ConsensusAveraging
 from bflnet.protocols import ConsensusProtocol, StopRule
-from bflnet.protocols.mixing import metropolis_hastings_weights
+from bflnet.protocols.graphs.mixing import metropolis_hastings_weights
 from bflnet.simulator import Simulation
 sim = Simulation(1)
 graph = nx.cycle_graph(4)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bflnet.scenarios.registry import get_scenario, scenario_names
+from bflnet.runs.registry import get_scenario, scenario_names
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "same_tables.py"
 

@@ -6,12 +6,12 @@ import dataclasses
 import pytest
 import torch
 
-from bflnet import threads as threads_module
-from bflnet.params import field_names
-from bflnet.scenarios import cli_app as cli
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.registry import get_scenario, run_scenario, scenario_names
-from bflnet.threads import MAX_THREADS, available_cpus, check_threads, set_threads
+from bflnet.cli import app as cli
+from bflnet.cli.main import main
+from bflnet.runs.registry import get_scenario, run_scenario, scenario_names
+from bflnet.runtime import threads as threads_module
+from bflnet.runtime.threads import MAX_THREADS, available_cpus, check_threads, set_threads
+from bflnet.validation.params import field_names
 
 #: The torch scenarios: each has a ``threads`` parameter (torch's threads in the run).
 THREADS_SCENARIOS = ("dsvgd-sparsifiers", "dsvgd-vs-fedavg", "forget-svgd", "async-fedavg",
@@ -53,7 +53,7 @@ def test_available_cpus_and_set_threads(keep_torch_threads, monkeypatch):
 def test_set_threads_reaches_numpys_blas_already_loaded(keep_torch_threads):
     from threadpoolctl import threadpool_limits
 
-    from bflnet.learners.numpy_blas import openblas_threads
+    from bflnet.learners.models.numpy_blas import openblas_threads
 
     if openblas_threads() is None:
         pytest.skip("NumPy does not use OpenBLAS here")
@@ -148,7 +148,7 @@ def test_auto_threads_follow_torchs_count_and_leave_it_as_it_was(keep_torch_thre
     """``threads = 0`` runs as many EM-TDAMP client groups at once as torch has threads
     when the run starts; inside, torch is on one thread; afterwards it is as before."""
     from bflnet.learners.emtdamp import learner as learner_module
-    from bflnet.threads import groups_on_threads
+    from bflnet.runtime.threads import groups_on_threads
 
     torch.set_num_threads(3)
     with groups_on_threads(0) as groups:

@@ -26,8 +26,8 @@ def _check_seed(seed: Any) -> int:
 
 def _typed(cls: type, name: str, value: Any) -> Any:
     """``value`` for field ``name`` of ``cls``, typed as ``--set name=...`` types it."""
-    from bflnet.scenarios.config import parse_value
-    from bflnet.scenarios.config_file import toml_value
+    from bflnet.runs.config import parse_value
+    from bflnet.runs.config_file import toml_value
 
     if value is None:  # an optional field's none (an error for any other field)
         return parse_value(cls, name, "none")
@@ -43,7 +43,7 @@ def run(name: str, seed: int = 0, *, progress: bool = False,
     ``save_state`` / ``load_state``: a directory to save the learnt states into, or to
     start from (scenarios that support it; ``force``: over a saved state), as
     ``--save-state`` / ``--load-state``."""
-    from bflnet.scenarios.registry import get_scenario
+    from bflnet.runs.registry import get_scenario
 
     scenario = get_scenario(name)
     cls = scenario.config_cls
@@ -61,9 +61,9 @@ def sweep(name: str, grid: Mapping[str, Sequence[Any]], out: str | Path, *,
     on Dask, every run kept under ``out`` (a directory or FILE.parquet; re-running
     resumes); the full table, as ``bflnet sweep NAME --grid K=V1,V2 --set K=V --seeds N
     --out OUT``."""
-    from bflnet.scenarios.config_file import toml_grid
-    from bflnet.scenarios.registry import get_scenario
-    from bflnet.scenarios.sweep import sweep as run_sweep
+    from bflnet.runs.config_file import toml_grid
+    from bflnet.runs.registry import get_scenario
+    from bflnet.runs.sweep import sweep as run_sweep
 
     cls = get_scenario(name).config_cls
     if not isinstance(grid, Mapping):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from bflnet.analysis.calibration import accuracy, brier, ece, nll, reliability_data
+from bflnet.learners.calibration import accuracy, brier, ece, nll, reliability_data
 
 # Four binary predictions, worked by hand throughout:
 #   row  probs        label  confidence  prediction  correct
@@ -114,7 +114,7 @@ def test_bad_inputs_give_one_line_errors(probs, labels, kwargs, text):
 def test_two_class_shortcuts_equal_the_generic_reductions():
     """Two columns: the arg-max by comparison (ties: the first class) and the row sums by
     column addition give the generic NumPy results bit for bit."""
-    from bflnet.analysis.calibration import _confidence_and_correct, _row_sum
+    from bflnet.learners.calibration import _confidence_and_correct, _row_sum
 
     rng = np.random.default_rng(0)
     p1 = rng.random(1000)

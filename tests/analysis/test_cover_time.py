@@ -19,7 +19,7 @@ from bflnet.analysis.cover_time import (
     matthews_bounds,
     stationary_distribution,
 )
-from bflnet.protocols.walks import MetropolisHastingsWalk, UniformNeighbourWalk
+from bflnet.protocols.graphs.walks import MetropolisHastingsWalk, UniformNeighbourWalk
 
 
 def mh(graph):

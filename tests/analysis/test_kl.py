@@ -5,7 +5,7 @@ import pytest
 from scipy import special
 
 from bflnet.analysis.kl import kl, kl_fast, kl_quadrature, kl_to_density_on_grid, logit_grid
-from bflnet.learners.expfam import BETA, beta, gamma, normal
+from bflnet.learners.conjugate.expfam import BETA, beta, gamma, normal
 
 PAIRS = [
     (beta(2.0, 3.0), beta(4.0, 4.0)),

@@ -8,8 +8,8 @@ import pytest
 from matplotlib.collections import LineCollection, PathCollection
 
 from bflnet.analysis.network_plot import NetworkPicture, draw_network, outages, walk_moves
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.network_view import scenario_pictures, split_runs
+from bflnet.cli.main import main
+from bflnet.cli.network_view import scenario_pictures, split_runs
 
 
 def _scatter_points(ax) -> int:
@@ -17,7 +17,7 @@ def _scatter_points(ax) -> int:
 
 
 def test_a_scenario_graph_as_its_run_builds_it():
-    from bflnet.scenarios.registry import get_scenario
+    from bflnet.runs.registry import get_scenario
     from bflnet.simulator.rng import RngStreams
 
     (picture,) = scenario_pictures("consensus-averaging",
@@ -130,7 +130,7 @@ def test_plot_errors_are_one_line(tmp_path, capsys):
 
 
 def test_measured_attempts_per_link_from_message_rows():
-    from bflnet.scenarios.network_view import measured_attempts
+    from bflnet.cli.network_view import measured_attempts
 
     run = pd.DataFrame({"event": ["message", "message", "message", "round"],
                         "node": [0, 1, 2, None], "peer": [1, 0, 1, None],

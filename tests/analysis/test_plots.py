@@ -13,7 +13,7 @@ from bflnet.analysis.plots import (
     reliability_diagram,
     save_figure,
 )
-from bflnet.scenarios.cli import main
+from bflnet.cli.main import main
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

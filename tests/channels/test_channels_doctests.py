@@ -10,7 +10,7 @@ import pytest
 MODULES = [
     "bflnet.channels",
     "bflnet.channels.base",
-    "bflnet.checks",
+    "bflnet.validation.checks",
     "bflnet.channels.ideal",
     "bflnet.channels.fixed",
     "bflnet.channels.gilbert_elliott",

@@ -11,11 +11,11 @@ import os
 
 import pytest
 
+from bflnet.cli.main import main
 from bflnet.data import digits
 from bflnet.data.vision import ENV_VAR, MNIST
 from bflnet.faults.availability import read_trace
-from bflnet.scenarios import registry
-from bflnet.scenarios.cli import main
+from bflnet.runs import registry
 from bflnet.simulator.compute import read_compute_trace
 
 ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -132,7 +132,7 @@ def test_an_unreadable_graph_file_is_one_line(tmp_path, capsys, deny_access):
 
 
 def test_finite_edge_weights_still_load(tmp_path):
-    from bflnet.protocols.topologies import load_graph
+    from bflnet.protocols.graphs.topologies import load_graph
 
     path = tmp_path / "g.txt"
     path.write_text("0 1 0.5\n1 2 1e300\n")

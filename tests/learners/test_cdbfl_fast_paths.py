@@ -10,18 +10,19 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bflnet.learners import chunked, lenet_grad
-from bflnet.learners.cdbfl import CDBFL
-from bflnet.learners.cffl import CFFL
-from bflnet.learners.chunked import column_chunks
-from bflnet.learners.dsgld import DSGLD
-from bflnet.learners.lenet import BayesianLeNet
-from bflnet.learners.lenet_grad import weight_grad
-from bflnet.learners.numpy_blas import openblas_threads
-from bflnet.learners.pool import avg_pool_2x2
+from bflnet.learners.langevin.cdbfl import CDBFL
+from bflnet.learners.langevin.cffl import CFFL
+from bflnet.learners.langevin.chunked import column_chunks
+from bflnet.learners.langevin.dsgld import DSGLD
+from bflnet.learners.langevin.langevin import chunked
+from bflnet.learners.models.classifiers import lenet_grad
+from bflnet.learners.models.lenet import BayesianLeNet
+from bflnet.learners.models.lenet_grad import weight_grad
+from bflnet.learners.models.numpy_blas import openblas_threads
+from bflnet.learners.models.pool import avg_pool_2x2
 from bflnet.protocols import ConsensusProtocol, StopRule
-from bflnet.protocols.codecs import RawCodec, TopKCodec
-from bflnet.protocols.mixing import metropolis_hastings_weights
+from bflnet.protocols.coding.codecs import RawCodec, TopKCodec
+from bflnet.protocols.graphs.mixing import metropolis_hastings_weights
 from bflnet.simulator import Simulation
 
 SMALL = {"conv1": 3, "conv2": 4, "fc1": 7, "fc2": 6}
@@ -211,7 +212,7 @@ def test_numpy_prior_step_declines_what_numpy_cannot_run():
 
 
 def test_support_and_sparse_addition_match_the_dense_addition(monkeypatch):
-    from bflnet.learners import sparse_mix
+    from bflnet.learners.langevin.langevin import sparse_mix
 
     delta = torch.zeros(1, 400)
     delta[0, [3, 50, 51, 399]] = torch.tensor([1.5, -2.0, float("nan"), 1e-40])
@@ -232,8 +233,7 @@ def test_support_and_sparse_addition_match_the_dense_addition(monkeypatch):
 
 @pytest.mark.parametrize("cls", [CDBFL, CFFL])
 def test_sparse_mixing_and_numpy_steps_give_the_plain_paths_bits(cls, monkeypatch):
-    from bflnet.learners import langevin, sparse_mix
-
+    from bflnet.learners.langevin.langevin import langevin, sparse_mix
     frame, theta = run(cls, 10**9, monkeypatch)          # sparse mixing, NumPy steps
     monkeypatch.setattr(sparse_mix, "SPARSE_SHARE", 0.0)   # every increment dense
     monkeypatch.setattr(langevin.LocalObjective, "numpy_chain", False)
@@ -261,7 +261,7 @@ def test_cdbfl_mixes_sparsely_the_increments_it_saw_sent():
 def test_network_metrics_names_the_nodes_with_non_finite_samples(bad):
     from types import SimpleNamespace
 
-    from bflnet.learners.langevin import network_metrics
+    from bflnet.learners.langevin.langevin import network_metrics
 
     nodes = {k: SimpleNamespace(theta=torch.full((1, 4), float(k)), sums=None, kept=0)
              for k in range(3)}
@@ -317,7 +317,7 @@ def test_numpy_mixing_declines_what_numpy_cannot_run(monkeypatch):
 
 
 def test_numpy_sparse_addition_is_torchs(monkeypatch):
-    from bflnet.learners import sparse_mix
+    from bflnet.learners.langevin.langevin import sparse_mix
 
     delta = torch.zeros(1, 400)
     delta[0, 1::11] = tricky(400, 5)[:37]                 # 10 % or less nonzero

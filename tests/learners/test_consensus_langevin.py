@@ -10,13 +10,13 @@ import torch
 from scipy import linalg
 
 from bflnet.channels import FixedRateChannel
-from bflnet.learners.cdbfl import CDBFL
-from bflnet.learners.cffl import CFFL
-from bflnet.learners.dsgld import DSGLD
-from bflnet.learners.toy_models import GaussianMeanModel
+from bflnet.learners.langevin.cdbfl import CDBFL
+from bflnet.learners.langevin.cffl import CFFL
+from bflnet.learners.langevin.dsgld import DSGLD
+from bflnet.learners.models.toy_models import GaussianMeanModel
 from bflnet.protocols import ConsensusProtocol, StopRule
-from bflnet.protocols.codecs import RawCodec, TopKCodec, position_bits
-from bflnet.protocols.mixing import metropolis_hastings_weights
+from bflnet.protocols.coding.codecs import RawCodec, TopKCodec, position_bits
+from bflnet.protocols.graphs.mixing import metropolis_hastings_weights
 from bflnet.simulator import Simulation
 
 K, D, E = 6, 2, 5
@@ -91,7 +91,7 @@ def drive(learner, W, rounds, codec=None, seed=0):
     rngs = {k: np.random.default_rng((seed, k)) for k in nodes}
     common = learner.init(np.random.default_rng(seed))
     states = {k: learner.init_node(k, rngs[k], common) for k in nodes}
-    from bflnet.protocols import wire
+    from bflnet.protocols.coding import wire
 
     history = []
     for _ in range(rounds):
@@ -211,7 +211,7 @@ def test_same_seed_same_frame_and_the_noise_makes_runs_differ():
 
 
 def test_the_predictive_averages_the_post_burn_in_samples():
-    from bflnet.learners.models import LogisticRegression
+    from bflnet.learners.models.classifiers import LogisticRegression
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((40, 3)).astype(np.float32)

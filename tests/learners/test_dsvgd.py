@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from bflnet.learners import dsvgd as dsvgd_module
 from bflnet.learners.base import Update
-from bflnet.learners.dsvgd import DSVGD
-from bflnet.learners.svgd import kde_log_density, kde_score, svgd_direction
-from bflnet.learners.toy_models import GaussianMeanModel
-from bflnet.protocols.codecs import topk_quantized
+from bflnet.learners.models.toy_models import GaussianMeanModel
+from bflnet.learners.particles import dsvgd as dsvgd_module
+from bflnet.learners.particles.dsvgd import DSVGD
+from bflnet.learners.particles.svgd import kde_log_density, kde_score, svgd_direction
+from bflnet.protocols.coding.codecs import topk_quantized
 from bflnet.protocols.local import LocalDriver
 from bflnet.protocols.parameter_server import ParameterServerProtocol
 from bflnet.protocols.scheduling import RoundRobinSelector
@@ -293,7 +293,7 @@ def test_validation():
 
 
 def test_evaluate_uses_the_posterior_predictive():
-    from bflnet.learners.models import LogisticRegression
+    from bflnet.learners.models.classifiers import LogisticRegression
 
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(60, 3, generator=gen)
@@ -320,7 +320,7 @@ def test_doctests():
 
 
 def test_hand_written_mlp_gradient_gives_the_same_particles_as_autograd(monkeypatch):
-    from bflnet.learners.models import BayesianMLP
+    from bflnet.learners.models.classifiers import BayesianMLP
 
     class AutogradMLP(BayesianMLP):
         """Without the hand-written gradient: DSVGD's score falls back to autograd."""

@@ -15,7 +15,7 @@ from bflnet.learners.evaluation import (
     posterior_predictive,
     predictive_metrics,
 )
-from bflnet.learners.models import BayesianMLP, LogisticRegression
+from bflnet.learners.models.classifiers import BayesianMLP, LogisticRegression
 
 DT = torch.float64
 

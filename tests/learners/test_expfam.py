@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, special, stats
 
-from bflnet.learners.expfam import (
+from bflnet.learners.conjugate.expfam import (
     BETA,
     GAMMA,
     GAUSSIAN,
@@ -216,7 +216,7 @@ def test_log_integral_gives_the_beta_function():
 def test_docstring_examples_run():
     import doctest
 
-    from bflnet.learners import expfam
+    from bflnet.learners.conjugate import expfam
 
     result = doctest.testmod(expfam)
     assert result.attempted > 0 and result.failed == 0

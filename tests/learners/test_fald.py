@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from bflnet.learners.fald import (
+from bflnet.learners.langevin.fald import (
     FALD,
     gaussian_linear_grads,
     gaussian_linear_posterior,

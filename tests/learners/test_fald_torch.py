@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from bflnet.learners.fald_torch import TorchFALD
-from bflnet.learners.langevin import LocalObjective
-from bflnet.learners.models import BayesianMLP, LogisticRegression
+from bflnet.learners.langevin.fald_torch import TorchFALD
+from bflnet.learners.langevin.langevin import LocalObjective
+from bflnet.learners.models.classifiers import BayesianMLP, LogisticRegression
 
 N_IN = 12
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from bflnet.learners import fedavg as fedavg_module
 from bflnet.learners.base import Update
-from bflnet.learners.fedavg import FedAvg
-from bflnet.learners.toy_models import GaussianMeanModel, LinearGaussianModel
-from bflnet.protocols.codecs import topk_quantized
+from bflnet.learners.federated import fedavg as fedavg_module
+from bflnet.learners.federated.fedavg import FedAvg
+from bflnet.learners.models.toy_models import GaussianMeanModel, LinearGaussianModel
+from bflnet.protocols.coding.codecs import topk_quantized
 from bflnet.protocols.local import LocalDriver
 from bflnet.protocols.parameter_server import ParameterServerProtocol
 from bflnet.protocols.scheduling import AllAgents
@@ -161,7 +161,7 @@ def test_errors():
 
 
 def test_evaluate_single_model_predictive():
-    from bflnet.learners.models import LogisticRegression
+    from bflnet.learners.models.classifiers import LogisticRegression
 
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(80, 2, generator=gen)

@@ -9,9 +9,9 @@ import torch
 from tests.protocols.test_agent_state import Counter
 
 from bflnet.channels import FixedRateChannel
-from bflnet.learners.fedavg import FedAvg
-from bflnet.learners.models import BayesianMLP
-from bflnet.learners.toy_models import LinearGaussianModel
+from bflnet.learners.federated.fedavg import FedAvg
+from bflnet.learners.models.classifiers import BayesianMLP
+from bflnet.learners.models.toy_models import LinearGaussianModel
 from bflnet.protocols.parameter_server import ParameterServerProtocol
 from bflnet.protocols.scheduling import AllAgents
 from bflnet.protocols.stopping import StopRule

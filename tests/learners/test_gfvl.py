@@ -16,11 +16,11 @@ from bflnet.data.synthetic import (
     poisson_agents,
 )
 from bflnet.learners import GFVL, Update
-from bflnet.learners.expfam import BETA, ExpFam, beta
+from bflnet.learners.conjugate.expfam import BETA, ExpFam, beta
 from bflnet.protocols import ParameterServerProtocol, RandomWalkProtocol, StopRule
+from bflnet.protocols.graphs.walks import MetropolisHastingsWalk
 from bflnet.protocols.interventions import ForgetRequest
 from bflnet.protocols.scheduling import UniformSelector
-from bflnet.protocols.walks import MetropolisHastingsWalk
 from bflnet.simulator import NO_WORK, FixedStepTime, Simulation, Work
 
 
@@ -663,7 +663,7 @@ def test_docstring_examples_run():
     import doctest
 
     from bflnet.data import synthetic
-    from bflnet.learners import gfvl
+    from bflnet.learners.conjugate import gfvl
 
     for module in (gfvl, synthetic):
         result = doctest.testmod(module)

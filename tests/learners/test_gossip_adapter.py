@@ -9,10 +9,10 @@ import pytest
 
 from bflnet.channels import FixedRateChannel
 from bflnet.learners.base import GlobalStateLearner, Update
-from bflnet.learners.gaussian_mean import GaussianMean, make
-from bflnet.learners.gossip_adapter import GossipAdapter, NodeCopy
+from bflnet.learners.conjugate.gaussian_mean import GaussianMean, make
+from bflnet.learners.gossip.gossip_adapter import GossipAdapter, NodeCopy
 from bflnet.protocols import ConsensusProtocol, StopRule
-from bflnet.protocols.topologies import make_graph
+from bflnet.protocols.graphs.topologies import make_graph
 from bflnet.simulator import Simulation
 
 

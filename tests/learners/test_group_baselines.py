@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from bflnet.learners.group_baselines import (
+from bflnet.learners.federated.group_baselines import (
     DenseMLP,
     GroupFedAvg,
     active_groups,

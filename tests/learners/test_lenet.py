@@ -11,10 +11,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bflnet.learners import lenet
-from bflnet.learners.langevin import LocalObjective
-from bflnet.learners.lenet import CDBFL_WIDTHS, BayesianLeNet
-from bflnet.learners.models import ParticleModel
+from bflnet.learners.langevin.langevin import LocalObjective
+from bflnet.learners.models.classifiers import ParticleModel, lenet
+from bflnet.learners.models.lenet import CDBFL_WIDTHS, BayesianLeNet
 
 DT = torch.float64
 # small non-square maps (H != W catches a swapped axis); two 5x5 convs + pools leave 5 x 4
@@ -334,7 +333,7 @@ def test_doctests():
 
 def test_predict_proba_runs_the_convolutions_on_cache_sized_sub_batches(monkeypatch):
     """Sub-batches of the convolutions (one map each here) give the one-pass result."""
-    import bflnet.learners.lenet as lenet
+    import bflnet.learners.models.lenet as lenet
 
     model = small()
     theta = theta_for(model)

@@ -8,7 +8,7 @@ import pytest
 import torch
 from scipy import stats
 
-from bflnet.learners.torch_utils import (
+from bflnet.learners.models.torch_utils import (
     LARGE_SET_ROWS,
     MinibatchSampler,
     sample_without_replacement,

@@ -5,10 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from bflnet.learners import mlp_sgd
-from bflnet.learners.fedavg import FedAvg
-from bflnet.learners.mlp_sgd import MLPSGDStack
-from bflnet.learners.models import BayesianMLP
+from bflnet.learners.federated.fedavg import FedAvg
+from bflnet.learners.models.classifiers import BayesianMLP, mlp_sgd
+from bflnet.learners.models.mlp_sgd import MLPSGDStack
 
 
 def stack_and_batch(n=5, b=10, seed=0, dtype=torch.float32):

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from bflnet.learners.fedavg import FedAvg, FedAvgParams
-from bflnet.learners.models import BayesianMLP
-from bflnet.learners.ota_fedavg import AnalogFedAvg
+from bflnet.learners.federated.fedavg import FedAvg, FedAvgParams
+from bflnet.learners.federated.ota_fedavg import AnalogFedAvg
+from bflnet.learners.models.classifiers import BayesianMLP
 from bflnet.protocols.aircomp_server import AirCompUplink, run_fald
 from bflnet.radio.aircomp import AirCompSpec, plan_round, transmit
 from bflnet.simulator.rng import RngStreams

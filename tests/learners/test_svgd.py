@@ -6,9 +6,9 @@ import math
 import pytest
 import torch
 
-from bflnet.learners import svgd as svgd_module
-from bflnet.learners import toy_models as toy_models_module
-from bflnet.learners.svgd import (
+from bflnet.learners.models.classifiers import toy_models as toy_models_module
+from bflnet.learners.particles import svgd as svgd_module
+from bflnet.learners.particles.svgd import (
     SVGD,
     AdaGrad,
     KDETerm,

@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 import torch
 
-from bflnet.learners import dsvgd as dsvgd_module
-from bflnet.learners.dsvgd import DSVGD
 from bflnet.learners.hyper import DSVGDParams
-from bflnet.learners.models import LogisticRegression
-from bflnet.learners.svgd import ConstantStep, KDETerm, median_bandwidth, run_svgd
-from bflnet.learners.svgd_small import SMALL_PROBLEM, run_svgd_numpy
-from bflnet.learners.svgd_small import median_bandwidth as median_bandwidth_numpy
+from bflnet.learners.models.classifiers import LogisticRegression
+from bflnet.learners.particles import dsvgd as dsvgd_module
+from bflnet.learners.particles.dsvgd import DSVGD
+from bflnet.learners.particles.svgd import ConstantStep, KDETerm, median_bandwidth, run_svgd
+from bflnet.learners.particles.svgd_small import SMALL_PROBLEM, run_svgd_numpy
+from bflnet.learners.particles.svgd_small import median_bandwidth as median_bandwidth_numpy
 
 
 def gaussian_score(theta: torch.Tensor) -> torch.Tensor:

@@ -13,11 +13,11 @@ from bflnet.protocols import (
     RandomWalkProtocol,
     StopRule,
 )
-from bflnet.protocols.codecs import RawCodec, StochasticQuantizer
+from bflnet.protocols.coding.codecs import RawCodec, StochasticQuantizer
+from bflnet.protocols.graphs.mixing import metropolis_hastings_weights
+from bflnet.protocols.graphs.walks import MetropolisHastingsWalk
 from bflnet.protocols.interventions import ForgetRequest, Phase
-from bflnet.protocols.mixing import metropolis_hastings_weights
 from bflnet.protocols.scheduling import AllAgents
-from bflnet.protocols.walks import MetropolisHastingsWalk
 from bflnet.simulator import FixedStepTime, Simulation
 
 

@@ -12,12 +12,12 @@ import pytest
 from bflnet.channels import Channel, FixedRateChannel
 from bflnet.faults.energy import Battery
 from bflnet.faults.mobility import RandomWaypoint
-from bflnet.learners.averaging import ConsensusAveraging
 from bflnet.learners.base import Work
-from bflnet.learners.cdbfl import CDBFL
+from bflnet.learners.gossip.averaging import ConsensusAveraging
+from bflnet.learners.langevin.cdbfl import CDBFL
 from bflnet.protocols.async_gossip import AsyncGossipProtocol
+from bflnet.protocols.graphs.topologies import random_geometric
 from bflnet.protocols.stopping import StopRule
-from bflnet.protocols.topologies import random_geometric
 from bflnet.simulator import Simulation
 from bflnet.simulator.compute import LogNormalTime
 from bflnet.simulator.live_graph import Mobility

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bflnet.protocols.codec_base import Encoded
-from bflnet.protocols.codecs import (
+from bflnet.protocols.coding.codec_base import Encoded
+from bflnet.protocols.coding.codecs import (
     CODEC_NAMES,
     ComposedCodec,
     RawCodec,
@@ -224,7 +224,7 @@ def test_budget_helper_never_builds_a_model_sized_array():
 def test_position_bits_high_precision_fallback_is_exact(monkeypatch):
     """Where lgamma cannot decide ceil(log2 C(d, k)), 160-bit arithmetic does; forced here
     with a huge error bound, it still gives the exact integer count."""
-    from bflnet.protocols import codecs
+    from bflnet.protocols.coding import codecs
 
     monkeypatch.setattr(codecs, "_log2_comb_error", lambda d: 50.0)
     codecs._position_bits_cached.cache_clear()

@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 
 from bflnet.channels import FixedRateChannel
-from bflnet.learners.averaging import ConsensusAveraging
+from bflnet.learners.gossip.averaging import ConsensusAveraging
 from bflnet.protocols.consensus import ConsensusProtocol
-from bflnet.protocols.mixing import metropolis_hastings_weights, spectral_gap
+from bflnet.protocols.graphs.mixing import metropolis_hastings_weights, spectral_gap
 from bflnet.protocols.stopping import StopRule
 from bflnet.simulator import Simulation
 

@@ -34,9 +34,9 @@ from scipy import stats
 from bflnet.channels import FixedRateChannel
 from bflnet.data.synthetic import bernoulli_agents
 from bflnet.faults.availability import OnOff
-from bflnet.learners.gfvl import GFVL
+from bflnet.learners.conjugate.gfvl import GFVL
 from bflnet.protocols import RandomWalkProtocol, StopRule
-from bflnet.protocols.walks import MetropolisHastingsWalk
+from bflnet.protocols.graphs.walks import MetropolisHastingsWalk
 from bflnet.simulator import FixedStepTime, Simulation
 
 DOWN_FRACTION, MEAN_DOWN_S = 0.2, 0.05

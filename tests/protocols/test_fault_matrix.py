@@ -24,16 +24,16 @@ import pytest
 from bflnet.channels import FixedRateChannel
 from bflnet.faults.availability import Trace
 from bflnet.faults.energy import Battery
-from bflnet.learners.averaging import ConsensusAveraging
 from bflnet.learners.base import GlobalStateLearner, Update, Work
+from bflnet.learners.gossip.averaging import ConsensusAveraging
 from bflnet.protocols import RandomWalkProtocol, StopRule
 from bflnet.protocols.async_gossip import AsyncGossipProtocol
 from bflnet.protocols.buffered_server import BufferedServerProtocol
 from bflnet.protocols.consensus import ConsensusProtocol
-from bflnet.protocols.mixing import make_mixing
+from bflnet.protocols.graphs.mixing import make_mixing
+from bflnet.protocols.graphs.walks import MetropolisHastingsWalk
 from bflnet.protocols.parameter_server import ParameterServerProtocol
 from bflnet.protocols.scheduling import RoundRobinSelector
-from bflnet.protocols.walks import MetropolisHastingsWalk
 from bflnet.simulator import FixedStepTime, Simulation
 
 FAULTS = ("crash", "rejoin", "outage", "loss90", "zero_rate", "mid_air_cut", "battery")

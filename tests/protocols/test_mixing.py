@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from bflnet.protocols import mixing
-from bflnet.protocols.mixing import (
+from bflnet.protocols.graphs import mixing
+from bflnet.protocols.graphs.mixing import (
     MIXING_NAMES,
     check_mixing,
     make_mixing,
@@ -19,7 +19,7 @@ from bflnet.protocols.mixing import (
     spectral_gap,
     uniform_weights,
 )
-from bflnet.protocols.topologies import complete, grid, random_geometric, ring, star
+from bflnet.protocols.graphs.topologies import complete, grid, random_geometric, ring, star
 
 GRAPHS = [
     pytest.param(star(7), id="star7"),

@@ -9,20 +9,20 @@ import scipy.sparse as sp
 
 from bflnet.channels import FixedRateChannel
 from bflnet.faults.mobility import RandomWaypoint
-from bflnet.learners.averaging import ConsensusAveraging
 from bflnet.learners.base import GlobalStateLearner, Update, Work
+from bflnet.learners.gossip.averaging import ConsensusAveraging
 from bflnet.protocols.consensus import ConsensusProtocol
-from bflnet.protocols.live_walk import LiveMetropolisHastingsWalk
-from bflnet.protocols.mixing import (
+from bflnet.protocols.graphs.mixing import (
     check_mixing,
     max_degree_weights,
     metropolis_hastings_weights,
     mixing_from_edges,
 )
+from bflnet.protocols.graphs.topologies import random_geometric
+from bflnet.protocols.graphs.walks import MetropolisHastingsWalk
+from bflnet.protocols.live_walk import LiveMetropolisHastingsWalk
 from bflnet.protocols.random_walk import RandomWalkProtocol
 from bflnet.protocols.stopping import StopRule
-from bflnet.protocols.topologies import random_geometric
-from bflnet.protocols.walks import MetropolisHastingsWalk
 from bflnet.simulator import Simulation
 from bflnet.simulator.compute import FixedStepTime
 from bflnet.simulator.live_graph import Mobility

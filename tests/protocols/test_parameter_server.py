@@ -6,7 +6,7 @@ import pytest
 
 from bflnet.channels import FixedRateChannel, IdealChannel
 from bflnet.learners.base import GlobalStateLearner, Update
-from bflnet.protocols.codecs import RawCodec
+from bflnet.protocols.coding.codecs import RawCodec
 from bflnet.protocols.parameter_server import ParameterServerProtocol
 from bflnet.protocols.scheduling import AllAgents, RoundRobinSelector, UniformSelector
 from bflnet.protocols.stopping import StopRule

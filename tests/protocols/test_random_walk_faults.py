@@ -10,9 +10,9 @@ from bflnet.channels import FixedRateChannel
 from bflnet.data.synthetic import bernoulli_agents
 from bflnet.faults.availability import OnOff, Trace
 from bflnet.learners.base import GlobalStateLearner, Update, Work
-from bflnet.learners.gfvl import GFVL
+from bflnet.learners.conjugate.gfvl import GFVL
 from bflnet.protocols import RandomWalkProtocol, StopRule
-from bflnet.protocols.walks import MetropolisHastingsWalk
+from bflnet.protocols.graphs.walks import MetropolisHastingsWalk
 from bflnet.simulator import FixedStepTime, Simulation
 
 

@@ -8,10 +8,14 @@ import pytest
 
 from bflnet.channels import FixedRateChannel, GilbertElliottChannel
 from bflnet.learners.base import GlobalStateLearner, Update
-from bflnet.protocols.codecs import RawCodec, StochasticQuantizer
+from bflnet.protocols.coding.codecs import RawCodec, StochasticQuantizer
+from bflnet.protocols.graphs.walks import (
+    MetropolisHastingsWalk,
+    RoundRobinWalk,
+    UniformNeighbourWalk,
+)
 from bflnet.protocols.random_walk import RandomWalkProtocol
 from bflnet.protocols.stopping import StopRule
-from bflnet.protocols.walks import MetropolisHastingsWalk, RoundRobinWalk, UniformNeighbourWalk
 from bflnet.simulator import FixedStepTime, LogNormalTime, Simulation, Work
 
 

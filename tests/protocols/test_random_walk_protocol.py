@@ -7,9 +7,9 @@ import pytest
 
 from bflnet.channels import FixedRateChannel
 from bflnet.learners.base import GlobalStateLearner, Update
+from bflnet.protocols.graphs.walks import MetropolisHastingsWalk, RoundRobinWalk
 from bflnet.protocols.random_walk import RandomWalkProtocol
 from bflnet.protocols.stopping import StopRule
-from bflnet.protocols.walks import MetropolisHastingsWalk, RoundRobinWalk
 from bflnet.simulator import FixedStepTime, Simulation, SimulationError, Work
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bflnet.protocols.topk_select import FAST_MIN_D, top_k_sorted
+from bflnet.protocols.coding.topk_select import FAST_MIN_D, top_k_sorted
 
 
 def reference(scores: np.ndarray, k: int) -> np.ndarray:
@@ -65,7 +65,7 @@ def test_short_rows_and_large_k_use_the_full_partition() -> None:
 def test_one_row_per_group_scores_are_the_column_sums_bit_for_bit(dtype) -> None:
     # TopKCodec scores a group of one row by |x| itself: what the sum over the length-1
     # axis gives (signed zeros, subnormals, infinities and NaN payloads included)
-    from bflnet.protocols.codecs import TopKCodec
+    from bflnet.protocols.coding.codecs import TopKCodec
 
     x = np.random.default_rng(3).standard_normal((4, 1, 3000)).astype(dtype)
     x[..., ::7], x[..., 3::11], x[..., 9::13] = 0.0, -0.0, x[..., 9::13] * 1e-40

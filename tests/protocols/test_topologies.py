@@ -8,7 +8,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from bflnet.protocols.topologies import (
+from bflnet.protocols.graphs.topologies import (
     GRAPH_NAMES,
     complete,
     erdos_renyi,

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bflnet.protocols.topologies import complete, path, ring, star
-from bflnet.protocols.walks import (
+from bflnet.protocols.graphs.topologies import complete, path, ring, star
+from bflnet.protocols.graphs.walks import (
     WALK_NAMES,
     MetropolisHastingsWalk,
     RoundRobinWalk,

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from bflnet.protocols import wire
-from bflnet.protocols.codecs import RawCodec, StochasticQuantizer, TopKCodec, topk_quantized
+from bflnet.protocols.coding import wire
+from bflnet.protocols.coding.codecs import RawCodec, StochasticQuantizer, TopKCodec, topk_quantized
 
 
 def test_without_a_codec_the_array_travels_as_float64_by_reference():
@@ -85,8 +85,13 @@ def test_codec_structure_mismatches_are_one_line_errors(codec, payload, message)
 
 def test_which_codecs_draw():
     """A protocol makes no random stream for a codec that never draws."""
-    from bflnet.protocols.codecs import ComposedCodec, RawCodec, StochasticQuantizer, TopKCodec
-    from bflnet.protocols.wire import draws
+    from bflnet.protocols.coding.codecs import (
+        ComposedCodec,
+        RawCodec,
+        StochasticQuantizer,
+        TopKCodec,
+    )
+    from bflnet.protocols.coding.wire import draws
 
     quantiser = StochasticQuantizer(n_bits=4)
     assert not draws(None) and not draws(RawCodec(32)) and not draws(TopKCodec(k=1))

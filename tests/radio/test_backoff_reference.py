@@ -14,7 +14,7 @@ import networkx as nx
 import pytest
 
 import bflnet.radio.air as air
-from bflnet.learners.averaging import ConsensusAveraging
+from bflnet.learners.gossip.averaging import ConsensusAveraging
 from bflnet.protocols.consensus import ConsensusProtocol
 from bflnet.protocols.stopping import StopRule
 from bflnet.radio import LogDistance, RadioSpec, SharedMediumSpec, make_mac

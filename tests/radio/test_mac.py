@@ -6,7 +6,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from bflnet.protocols.topologies import make_graph
+from bflnet.protocols.graphs.topologies import make_graph
 from bflnet.radio import Aloha, Csma, LogDistance, RadioSpec, SharedMediumSpec, Tdma
 from bflnet.radio.mac import distance2_colouring
 from bflnet.radio.medium import EPS_S

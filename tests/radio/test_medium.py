@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bflnet.faults.energy import Battery
-from bflnet.learners.averaging import ConsensusAveraging
+from bflnet.learners.gossip.averaging import ConsensusAveraging
 from bflnet.protocols.consensus import ConsensusProtocol
 from bflnet.protocols.stopping import StopRule
 from bflnet.radio import Csma, LogDistance, RadioSpec, SharedMediumSpec, Tdma

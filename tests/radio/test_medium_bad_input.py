@@ -9,9 +9,9 @@ import math
 
 import pytest
 
+from bflnet.cli.main import main
 from bflnet.radio import Aloha, Csma, LogDistance, RadioSpec, Tdma, distance2_colouring
 from bflnet.scenarios import get_scenario
-from bflnet.scenarios.cli import main
 
 SHARED = ["--set", "medium=shared", "--set", "channel=rayleigh", "--set", "K=6",
           "--set", "rounds=2", "--no-progress"]

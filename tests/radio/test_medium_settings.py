@@ -3,8 +3,8 @@ default ``medium=links`` untouched."""
 
 import pytest
 
+from bflnet.cli.main import main
 from bflnet.scenarios import get_scenario, run_scenario
-from bflnet.scenarios.cli import main
 
 SHARED = ["--set", "medium=shared", "--set", "channel=rayleigh", "--set", "K=6",
           "--set", "rounds=2"]

@@ -27,8 +27,8 @@ import simpy  # noqa: F401
 import torch
 
 import bflnet.scenarios  # noqa: F401
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.registry import scenario_names
+from bflnet.cli.main import main
+from bflnet.runs.registry import scenario_names
 
 torch.set_num_threads(1)
 scenario_names()  # loads every scenario module

@@ -13,10 +13,10 @@ import tracemalloc
 import pytest
 
 import bflnet.scenarios  # noqa: F401  (registers the scenarios)
-from bflnet.scenarios import config as config_module
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.config import ValidationBug, make_config, parse_value
-from bflnet.scenarios.registry import get_scenario, scenario_names
+from bflnet.cli.main import main
+from bflnet.runs import config as config_module
+from bflnet.runs.config import ValidationBug, make_config, parse_value
+from bflnet.runs.registry import get_scenario, scenario_names
 
 ADVERSARIAL = [
     "", " ", "-1", "0", "-0", "+5", "1", "3.0", "1.5", "0.0001", "1e-320", "1e3", "1_000",

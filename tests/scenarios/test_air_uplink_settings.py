@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
-from bflnet.params import param
-from bflnet.scenarios.network_settings import NetworkSettings
-from bflnet.scenarios.ota_langevin import OTALangevinConfig
-from bflnet.scenarios.wflmc_gaussian import AirUplinkSettings, WFLMCGaussianConfig
+from bflnet.scenarios.ota.ota_langevin import OTALangevinConfig
+from bflnet.scenarios.ota.wflmc_gaussian import AirUplinkSettings, WFLMCGaussianConfig
+from bflnet.scenarios.shared.network_settings import NetworkSettings
+from bflnet.validation.params import param
 
 SHARED = ("placement", "distance_m", "path_loss_exponent", "ref_loss_db")
 

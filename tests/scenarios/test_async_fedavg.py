@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bflnet.scenarios.registry import get_scenario, run_scenario
+from bflnet.runs.registry import get_scenario, run_scenario
 
 NAME = "async-fedavg"
 SMALL = {"K": 4, "points_per_agent": 40, "eval_size": 100, "hidden": 4, "local_steps": 2,

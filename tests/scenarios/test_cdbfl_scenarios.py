@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from bflnet.protocols.codecs import position_bits
-from bflnet.scenarios.registry import get_scenario, run_scenario
+from bflnet.protocols.coding.codecs import position_bits
+from bflnet.runs.registry import get_scenario, run_scenario
 
 TINY = {"K": 4, "points_per_agent": 20, "eval_size": 100, "hidden": 8, "rounds": 6, "burn_in": 3,
         "eval_every": 3, "local_steps_values": "1,3"}

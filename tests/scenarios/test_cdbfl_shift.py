@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from bflnet.data.radar import MAP_SHAPE
-from bflnet.learners.lenet import BayesianLeNet
-from bflnet.scenarios.cdbfl_common import CRITICAL_LABELS, make_model, synthetic_radar_test
-from bflnet.scenarios.registry import get_scenario, run_scenario
+from bflnet.learners.models.lenet import BayesianLeNet
+from bflnet.runs.registry import get_scenario, run_scenario
+from bflnet.scenarios.cdbfl.common import CRITICAL_LABELS, make_model, synthetic_radar_test
 
 TINY = {"K": 3, "points_per_agent": 10, "eval_size": 30, "shift_size": 12, "hidden": 4,
         "rounds": 4, "burn_in": 2, "eval_every": 2, "local_steps": 2, "n_bins": 5}
@@ -92,7 +92,7 @@ def test_default_plot_draws_one_diagram_per_method(frame):
 
 
 def test_bits_per_round_follow_the_formulas(frame):
-    from bflnet.protocols.codecs import position_bits
+    from bflnet.protocols.coding.codecs import position_bits
 
     d = 256 * 63 * 4 + 4 + 4 * 10 + 10                     # the MLP on flattened maps
     k = round(0.01 * d)

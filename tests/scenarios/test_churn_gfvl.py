@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bflnet.scenarios.registry import get_scenario, run_scenario
+from bflnet.runs.registry import get_scenario, run_scenario
 
 SMALL = {"K": 6, "runs": 3, "rounds": 120, "downtimes": "0,0.3"}
 

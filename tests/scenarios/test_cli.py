@@ -5,7 +5,7 @@ import sys
 
 import pandas as pd
 
-from bflnet.scenarios.cli import main
+from bflnet.cli.main import main
 
 
 def test_run_writes_identical_files_for_the_same_seed(tmp_path, capsys):
@@ -62,7 +62,7 @@ def test_bad_input_is_one_line_on_stderr_and_exit_code_2(capsys, tmp_path):
 def test_importing_the_scenarios_and_the_cli_does_not_import_torch():
     """`bflnet list` / `describe` stay fast: torch is imported only by the runs that use it
     (a fresh interpreter, as this test session has torch loaded already)."""
-    code = ("import sys, bflnet.scenarios, bflnet.scenarios.cli; "
+    code = ("import sys, bflnet.scenarios, bflnet.cli.main; "
             "assert 'torch' not in sys.modules, 'torch imported'")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120)

@@ -1,8 +1,8 @@
 import pytest
 
-from bflnet.scenarios.config import describe_fields, parse_overrides
-from bflnet.scenarios.consensus_averaging import ConsensusAveragingConfig as Config
-from bflnet.scenarios.registry import get_scenario, run_scenario
+from bflnet.runs.config import describe_fields, parse_overrides
+from bflnet.runs.registry import get_scenario, run_scenario
+from bflnet.scenarios.gossip.consensus_averaging import ConsensusAveragingConfig as Config
 
 
 def test_overrides_are_parsed_to_the_field_types():

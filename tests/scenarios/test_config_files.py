@@ -4,10 +4,10 @@ the same --set flags, the command line overriding the file, one-line errors for 
 import pandas as pd
 import pytest
 
+from bflnet.cli.main import main
+from bflnet.runs.config import parse_value
+from bflnet.runs.config_file import sweep_request, toml_value
 from bflnet.scenarios import get_scenario
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.config import parse_value
-from bflnet.scenarios.config_file import sweep_request, toml_value
 
 NAME = "consensus-averaging"
 CLS = get_scenario(NAME).config_cls

@@ -1,6 +1,6 @@
 import numpy as np
 
-from bflnet.scenarios.registry import run_scenario
+from bflnet.runs.registry import run_scenario
 
 
 def test_rows_carry_time_bits_and_deviation_and_deviation_falls_geometrically():

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from bflnet.analysis.cover_time import complete_graph_cover_time
+from bflnet.runs.registry import get_scenario, run_scenario
 from bflnet.scenarios import scenario_names
-from bflnet.scenarios.registry import get_scenario, run_scenario
 
 IDEAL = {"channel": "ideal"}
 

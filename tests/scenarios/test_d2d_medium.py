@@ -7,8 +7,8 @@ import math
 
 import pytest
 
+from bflnet.cli.main import main
 from bflnet.scenarios import get_scenario, run_scenario
-from bflnet.scenarios.cli import main
 
 FAST = {"tasks": "consensus", "K": 6, "rounds": 3}
 
@@ -117,7 +117,7 @@ def test_bad_input_is_one_line_and_exit_code_2(capsys, tmp_path, extra, text):
 
 
 def test_the_default_plot_draws_both_tasks(frame):
-    from bflnet.scenarios.d2d_medium import default_plot
+    from bflnet.scenarios.cdbfl.d2d_medium import default_plot
 
     fig = default_plot(frame.assign(seed=3))
     assert len(fig.axes) == 2  # one task: seconds and bits

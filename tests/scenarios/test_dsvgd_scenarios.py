@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from bflnet.data import load_fashion_mnist
-from bflnet.learners.models import BayesianMLP, LogisticRegression
-from bflnet.scenarios.dsvgd_common import budget_codec, mlp_dim, sparsity_groups
-from bflnet.scenarios.forget_svgd import class_assignment, head_dim
-from bflnet.scenarios.registry import get_scenario, run_scenario
+from bflnet.learners.models.classifiers import BayesianMLP, LogisticRegression
+from bflnet.runs.registry import get_scenario, run_scenario
+from bflnet.scenarios.dsvgd.common import budget_codec, mlp_dim, sparsity_groups
+from bflnet.scenarios.dsvgd.forget_svgd import class_assignment, head_dim
 
 SMALL = {"points_per_agent": 50, "eval_size": 200, "hidden": 8, "local_steps": 2, "K": 4,
          "eval_every": 2}

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from bflnet.data.vision import ENV_VAR
-from bflnet.scenarios.emtdamp_compare import BostonConfig, boston_task
-from bflnet.scenarios.registry import run_scenario
+from bflnet.runs.registry import run_scenario
+from bflnet.scenarios.emtdamp.compare import BostonConfig, boston_task
 
 TINY = {"rounds": 2, "sweeps": 1, "sparsify_from": 1, "target_density": 0.5}
 

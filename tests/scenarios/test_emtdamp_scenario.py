@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bflnet.scenarios.registry import run_scenario
+from bflnet.runs.registry import run_scenario
 
 
 def test_boston_synthetic_rows_carry_time_bits_and_finite_metrics():
@@ -69,7 +69,7 @@ def test_the_table_does_not_depend_on_the_thread_count(client_group):
 
 @pytest.mark.parametrize("bad", ["0", "-1", "nan", "1e308", "x"])
 def test_bad_client_group_is_a_one_line_cli_error(bad, capsys):
-    from bflnet.scenarios.cli import main
+    from bflnet.cli.main import main
 
     assert main(["run", "emtdamp", "--set", f"client_group={bad}"]) == 2
     err = capsys.readouterr().err

@@ -1,6 +1,6 @@
 """Ctrl-C (or SIGTERM) while the ``bflnet`` command is still starting up, its imports not
 done: one line and exit code 128 + signal, as for the rest of the command line, never a
-traceback; the same for ``python -m bflnet.scenarios.cli``. The child blocks inside the
+traceback; the same for ``python -m bflnet.cli.main``. The child blocks inside the
 import of the command line (a finder that says so on stdout, then sleeps) and the signal
 is sent only once it said so: no timing guess."""
 
@@ -32,21 +32,21 @@ class SlowImport:
         return None
 """
 
-#: The console script's code (``bflnet.entry:main``), with an import of the command line
+#: The console script's code (``bflnet.cli.entry:main``), with an import of the command line
 #: that blocks until a signal comes.
-CHILD = SLOW_IMPORT.format(module="bflnet.scenarios.cli") + """
-from bflnet.entry import main
+CHILD = SLOW_IMPORT.format(module="bflnet.cli.main") + """
+from bflnet.cli.entry import main
 sys.meta_path.insert(0, SlowImport())
 sys.argv[1:] = ["list"]
 sys.exit(main())
 """
 
 
-#: ``python -m bflnet.scenarios.cli list`` with the registry's import blocking until a
+#: ``python -m bflnet.cli.main list`` with the registry's import blocking until a
 #: signal comes (a ``sitecustomize`` installs the finder before ``-m`` imports anything).
 #: The package import that ``-m`` does first must not load the registry: there, before
 #: the entry point's handlers, a Ctrl-C would print a traceback.
-SITECUSTOMIZE = SLOW_IMPORT.format(module="bflnet.scenarios.registry") + """
+SITECUSTOMIZE = SLOW_IMPORT.format(module="bflnet.runs.registry") + """
 sys.meta_path.insert(0, SlowImport())
 """
 
@@ -54,7 +54,7 @@ sys.meta_path.insert(0, SlowImport())
 def test_the_console_script_is_the_entry_module():
     with open(ROOT / "pyproject.toml", "rb") as f:
         scripts = tomllib.load(f)["project"]["scripts"]
-    assert scripts["bflnet"] == "bflnet.entry:main"
+    assert scripts["bflnet"] == "bflnet.cli.entry:main"
 
 
 def interrupt_while_importing(command: list[str], signum: int, *paths: str) -> None:
@@ -85,7 +85,7 @@ def test_a_signal_during_the_imports_ends_in_one_line(signum):
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_the_module_entry_point_ends_in_one_line_too(tmp_path, signum):
     (tmp_path / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    interrupt_while_importing([sys.executable, "-m", "bflnet.scenarios.cli", "list"], signum,
+    interrupt_while_importing([sys.executable, "-m", "bflnet.cli.main", "list"], signum,
                               str(tmp_path))
 
 
@@ -98,7 +98,7 @@ import os, sys, time
 
 class FinalizerDuringImport:
     def find_spec(self, name, path=None, target=None):
-        if name == "bflnet.scenarios.cli":
+        if name == "bflnet.cli.main":
             sys.meta_path.remove(self)
             def body():
                 try:
@@ -115,7 +115,7 @@ class FinalizerDuringImport:
                 pass
         return None
 
-from bflnet.entry import main
+from bflnet.cli.entry import main
 sys.meta_path.insert(0, FinalizerDuringImport())
 sys.argv[1:] = ["list"]
 sys.exit(main())
@@ -138,7 +138,7 @@ def test_a_signal_handled_inside_a_finalizer_during_the_imports_is_not_lost(sign
 def test_without_a_signal_the_command_runs():
     src = str(Path(bflnet.__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, *sys.path])}
-    done = subprocess.run([sys.executable, "-c", "import sys; from bflnet.entry import main; "
+    done = subprocess.run([sys.executable, "-c", "import sys; from bflnet.cli.entry import main; "
                            "sys.argv[1:] = ['list']; sys.exit(main())"],
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -150,7 +150,7 @@ def test_without_a_signal_the_command_runs():
 #: that prints and an object that says so when the interpreter's tear-down frees it.
 CHILD_TEARDOWN = """
 import atexit, os, signal, sys, threading
-from bflnet.scenarios import registry
+from bflnet.runs import registry
 
 class FreedAtTearDown:
     def __del__(self, write=os.write):
@@ -168,7 +168,7 @@ def interrupted_listing():
         pass
 
 registry.scenario_lines = interrupted_listing
-from bflnet.entry import main
+from bflnet.cli.entry import main
 sys.argv[1:] = ["list"]
 sys.exit(main())
 """

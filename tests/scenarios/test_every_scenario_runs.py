@@ -16,7 +16,7 @@ import pytest
 
 from bflnet.data import ensure as ensure_mod
 from bflnet.data.vision import ENV_VAR
-from bflnet.scenarios.registry import get_scenario, scenario_names
+from bflnet.runs.registry import get_scenario, scenario_names
 
 #: Fewer steps (rounds, iterations, runs, evaluation images) where a default takes more
 #: than a few seconds: the data, model and methods stay the defaults'.
@@ -146,7 +146,7 @@ def check_schema(name: str, frame: pd.DataFrame) -> None:
     """``frame`` has exactly the declared columns (those declared ``when`` only under some
     settings may be absent), each carried only by its declared ``event`` rows."""
     schema = get_scenario(name).columns
-    assert schema is not None, f"{name}: declare SCHEMA (bflnet.scenarios.schema)"
+    assert schema is not None, f"{name}: declare SCHEMA (bflnet.runs.schema)"
     undeclared = [c for c in frame.columns if c not in schema.names()]
     assert not undeclared, f"{name}: columns not in its schema: {undeclared}"
     absent = [c.name for c in schema.columns if not c.when and c.name not in frame.columns]

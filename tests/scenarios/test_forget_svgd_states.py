@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.registry import get_scenario
+from bflnet.cli.main import main
+from bflnet.runs.registry import get_scenario
 
 pytestmark = pytest.mark.usefixtures("use_tiny_fashion")
 

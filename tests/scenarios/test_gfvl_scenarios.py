@@ -15,12 +15,12 @@ from bflnet.analysis.cover_time import (
     expected_first_hitting,
     harmonic_number,
 )
-from bflnet.protocols.topologies import make_graph
-from bflnet.protocols.walks import make_walk
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.gfvl_common import with_run_id
-from bflnet.scenarios.registry import DEFAULT_SCENARIO, get_scenario, run_scenario
-from bflnet.scenarios.unlearning_latency import (
+from bflnet.cli.main import main
+from bflnet.protocols.graphs.topologies import make_graph
+from bflnet.protocols.graphs.walks import make_walk
+from bflnet.runs.registry import DEFAULT_SCENARIO, get_scenario, run_scenario
+from bflnet.scenarios.gfvl.common import with_run_id
+from bflnet.scenarios.gfvl.unlearning_latency import (
     complete_graph_targets_cover,
     expected_targets_cover,
 )

@@ -13,9 +13,9 @@ import time
 import pytest
 import simpy
 
-from bflnet.entry import StartupInterrupted
-from bflnet.scenarios.interrupt import Interrupted, catch_signals
-from bflnet.signal_resend import resend_lost
+from bflnet.cli.entry import StartupInterrupted
+from bflnet.runtime.interrupt import Interrupted, catch_signals
+from bflnet.runtime.signal_resend import resend_lost
 
 
 @pytest.mark.parametrize("exc", [Interrupted(signal.SIGTERM), Interrupted(2, "sweep stopped"),

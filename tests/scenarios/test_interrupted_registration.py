@@ -17,7 +17,7 @@ import bflnet
 #: then the same call again, and the registry's names.
 CHILD = """
 import bflnet
-from bflnet.scenarios import registry
+from bflnet.runs import registry
 
 register, cut = registry.register, []
 

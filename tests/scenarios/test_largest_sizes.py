@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from bflnet.params import base_type, field_types
-from bflnet.scenarios import resources
-from bflnet.scenarios.registry import get_scenario, scenario_names
+from bflnet.runs import resources
+from bflnet.runs.registry import get_scenario, scenario_names
+from bflnet.validation.params import base_type, field_types
 
 #: Memory a child may allocate beyond what the driver already maps.
 LIMIT_BYTES = 3 * 2**30

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
+from bflnet.cli.main import main
 from bflnet.scenarios import get_scenario, run_scenario
-from bflnet.scenarios.cli import main
 
 FEDAVG = {"K": 4, "points_per_agent": 40, "eval_size": 100, "hidden": 4, "local_steps": 2,
           "batch_size": 8, "duration_s": 4.0, "compute_s_per_step": 0.1, "eval_every": 2,
@@ -101,7 +101,7 @@ def test_async_broadcast_energy_is_charged_once():
     import networkx as nx
 
     from bflnet.faults.energy import Battery
-    from bflnet.learners.averaging import ConsensusAveraging
+    from bflnet.learners.gossip.averaging import ConsensusAveraging
     from bflnet.protocols.async_gossip import AsyncGossipProtocol
     from bflnet.protocols.stopping import StopRule
     from bflnet.radio import LogDistance, RadioSpec, SharedMediumSpec, Tdma

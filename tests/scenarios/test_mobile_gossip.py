@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from bflnet.scenarios.registry import get_scenario, run_scenario
+from bflnet.runs.registry import get_scenario, run_scenario
 
 NAME = "mobile-gossip"
 SMALL = {"K": 12, "duration_s": 15.0}

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from bflnet.scenarios import get_scenario, scenario_names
-from bflnet.scenarios.network_settings import NetworkSettings
+from bflnet.scenarios.shared.network_settings import NetworkSettings
 
 FIELDS = [f.name for f in dataclasses.fields(NetworkSettings)]
 

@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
+from bflnet.cli.main import main
 from bflnet.radio.digital_uplink import channel_uses_for
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.registry import get_scenario
+from bflnet.runs.registry import get_scenario
 
 SMALL = {"K": 3, "points_per_agent": 40, "hidden": 4, "batch_size": 20, "rounds": 4,
          "burn_in": 2, "eval_every": 2, "eval_size": 50, "snr_db": "-10,60"}
@@ -122,7 +122,7 @@ def test_ota_fedavg_rows_over_the_air_and_over_ideal_links():
 
 
 def test_placed_devices_have_the_path_loss_gains():
-    from bflnet.scenarios.ota_langevin import device_mean_gains
+    from bflnet.scenarios.ota.ota_langevin import device_mean_gains
 
     scenario = get_scenario("ota-langevin")
     ring = scenario.config({"placement": "distance", "distance_m": 50.0,

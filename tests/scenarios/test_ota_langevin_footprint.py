@@ -14,8 +14,8 @@ import sys
 
 import pytest
 
-from bflnet.scenarios.ota_langevin import IDEAL, METHODS
-from bflnet.scenarios.registry import get_scenario
+from bflnet.runs.registry import get_scenario
+from bflnet.scenarios.ota.ota_langevin import IDEAL, METHODS
 
 pytestmark = [pytest.mark.usefixtures("use_tiny_fashion"),
               pytest.mark.skipif(not sys.platform.startswith("linux"),

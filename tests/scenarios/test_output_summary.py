@@ -3,7 +3,7 @@ setting, and runs named by run_id."""
 
 import pandas as pd
 
-from bflnet.scenarios.output import summary
+from bflnet.runs.output import summary
 
 
 def runs_frame(key):

@@ -23,9 +23,9 @@ from typing import ClassVar
 
 import pandas as pd
 
-from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.resources import Footprint
+from bflnet.runs.config import param, validate
+from bflnet.runs.registry import register
+from bflnet.runs.resources import Footprint
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ NOT_A_SCENARIO = 42
 '''
 
 LEARNER = '''
-from bflnet.learners.gaussian_mean import GaussianMean
+from bflnet.learners.conjugate.gaussian_mean import GaussianMean
 
 
 def make(K, points_per_agent, rng):
@@ -92,12 +92,12 @@ def plugin_path(tmp_path_factory) -> Path:
 def bflnet(plugin_path: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{plugin_path}",
            "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "bflnet.scenarios.cli", *args],
+    return subprocess.run([sys.executable, "-m", "bflnet.cli.main", *args],
                           capture_output=True, text=True, env=env, timeout=120)
 
 
 def test_list_shows_plugins_without_importing_them(plugin_path):
-    code = ("import sys; from bflnet.scenarios.cli import main; main(['list']); "
+    code = ("import sys; from bflnet.cli.main import main; main(['list']); "
             "print('imported' if 'myplug' in sys.modules else 'not imported')")
     env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{plugin_path}"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

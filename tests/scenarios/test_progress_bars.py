@@ -5,7 +5,7 @@ before any of that work, then one bar per protocol run."""
 import pytest
 
 from bflnet.protocols.progress import SHOW_AFTER_S
-from bflnet.scenarios.registry import run_scenario
+from bflnet.runs.registry import run_scenario
 
 SMALL = {"points_per_agent": 20, "eval_size": 50, "hidden": 4, "local_steps": 1, "K": 3,
          "eval_every": 2}

@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 
 import bflnet
-from bflnet import renames
+from bflnet.cli.main import main
+from bflnet.runs.config_file import sweep_request
+from bflnet.runs.registry import scenario_names
+from bflnet.runs.sweep import plan_sweep
 from bflnet.scenarios import get_scenario
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.config_file import sweep_request
-from bflnet.scenarios.registry import scenario_names
-from bflnet.scenarios.sweep import plan_sweep
+from bflnet.validation import renames
 
 NAME = "gfvl-beta-bernoulli"
 SMALL = ["--set", "K=5", "--set", "runs=2", "--set", "graphs=ring", "--seed", "3"]
@@ -79,7 +79,7 @@ def test_toml_api_and_learner_keywords_accept_the_old_names(tmp_path, capsys):
     assert pd.read_csv(out)["kl"].tolist() == pytest.approx(new["kl"].tolist(), rel=1e-15)
 
     from bflnet.learners.hyper import DSVGDParams
-    from bflnet.params import with_overrides
+    from bflnet.validation.params import with_overrides
     assert with_overrides(DSVGDParams(), {"local_iters": 3}).local_steps == 3
     assert "'local_iters' is now called 'local_steps'" in capsys.readouterr().err
 

@@ -9,11 +9,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import bflnet
-from bflnet.scenarios import get_scenario, provenance
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.output import read_metadata, write_frame
-from bflnet.scenarios.provenance import run_record
-from bflnet.scenarios.sweep import sweep, sweep_paths
+from bflnet.cli.main import main
+from bflnet.runs import provenance
+from bflnet.runs.output import read_metadata, write_frame
+from bflnet.runs.provenance import run_record
+from bflnet.runs.sweep import sweep, sweep_paths
+from bflnet.scenarios import get_scenario
 
 NAME = "consensus-averaging"
 RUN = ["run", NAME, "--set", "graph=ring", "--set", "K=6", "--set", "rounds=12",

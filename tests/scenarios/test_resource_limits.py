@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from bflnet.scenarios import resources
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.graph_size import count_graph_file, estimate
-from bflnet.scenarios.registry import get_scenario
-from bflnet.scenarios.resources import Footprint, check_footprint, human_bytes
+from bflnet.cli.main import main
+from bflnet.runs import resources
+from bflnet.runs.graph_size import count_graph_file, estimate
+from bflnet.runs.registry import get_scenario
+from bflnet.runs.resources import Footprint, check_footprint, human_bytes
 
 
 def one_error_line(capsys) -> str:
@@ -97,7 +97,7 @@ def test_dense_algebra_beyond_the_limit_is_refused():
 def test_graph_estimates_bound_the_built_graphs(graph, K, edges):
     import numpy as np
 
-    from bflnet.protocols.topologies import make_graph
+    from bflnet.protocols.graphs.topologies import make_graph
     built = make_graph(graph, K, np.random.default_rng(0))
     size = estimate(graph, K)
     assert size.nodes == built.number_of_nodes() == K
@@ -155,7 +155,7 @@ def test_human_bytes_of_huge_estimates():
 def test_run_seeds_are_made_lazily_and_equal_spawn():
     import numpy as np
 
-    from bflnet.scenarios.cover_time import run_seeds
+    from bflnet.scenarios.studies.cover_time import run_seeds
     from bflnet.simulator.rng import RngStreams
     for seed in (0, 7, 2**40):
         children = RngStreams(seed).seed_sequence("runs").spawn(300)

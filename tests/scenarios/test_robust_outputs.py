@@ -10,11 +10,11 @@ import os
 import pandas as pd
 import pytest
 
-from bflnet.atomic import temporary_name
-from bflnet.scenarios import registry
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.config_file import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH
-from bflnet.scenarios.output import sidecar_path
+from bflnet.cli.main import main
+from bflnet.files.atomic import temporary_name
+from bflnet.runs import registry
+from bflnet.runs.config_file import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH
+from bflnet.runs.output import sidecar_path
 
 NAME = "consensus-averaging"
 QUICK = [NAME, "--set", "K=5", "--set", "rounds=3", "--no-progress"]
@@ -152,7 +152,7 @@ def _umask():
 
 def test_a_sweep_out_under_a_file_is_one_line_before_any_cluster(tmp_path, capsys,
                                                                  monkeypatch):
-    from bflnet.scenarios import sweep as sweep_mod
+    from bflnet.runs import sweep as sweep_mod
 
     monkeypatch.setattr(sweep_mod, "dask_client",
                         lambda *a, **k: pytest.fail("a cluster started"))
@@ -271,7 +271,7 @@ def test_ctrl_c_while_writing_leaves_no_temporary_file(tmp_path, capsys, monkeyp
 
 
 def test_a_sweep_table_that_cannot_be_written_is_one_line(tmp_path, capsys, monkeypatch):
-    from bflnet.scenarios import output as output_mod
+    from bflnet.runs import output as output_mod
 
     real = output_mod.write_parquet
 
@@ -279,7 +279,7 @@ def test_a_sweep_table_that_cannot_be_written_is_one_line(tmp_path, capsys, monk
         if "table.parquet" in str(path):  # the parts go through; the final table fails
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         real(frame, path, metadata)
-    monkeypatch.setattr("bflnet.scenarios.sweep.write_parquet", write_parquet)
+    monkeypatch.setattr("bflnet.runs.sweep.write_parquet", write_parquet)
     out = tmp_path / "sw"
     one_line(capsys, ["sweep", NAME, "--grid", "K=5,6", "--set", "rounds=3", "--workers",
                       "1", "--no-progress", "--out", str(out)], 1,
@@ -345,7 +345,7 @@ def test_a_config_file_too_large_or_too_deep_is_refused_in_one_line(case, comman
 
 
 def test_a_config_file_nested_as_deep_as_allowed_is_read(tmp_path):
-    from bflnet.scenarios.config_file import RUN_KEYS, read_config_file
+    from bflnet.runs.config_file import RUN_KEYS, read_config_file
 
     path = tmp_path / "ok.toml"
     depth = MAX_CONFIG_DEPTH - 1

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 import bflnet
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.registry import get_scenario, scenario_names
-from bflnet.scenarios.schema import UNITS, Column, Schema, col
+from bflnet.cli.main import main
+from bflnet.runs.registry import get_scenario, scenario_names
+from bflnet.runs.schema import UNITS, Column, Schema, col
 
 NAMES = scenario_names()
 

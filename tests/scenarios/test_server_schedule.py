@@ -7,11 +7,11 @@ import inspect
 
 import pytest
 
+from bflnet.cli.main import main
 from bflnet.protocols.parameter_server import ParameterServerProtocol
 from bflnet.protocols.scheduling import RoundRobinSelector
 from bflnet.protocols.stopping import StopRule
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.registry import get_scenario, scenario_names
+from bflnet.runs.registry import get_scenario, scenario_names
 
 SERVER_CALLS = ("ParameterServerProtocol", "BufferedServerProtocol", "run_server_rounds",
                 "run_parameter_server")

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from bflnet.scenarios.interrupt import Interrupted, catch_signals
+from bflnet.runtime.interrupt import Interrupted, catch_signals
 
 SIGNUMS = [signal.SIGINT, signal.SIGTERM]
 

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 import bflnet.scenarios
-from bflnet.scenarios.registry import SCENARIO_MODULES, scenario_names
+from bflnet.runs.registry import SCENARIO_MODULES, scenario_names
 
 HEAVY = ("numpy", "pandas", "networkx", "scipy", "torch", "simpy", "matplotlib", "pyarrow")
 
 
 def loaded_after(args: list[str]) -> list[str]:
     code = ("import sys, contextlib, io\n"
-            "from bflnet.scenarios.cli import main\n"
+            "from bflnet.cli.main import main\n"
             f"with contextlib.redirect_stdout(io.StringIO()): assert main({args!r}) == 0\n"
             f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
@@ -41,7 +41,7 @@ def test_every_module_that_registers_a_scenario_is_listed():
 def test_list_does_not_even_load_the_command_line_parser():
     """``bflnet list`` as typed is answered without Typer (and pydantic)."""
     code = ("import sys, contextlib, io\n"
-            "from bflnet.scenarios.cli import main\n"
+            "from bflnet.cli.main import main\n"
             "with contextlib.redirect_stdout(io.StringIO()): assert main(['list']) == 0\n"
             "print(','.join(m for m in ('typer', 'pydantic', 'click') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
@@ -50,8 +50,8 @@ def test_list_does_not_even_load_the_command_line_parser():
 
 
 def test_the_fast_list_prints_what_the_typer_command_prints(capsys):
-    from bflnet.scenarios import cli, cli_app
-
+    from bflnet.cli import app as cli_app
+    from bflnet.cli import main as cli
     assert cli.main(["list"]) == 0
     fast = capsys.readouterr().out
     assert cli_app.main(["list"]) == 0

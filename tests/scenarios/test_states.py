@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.registry import get_scenario, state_scenarios
+from bflnet.cli.main import main
+from bflnet.runs.registry import get_scenario, state_scenarios
 
 NAME = "unlearning-latency"
 
@@ -93,7 +93,7 @@ def test_cli_round_trip_and_refusals(tmp_path: Path, capsys) -> None:
 
 
 def test_scenario_of_another_state_refused(tmp_path: Path) -> None:
-    from bflnet.scenarios.states import check_compatible
+    from bflnet.runs.states import check_compatible
 
     with pytest.raises(ValueError, match="saved by scenario 'x'"):
         check_compatible({"scenario": "x", "seed": 0, "config": {}}, NAME, {}, 0, ())
@@ -103,7 +103,7 @@ def test_scenario_of_another_state_refused(tmp_path: Path) -> None:
 def test_unwritable_save_dir(tmp_path: Path) -> None:
     import os
 
-    from bflnet.scenarios.states import check_save_dir
+    from bflnet.runs.states import check_save_dir
 
     locked = tmp_path / "locked"
     locked.mkdir()

@@ -14,9 +14,8 @@ import pandas as pd
 import pytest
 
 from bflnet.analysis.plots import curve_key
-from bflnet.scenarios import get_scenario, run_scenario
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.sweep import (
+from bflnet.cli.main import main
+from bflnet.runs.sweep import (
     SweepError,
     assemble,
     config_hash,
@@ -27,6 +26,7 @@ from bflnet.scenarios.sweep import (
     sweep,
     sweep_paths,
 )
+from bflnet.scenarios import get_scenario, run_scenario
 
 NAME = "consensus-averaging"
 GRID = {"graph": ["ring", "complete"], "K": [4, 6]}

@@ -13,10 +13,10 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from bflnet.scenarios import sweep as sweep_module
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.output import read_metadata, write_parquet
-from bflnet.scenarios.sweep import load_manifest, sweep_paths
+from bflnet.cli.main import main
+from bflnet.runs import sweep as sweep_module
+from bflnet.runs.output import read_metadata, write_parquet
+from bflnet.runs.sweep import load_manifest, sweep_paths
 
 NAME = "consensus-averaging"
 ARGS = ["sweep", NAME, "--grid", "K=4,6", "--set", "rounds=30", "--workers", "1",
@@ -176,7 +176,7 @@ def test_scheduler_nonsense_from_the_shell_does_not_stall(tmp_path):
     out = tmp_path / "never"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(Path(__file__).parents[2] / "src"), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-m", "bflnet.scenarios.cli", *ARGS, "--seeds",
+    done = subprocess.run([sys.executable, "-m", "bflnet.cli.main", *ARGS, "--seeds",
                            "1", "--scheduler", "nonsense", "--out", str(out)],
                           capture_output=True, text=True, timeout=30, env=env)
     assert done.returncode == 2

@@ -9,10 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import bflnet
-from bflnet.scenarios import registry
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.output import MAX_METADATA_BYTES, METADATA_KEY, read_metadata
-from bflnet.scenarios.rerun import check_record
+from bflnet.cli.main import main
+from bflnet.runs import registry
+from bflnet.runs.output import MAX_METADATA_BYTES, METADATA_KEY, read_metadata
+from bflnet.runs.rerun import check_record
 
 NAME = "consensus-averaging"
 
@@ -31,7 +31,7 @@ def run_file(tmp_path_factory):
 def no_run(monkeypatch):
     monkeypatch.setattr(registry.Scenario, "run",
                         lambda *a, **k: pytest.fail("the run started"))
-    monkeypatch.setattr("bflnet.scenarios.sweep.sweep",
+    monkeypatch.setattr("bflnet.runs.sweep.sweep",
                         lambda *a, **k: pytest.fail("the sweep started"))
 
 

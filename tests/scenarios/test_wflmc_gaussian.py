@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bflnet.scenarios.cli import main
-from bflnet.scenarios.registry import get_scenario
+from bflnet.cli.main import main
+from bflnet.runs.registry import get_scenario
 
 SMALL = {"K": 10, "points_per_agent": 20, "dim": 3, "runs": 30, "rounds": 60, "burn_in": 40,
          "snr_db": "0,40"}
@@ -81,7 +81,7 @@ def test_bad_input_is_one_line_naming_the_field(setting, field, capsys):
 def test_placed_devices_at_the_fixed_gain_give_the_fixed_table():
     """1 m with 20 dB of loss at 1 m is the default −20 dB mean gain: the same table; at
     100 m the gains follow the path loss; an unread field is refused."""
-    from bflnet.scenarios.placement import device_mean_gains
+    from bflnet.scenarios.ota.placement import device_mean_gains
 
     scenario = get_scenario("wflmc-gaussian")
     small = {"K": 4, "points_per_agent": 10, "dim": 2, "runs": 3, "rounds": 6, "burn_in": 3,

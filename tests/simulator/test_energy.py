@@ -13,9 +13,9 @@ from bflnet.channels import FixedRateChannel
 from bflnet.faults.energy import Battery, joules_per_bit
 from bflnet.learners.base import GlobalStateLearner, Update, Work
 from bflnet.protocols import RandomWalkProtocol, StopRule
+from bflnet.protocols.graphs.walks import MetropolisHastingsWalk
 from bflnet.protocols.parameter_server import ParameterServerProtocol
 from bflnet.protocols.scheduling import RoundRobinSelector
-from bflnet.protocols.walks import MetropolisHastingsWalk
 from bflnet.simulator import FixedStepTime, Simulation
 
 RATE, LATENCY, POWER, STEPS, J_STEP = 1e5, 0.001, 0.2, 3, 0.01

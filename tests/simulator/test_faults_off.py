@@ -42,14 +42,14 @@ def _network(sim, graph, faults: bool, **kwargs):
 def runs(faults: bool) -> dict[str, str]:
     """CSV text of one small run of each protocol (lossy links, message rows recorded)."""
     from bflnet.data.synthetic import bernoulli_agents
-    from bflnet.learners.averaging import ConsensusAveraging
-    from bflnet.learners.gfvl import GFVL
+    from bflnet.learners.conjugate.gfvl import GFVL
+    from bflnet.learners.gossip.averaging import ConsensusAveraging
     from bflnet.protocols import RandomWalkProtocol, StopRule
     from bflnet.protocols.consensus import ConsensusProtocol
-    from bflnet.protocols.mixing import make_mixing
+    from bflnet.protocols.graphs.mixing import make_mixing
+    from bflnet.protocols.graphs.walks import MetropolisHastingsWalk
     from bflnet.protocols.parameter_server import ParameterServerProtocol
     from bflnet.protocols.scheduling import RoundRobinSelector
-    from bflnet.protocols.walks import MetropolisHastingsWalk
     from bflnet.simulator import Simulation
 
     out = {}

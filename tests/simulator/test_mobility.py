@@ -11,7 +11,7 @@ import pytest
 from bflnet.channels import FixedRateChannel, RayleighChannel
 from bflnet.faults.availability import OnOff
 from bflnet.faults.mobility import RandomWaypoint
-from bflnet.protocols.topologies import random_geometric
+from bflnet.protocols.graphs.topologies import random_geometric
 from bflnet.simulator import Simulation
 from bflnet.simulator.live_graph import LiveGraph, Mobility
 from bflnet.simulator.rng import RngStreams

@@ -22,8 +22,8 @@ Counting conventions (the two the paper uses, kept as the paper has them):
 
 >>> round(complete_graph_cover_time(10), 6)
 25.460714
->>> from bflnet.protocols.topologies import complete
->>> from bflnet.protocols.walks import MetropolisHastingsWalk
+>>> from bflnet.protocols.graphs.topologies import complete
+>>> from bflnet.protocols.graphs.walks import MetropolisHastingsWalk
 >>> P = MetropolisHastingsWalk(complete(10)).transition_matrix()
 >>> round(exact_cover_time(P), 6)
 25.460714
@@ -39,7 +39,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from bflnet.checks import check_int
+from bflnet.validation.checks import check_int
 
 #: Largest chain :func:`exact_cover_time` accepts (the state space has ``2**K * K`` states).
 EXACT_COVER_MAX_K = 16

@@ -8,9 +8,9 @@ numerical KL(q ‖ p) from an exponential-family q to a 1-D unnormalised target 
 * :func:`kl_quadrature` — adaptive ``scipy.integrate.quad`` in q's unconstrained
   coordinate (logit / log / identity), split around q's bulk; the slow, careful reference.
 * :func:`kl_fast` — closed-form entropy + trapezoid cross term over q's bulk + a cached
-  log normaliser; what :class:`~bflnet.learners.gfvl.GFVL` uses every evaluation.
+  log normaliser; what :class:`~bflnet.learners.conjugate.gfvl.GFVL` uses every evaluation.
 
->>> from bflnet.learners.expfam import beta
+>>> from bflnet.learners.conjugate.expfam import beta
 >>> q, p = beta(2.0, 3.0), beta(4.0, 4.0)
 >>> round(kl_to_density_on_grid(q, p.log_density, logit_grid()) - kl(q, p), 8)
 0.0
@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import integrate, special
 
-from bflnet.learners.expfam import ExpFam, kl_to_unnormalised, log_integral
+from bflnet.learners.conjugate.expfam import ExpFam, kl_to_unnormalised, log_integral
 
 LogDensity = Callable[[np.ndarray], np.ndarray]
 
@@ -89,7 +89,7 @@ def kl_quadrature(q: ExpFam, log_target_unnormalised: LogDensity,
     """KL(q ‖ p) by adaptive quadrature (``scipy.integrate.quad``) in q's unconstrained u.
 
     The integral E_q[log q − log p̃] is split at u-mean ± ``width`` sd of q; log Z of p̃ is
-    computed by :func:`~bflnet.learners.expfam.log_integral` unless given.
+    computed by :func:`~bflnet.learners.conjugate.expfam.log_integral` unless given.
     """
     fam = q.family
     if log_normaliser is None:

@@ -67,7 +67,7 @@ def axis_label(column: str, units: Mapping[str, str] | None = None) -> str:
 
 
 def schema_units(schema: object | None) -> dict[str, str]:
-    """``{column: unit}`` of a scenario's schema (:class:`bflnet.scenarios.schema.Schema`;
+    """``{column: unit}`` of a scenario's schema (:class:`bflnet.runs.schema.Schema`;
     ``None``: empty)."""
     columns = getattr(schema, "columns", None) or ()
     return {c.name: c.unit for c in columns}

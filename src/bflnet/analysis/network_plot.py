@@ -3,7 +3,7 @@ none), link quality as the links' colour, and, from a run's table, the random wa
 path or the gossip exchanges, with outages marked; a timeline under the graph shows
 the same events against simulated time.
 
-:class:`NetworkPicture` holds what is drawn; :mod:`bflnet.scenarios.network_view` fills
+:class:`NetworkPicture` holds what is drawn; :mod:`bflnet.cli.network_view` fills
 it from a scenario's config, a result table or a graph file.
 """
 

@@ -21,7 +21,6 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from bflnet.analysis.calibration import BINNINGS, reliability_data
 from bflnet.analysis.facets import (
     MAX_HUES,
     Panel,
@@ -32,6 +31,7 @@ from bflnet.analysis.facets import (
 )
 from bflnet.analysis.labels import axis_label
 from bflnet.analysis.table_filter import FIGURE_FORMATS, check_column, format_value
+from bflnet.learners.calibration import BINNINGS, reliability_data
 
 __all__ = ["FIGURE_FORMATS", "common_grid", "mark_faults", "plot_metric", "reliability_diagram",
            "save_figure"]
@@ -303,8 +303,8 @@ def reliability_diagram(probs: Any, labels: Any, n_bins: int = 10,
 
 def save_figure(fig: Figure, path: str | Path, dpi: int = 150) -> Path:
     """Write ``fig`` to ``path`` (.png, .pdf or .svg), creating parent folders; whole or
-    not at all (:func:`bflnet.atomic.write_files`)."""
-    from bflnet.atomic import WriteError, write_files
+    not at all (:func:`bflnet.files.atomic.write_files`)."""
+    from bflnet.files.atomic import WriteError, write_files
 
     path = Path(path)
     if path.suffix.lower() not in FIGURE_FORMATS:

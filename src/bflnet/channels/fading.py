@@ -16,7 +16,7 @@ from typing import Any, Self
 import numpy as np
 
 from bflnet.channels.base import Channel
-from bflnet.checks import check_real
+from bflnet.validation.checks import check_real
 
 
 class _BlockFadingChannel(Channel):

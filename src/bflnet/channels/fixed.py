@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from bflnet.channels.base import Channel
-from bflnet.checks import check_real
+from bflnet.validation.checks import check_real
 
 
 class FixedRateChannel(Channel):

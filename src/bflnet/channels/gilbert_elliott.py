@@ -7,7 +7,7 @@ import copy
 import numpy as np
 
 from bflnet.channels.base import Channel
-from bflnet.checks import check_real
+from bflnet.validation.checks import check_real
 
 START_STATES = ("stationary", "good", "bad")
 

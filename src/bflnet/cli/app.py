@@ -1,6 +1,6 @@
 """The ``bflnet`` command line as a Typer application: list, describe, run and sweep
 scenarios; rerun a result file; plot results. The entry point is
-:func:`bflnet.scenarios.cli.main`."""
+:func:`bflnet.cli.main.main`."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from typing import Annotated
 
 import typer
 
-from bflnet.errors import SimulationError, SweepError, WriteError
-from bflnet.renames import old_names
-from bflnet.scenarios.cli_plots import plot, plot_network
-from bflnet.scenarios.config import ValidationBug, describe_fields
-from bflnet.scenarios.config_file import run_request, sweep_request
-from bflnet.scenarios.interrupt import Interrupted, catch_signals
-from bflnet.scenarios.provenance import run_record
-from bflnet.scenarios.registry import DEFAULT_SCENARIO, get_scenario, scenario_lines
+from bflnet.cli.plots import plot, plot_network
+from bflnet.runs.config import ValidationBug, describe_fields
+from bflnet.runs.config_file import run_request, sweep_request
+from bflnet.runs.provenance import run_record
+from bflnet.runs.registry import DEFAULT_SCENARIO, get_scenario, scenario_lines
+from bflnet.runtime.interrupt import Interrupted, catch_signals
+from bflnet.validation.errors import SimulationError, SweepError, WriteError
+from bflnet.validation.renames import old_names
 
 app = typer.Typer(help="bflnet: wireless network simulator with Bayesian federated learning.",
                   add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True)
@@ -121,9 +121,9 @@ def run(
              "learning config): learn once, unlearn many")] = None,
 ) -> None:
     """Run a scenario and print a summary (or write the full table with --out)."""
-    from bflnet.params import field_names
-    from bflnet.scenarios.output import check_output_target, summary, write_frame
-    from bflnet.threads import check_threads, set_threads
+    from bflnet.runs.output import check_output_target, summary, write_frame
+    from bflnet.runtime.threads import check_threads, set_threads
+    from bflnet.validation.params import field_names
 
     if threads is not None:
         check_threads(threads)
@@ -177,7 +177,7 @@ def sweep(
     progress: Annotated[bool, typer.Option(help="progress bar")] = True,
 ) -> None:
     """Run a grid of parameters x seeds on Dask into one table; re-running resumes."""
-    from bflnet.scenarios.sweep import sweep as run_sweep
+    from bflnet.runs.sweep import sweep as run_sweep
     request = sweep_request(name, config, grid or [], set_ or [], seeds, out)
     table = run_sweep(request.scenario, request.grid, request.seeds, request.out,
                       fixed=request.fixed, workers=workers, scheduler=scheduler,
@@ -206,9 +206,9 @@ def rerun(
     progress: Annotated[bool, typer.Option(help="progress bar on long runs")] = True,
 ) -> None:
     """Make a result file again from the config, seed and version stored in it."""
-    from bflnet.scenarios.output import summary
-    from bflnet.scenarios.rerun import DIFFERENT, IDENTICAL, SAME_ROWS
-    from bflnet.scenarios.rerun import rerun as rerun_file
+    from bflnet.runs.output import summary
+    from bflnet.runs.rerun import DIFFERENT, IDENTICAL, SAME_ROWS
+    from bflnet.runs.rerun import rerun as rerun_file
 
     result = rerun_file(file, out, strict_version=strict_version, force=force,
                         workers=workers, progress=progress,

@@ -3,12 +3,12 @@ imports included, ends the command with one line and exit code 128 + the signal 
 143), as everywhere else in the command line.
 
 This module imports nothing but the standard library: it installs its handlers first,
-then imports the command line (:mod:`bflnet.scenarios.cli`, whose application takes a few
+then imports the command line (:mod:`bflnet.cli.main`, whose application takes a few
 tenths of a second to import, and the scenarios' heavy libraries later) and runs it. Once
-the application runs it installs its own handlers (:mod:`bflnet.scenarios.interrupt`);
+the application runs it installs its own handlers (:mod:`bflnet.runtime.interrupt`);
 this module's are back after it returns. A signal whose exception is lost during the
 start-up (handled inside a finalizer, or inside compiled code that clears errors, as some
-of pandas' import-time steps do) is sent again (:mod:`bflnet.signal_resend`, standard
+of pandas' import-time steps do) is sent again (:mod:`bflnet.runtime.signal_resend`, standard
 library only, imported once the handlers are in place), as inside the application.
 
 An interrupted command then leaves at once (:func:`leave_at_once`): the ``finally``
@@ -42,22 +42,22 @@ class StartupInterrupted(BaseException):
 
 def _handler(signum: int, frame: Any) -> None:
     exc = StartupInterrupted(signum)
-    # watched once bflnet.signal_resend is imported (not during its own import)
-    watched = getattr(sys.modules.get("bflnet.signal_resend"), "watched", None)
+    # watched once bflnet.runtime.signal_resend is imported (not during its own import)
+    watched = getattr(sys.modules.get("bflnet.runtime.signal_resend"), "watched", None)
     raise exc if watched is None else watched(exc)
 
 
 def main() -> int:
-    """Entry point of the console script: :func:`bflnet.scenarios.cli.main` with SIGINT
+    """Entry point of the console script: :func:`bflnet.cli.main.main` with SIGINT
     and SIGTERM turned into one line and exit code 128 + signal from the start; an
     interrupted command ends the process here (:func:`leave_at_once`)."""
-    for s in SIGNALS:  # whatever the inherited disposition (see bflnet.scenarios.interrupt)
+    for s in SIGNALS:  # whatever the inherited disposition (see bflnet.runtime.interrupt)
         signal.signal(s, _handler)
     try:
-        from bflnet.signal_resend import resend_lost
+        from bflnet.runtime.signal_resend import resend_lost
 
         with resend_lost(StartupInterrupted):
-            from bflnet.scenarios.cli import main as cli_main
+            from bflnet.cli.main import main as cli_main
 
             code = cli_main()
     except StartupInterrupted as exc:

@@ -1,11 +1,11 @@
 """The ``bflnet`` command line's entry point.
 
-The commands are a Typer application (:mod:`bflnet.scenarios.cli_app`). ``bflnet list``,
+The commands are a Typer application (:mod:`bflnet.cli.app`). ``bflnet list``,
 typed as it is, is answered without loading it: Typer and pydantic take longer to import
 than the listing itself takes.
 
-``python -m bflnet.scenarios.cli`` runs the console script's entry point
-(:mod:`bflnet.entry`): Ctrl-C or SIGTERM during the imports ends in one line too.
+``python -m bflnet.cli.main`` runs the console script's entry point
+(:mod:`bflnet.cli.entry`): Ctrl-C or SIGTERM during the imports ends in one line too.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import Any
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: ``bflnet [command] [options]``; returns the exit code (see
-    :func:`bflnet.scenarios.cli_app.main`)."""
+    :func:`bflnet.cli.app.main`)."""
     args = sys.argv[1:] if argv is None else list(argv)
     if args == ["list"]:
-        from bflnet.scenarios.interrupt import Interrupted, catch_signals
-        from bflnet.scenarios.registry import scenario_lines
+        from bflnet.runs.registry import scenario_lines
+        from bflnet.runtime.interrupt import Interrupted, catch_signals
 
         try:  # the errors and signals as the application reports them
             with catch_signals():
@@ -33,20 +33,20 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bflnet: error: {' '.join(str(exc).split())}", file=sys.stderr)
             return 2
         return 0
-    from bflnet.scenarios.cli_app import main as run_app
+    from bflnet.cli.app import main as run_app
 
     return run_app(args)
 
 
 def __getattr__(name: str) -> Any:
     if name == "app":  # the Typer application, loaded on first use
-        from bflnet.scenarios.cli_app import app
+        from bflnet.cli.app import app
 
         return app
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-if __name__ == "__main__":  # python -m bflnet.scenarios.cli: as the console script
-    from bflnet.entry import main as entry_main
+if __name__ == "__main__":  # python -m bflnet.cli.main: as the console script
+    from bflnet.cli.entry import main as entry_main
 
     sys.exit(entry_main())

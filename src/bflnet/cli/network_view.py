@@ -28,7 +28,7 @@ import pandas as pd
 
 from bflnet.analysis.network_plot import MAX_NODES, NetworkPicture
 from bflnet.analysis.table_filter import format_value, where
-from bflnet.protocols.topologies import EDGE_LIST_SUFFIXES, GRAPHML_SUFFIXES
+from bflnet.protocols.graphs.topologies import EDGE_LIST_SUFFIXES, GRAPHML_SUFFIXES
 
 GRAPH_FILE_SUFFIXES = EDGE_LIST_SUFFIXES + GRAPHML_SUFFIXES
 TABLE_SUFFIXES = (".csv", ".parquet")
@@ -118,7 +118,7 @@ def scenario_pictures(name: str, overrides: Mapping[str, Any], seed: int,
                       title: str = "") -> list[NetworkPicture]:
     """One picture per topology of scenario ``name`` under ``overrides`` and ``seed``
     (``graph_name``: that topology only), built as its run builds them."""
-    from bflnet.scenarios.registry import get_scenario
+    from bflnet.runs.registry import get_scenario
     from bflnet.simulator.rng import RngStreams
 
     scenario = get_scenario(name)
@@ -157,7 +157,7 @@ def scenario_pictures(name: str, overrides: Mapping[str, Any], seed: int,
 
 def graph_file_pictures(path: str) -> list[NetworkPicture]:
     """The graph of a graph file at its own positions (if any)."""
-    from bflnet.protocols.topologies import load_graph
+    from bflnet.protocols.graphs.topologies import load_graph
     from bflnet.radio.positions import graph_has_positions
 
     graph = load_graph(path)
@@ -201,7 +201,7 @@ def table_pictures(path: str, filters: Sequence[str], run_index: int) -> tuple[
         list[NetworkPicture], str]:
     """The picture of run ``run_index`` (0: the first) among the runs of the table at
     ``path`` left by ``filters``, and a note naming the run drawn."""
-    from bflnet.scenarios.result_tables import read_table
+    from bflnet.runs.result_tables import read_table
 
     frame, record = read_table(path)
     if record is None or "scenario" not in record:

@@ -1,7 +1,7 @@
 """The ``bflnet plot`` and ``bflnet plot-network`` (alias ``draw``) commands: option parsing
 only; the figures are made by :mod:`bflnet.analysis.table_plot` and
 :mod:`bflnet.analysis.network_plot`, their sources read by
-:mod:`bflnet.scenarios.network_view`."""
+:mod:`bflnet.cli.network_view`."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def _warned(make: Callable[[], Any]) -> Any:
 def schema_units_of(record: dict[str, Any] | None) -> dict[str, str]:
     """``{column: unit}`` of the scenario named in a table's record (empty: none)."""
     from bflnet.analysis.labels import schema_units
-    from bflnet.scenarios.registry import get_scenario
+    from bflnet.runs.registry import get_scenario
 
     name = (record or {}).get("scenario")
     if not isinstance(name, str):
@@ -105,7 +105,7 @@ def plot(
     """Plot a result table: median curves, or per-run values (distribution, vs a parameter)."""
     from bflnet.analysis.table_filter import check_column, parse_limits
     from bflnet.analysis.table_filter import where as keep_rows
-    from bflnet.scenarios.result_tables import read_table
+    from bflnet.runs.result_tables import read_table
 
     _check_out(out, dpi)
     limits = parse_limits("--xlim", xlim, logx), parse_limits("--ylim", ylim, logy)
@@ -150,13 +150,13 @@ def plot_network(
     """Draw a network: graph, link quality, the walk or gossip exchanges, outages."""
     from bflnet.analysis.network_plot import draw_network
     from bflnet.analysis.plots import save_figure
-    from bflnet.scenarios.config_file import run_request
-    from bflnet.scenarios.network_view import (
+    from bflnet.cli.network_view import (
         graph_file_pictures,
         scenario_pictures,
         source_kind,
         table_pictures,
     )
+    from bflnet.runs.config_file import run_request
 
     _check_out(out, dpi)
     figsize = _figure_size(size)

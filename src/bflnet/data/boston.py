@@ -36,11 +36,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bflnet.checks import is_number
 from bflnet.data.home import HOME_VAR, data_home
 from bflnet.data.packaged import package_file
 from bflnet.data.vision import ENV_VAR, DatasetNotFoundError
-from bflnet.input_files import exists, read_bytes
+from bflnet.files.input_files import exists, read_bytes
+from bflnet.validation.checks import is_number
 
 __all__ = ["BOSTON_COLUMNS", "BOSTON_FILE", "BostonSplit", "boston_split", "find_boston",
            "load_boston", "read_boston_csv"]

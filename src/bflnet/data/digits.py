@@ -33,7 +33,7 @@ from bflnet.data.vision import (
     find_split_files,
     load_idx_dataset,
 )
-from bflnet.input_files import exists, read_bytes
+from bflnet.files.input_files import exists, read_bytes
 
 __all__ = ["DIGITS_DATASETS", "MNIST_5K_FILE", "Digits", "find_mnist_5k", "load_digits",
            "read_mnist_5k"]

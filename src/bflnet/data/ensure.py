@@ -180,7 +180,7 @@ def ensure(name: str, *, allow_install: bool = True) -> tuple[bool, str]:
 def datasets_of_run(args: list[str]) -> list[str]:
     """The data sets needed by the scenario that ``bflnet run`` arguments name (its first
     positional argument; the default scenario if none)."""
-    from bflnet.scenarios.registry import DEFAULT_SCENARIO, get_scenario
+    from bflnet.runs.registry import DEFAULT_SCENARIO, get_scenario
 
     name, value_next = DEFAULT_SCENARIO, False
     for arg in args:
@@ -199,7 +199,7 @@ def datasets_of_run(args: list[str]) -> list[str]:
 
 def datasets_of_all_scenarios() -> list[str]:
     """Every data set a registered scenario reads, in registry order."""
-    from bflnet.scenarios.registry import get_scenario, scenario_names
+    from bflnet.runs.registry import get_scenario, scenario_names
 
     return list(dict.fromkeys(d for name in scenario_names()
                               for d in get_scenario(name).datasets))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bflnet.input_files import describe_os_error, read_bytes
+from bflnet.files.input_files import describe_os_error, read_bytes
 
 #: IDX type code -> numpy dtype (big-endian, as stored).
 IDX_DTYPES: dict[int, np.dtype] = {

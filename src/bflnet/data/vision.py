@@ -25,7 +25,7 @@ from typing import Literal
 import numpy as np
 
 from bflnet.data.idx import read_idx
-from bflnet.input_files import exists
+from bflnet.files.input_files import exists
 
 Split = Literal["train", "test"]
 ENV_VAR = "BFLNET_DATA"

@@ -33,8 +33,8 @@ from typing import Protocol
 
 import numpy as np
 
-from bflnet.checks import check_real
-from bflnet.input_files import csv_rows, exists
+from bflnet.files.input_files import csv_rows, exists
+from bflnet.validation.checks import check_real
 
 #: Intervals an on/off timeline draws at a time when a run asks about a later time.
 CHUNK = 64

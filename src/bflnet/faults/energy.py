@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bflnet.checks import check_real
+from bflnet.validation.checks import check_real
 
 __all__ = ["Battery", "Tank", "battery_specs", "joules_per_bit"]
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bflnet.checks import check_real
+from bflnet.validation.checks import check_real
 
 #: Upper bound of every length, time and speed (rejects absurd values early).
 MAX_VALUE = 1e12

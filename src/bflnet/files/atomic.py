@@ -23,8 +23,8 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bflnet.errors import WriteError
-from bflnet.input_files import describe_os_error
+from bflnet.files.input_files import describe_os_error
+from bflnet.validation.errors import WriteError
 
 __all__ = ["WriteError", "check_can_create", "path_kind", "temporary_name", "write_files"]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 #: Built-in learners: name -> ("module:factory", description).
 BUILT_IN: dict[str, tuple[str, str]] = {
-    "gaussian-mean": ("bflnet.learners.gaussian_mean:make",
+    "gaussian-mean": ("bflnet.learners.conjugate.gaussian_mean:make",
                       "conjugate posterior of a scalar mean from Gaussian data (exact; "
                       "additive state)"),
 }

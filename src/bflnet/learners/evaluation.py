@@ -2,9 +2,9 @@
 
 The predictive distribution of ``N`` particles is the average of their softmax outputs,
 ``p(y | x) = (1/N) Σ_n p(y | x, θ_n)``; accuracy, ECE (eq. 14 of the compressed-DSVGD
-letter), NLL and Brier score are computed on it with :mod:`bflnet.analysis.calibration`.
+letter), NLL and Brier score are computed on it with :mod:`bflnet.learners.calibration`.
 
->>> from bflnet.learners.models import LogisticRegression
+>>> from bflnet.learners.models.classifiers import LogisticRegression
 >>> model = LogisticRegression(n_in=2, n_out=2)
 >>> theta = torch.zeros(3, model.d)                     # 3 particles, all-zero weights
 >>> posterior_predictive(model, theta, torch.ones(4, 2))[0]
@@ -17,8 +17,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from bflnet.analysis.calibration import scores
-from bflnet.learners.models import ParticleModel
+from bflnet.learners.calibration import scores
+from bflnet.learners.models.classifiers import ParticleModel
 
 #: Activations per chunk of examples (4 Mi floats, 16 MB) when the model states its width.
 CHUNK_ACTIVATIONS = 1 << 22

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from bflnet.devices import DEVICES
-from bflnet.params import param, validate
+from bflnet.runtime.devices import DEVICES
+from bflnet.validation.params import param, validate
 
 #: SVGD step rules: AdaGrad (fresh each local update) or a constant step size.
 STEP_RULES = ("adagrad", "constant")
@@ -32,7 +32,7 @@ class DSVGDParams:
     """DSVGD's hyper-parameters (scenario configs embed them, so their fields are also
     ``--set`` parameters)."""
 
-    #: Old parameter names, still accepted (bflnet.renames).
+    #: Old parameter names, still accepted (bflnet.validation.renames).
     RENAMED: ClassVar[dict[str, str]] = {"local_iters": "local_steps"}
 
     local_steps: int = param(200, "SVGD steps L per local update", ge=1, le=10**7)
@@ -83,7 +83,7 @@ GROUP_METHODS = ("plain", "group-lasso", "group-snip")
 class GroupFedAvgParams(FedAvgParams):
     """FedAvg with neuron-level (weight-column) group sparsity: plain training, a group-lasso
     penalty, or group SNIP at initialisation; every model is evaluated pruned by energy to
-    ``target_density`` (:mod:`bflnet.learners.group_baselines`)."""
+    ``target_density`` (:mod:`bflnet.learners.federated.group_baselines`)."""
 
     method: str = param("plain", "baseline: plain, group-lasso (penalty) or group-snip "
                         "(prune at initialisation by neuron saliency)", choices=GROUP_METHODS)
@@ -147,7 +147,7 @@ UNLEARNING = ("exact", "iterative")
 @dataclass(frozen=True)
 class GFVLParams:
     """G-FVL's hyper-parameters (the REINFORCE baseline ``c``, a number or ``'loo'``, is a
-    keyword of :class:`~bflnet.learners.gfvl.GFVL` itself)."""
+    keyword of :class:`~bflnet.learners.conjugate.gfvl.GFVL` itself)."""
 
     method: str | None = param(None, "local update: 'exact' (conjugate) or 'natgrad' (none: "
                                "exact when the likelihood is conjugate)", choices=GFVL_METHODS)

@@ -10,8 +10,8 @@ Names are imported lazily: importing one submodule loads only what it needs.
 from bflnet.lazy import lazy_exports
 
 _HOMES = {
-    "Codec": "codec_base",
-    "Encoded": "codec_base",
+    "Codec": "coding.codec_base",
+    "Encoded": "coding.codec_base",
     "ConsensusProtocol": "consensus",
     "ParameterServerProtocol": "parameter_server",
     "RandomWalkProtocol": "random_walk",

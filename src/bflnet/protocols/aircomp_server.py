@@ -1,6 +1,6 @@
 """Parameter-server rounds whose uplink is analog over-the-air aggregation (``uplink=aircomp``)
-or ideal digital links, for learners of the FALD kind (:class:`~bflnet.learners.fald.FALD`)
-and for FedAvg through :class:`~bflnet.learners.ota_fedavg.AnalogFedAvg` (whose
+or ideal digital links, for learners of the FALD kind (:class:`~bflnet.learners.langevin.fald.FALD`)
+and for FedAvg through :class:`~bflnet.learners.federated.ota_fedavg.AnalogFedAvg` (whose
 ``noise_target`` is ``None``: the power rule then spends the whole budget).
 
 A round: the server's sample θ reaches every device (ideal downlink: the papers' set-up),
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from bflnet.learners.fald import FALD
+from bflnet.learners.langevin.fald import FALD
 from bflnet.radio.aircomp import AirCompSpec, draw_amplitudes, plan_round, transmit
 from bflnet.simulator.node import SERVER
 from bflnet.simulator.simulation import Outcome, Simulation

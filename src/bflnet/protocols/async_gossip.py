@@ -52,14 +52,14 @@ from typing import Any
 
 import simpy
 
-from bflnet.checks import check_real
 from bflnet.learners.base import ConsensusLearner, PerNeighbour
-from bflnet.protocols import wire
 from bflnet.protocols.base import AgentSlots, IterationLoop, call, check_eval_every, start_consensus
+from bflnet.protocols.coding import wire
+from bflnet.protocols.coding.wire import CodecSpec
 from bflnet.protocols.stopping import StopRule
-from bflnet.protocols.wire import CodecSpec
 from bflnet.simulator.message import Message
 from bflnet.simulator.simulation import Outcome, Simulation
+from bflnet.validation.checks import check_real
 
 #: Largest clock rate (wake-ups per second) accepted.
 MAX_RATE = 1e9
@@ -71,7 +71,7 @@ class AsyncGossipProtocol:
     ``{node: rate}``; ``weight``: the pairwise mixing weight in ``(0, 1)``.
 
     >>> import networkx as nx
-    >>> from bflnet.learners.averaging import ConsensusAveraging
+    >>> from bflnet.learners.gossip.averaging import ConsensusAveraging
     >>> from bflnet.simulator import Simulation
     >>> sim = Simulation(0)
     >>> _ = sim.build_network(nx.path_graph(2))

@@ -32,15 +32,15 @@ from typing import Any
 
 import simpy
 
-from bflnet.checks import check_int, check_real
 from bflnet.learners.base import GlobalStateLearner, Update, supports_weighted_merge
-from bflnet.protocols import wire
 from bflnet.protocols.base import AgentSlots, IterationLoop, call, check_eval_every, start_run
+from bflnet.protocols.coding import wire
+from bflnet.protocols.coding.wire import CodecSpec
 from bflnet.protocols.parameter_server import serve_agent
 from bflnet.protocols.stopping import StopRule
-from bflnet.protocols.wire import CodecSpec
 from bflnet.simulator.node import SERVER
 from bflnet.simulator.simulation import Outcome, Simulation
+from bflnet.validation.checks import check_int, check_real
 
 
 def staleness_weight(staleness: int) -> float:

@@ -12,11 +12,11 @@ import simpy
 from simpy.events import URGENT
 
 from bflnet.learners.base import ConsensusLearner, PerNeighbour
-from bflnet.protocols import wire
 from bflnet.protocols.base import AgentSlots, call, check_eval_every, start_consensus
-from bflnet.protocols.mixing import MIXING_NAMES, make_mixing, mixing_from_edges, weight_rows
+from bflnet.protocols.coding import wire
+from bflnet.protocols.coding.wire import CodecSpec
+from bflnet.protocols.graphs.mixing import MIXING_NAMES, make_mixing, mixing_from_edges, weight_rows
 from bflnet.protocols.stopping import StopRule
-from bflnet.protocols.wire import CodecSpec
 from bflnet.radio.transceiver import Sending
 from bflnet.simulator.link import checked_bits
 from bflnet.simulator.message import Message

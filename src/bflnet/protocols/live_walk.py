@@ -1,7 +1,7 @@
 """The Metropolis-Hastings walk over a live graph of moving nodes.
 
 :class:`LiveMetropolisHastingsWalk` follows eq. (5) of G-FVL like
-:class:`~bflnet.protocols.walks.MetropolisHastingsWalk`, but reads the neighbours and
+:class:`~bflnet.protocols.graphs.walks.MetropolisHastingsWalk`, but reads the neighbours and
 degrees of the :class:`~bflnet.simulator.live_graph.LiveGraph` at each decision, so the next
 hop is always a live neighbour with the Metropolis-Hastings weights of the graph as it is
 then: ``P[k, j] = min(1/d_k, 1/d_j)`` on live edges, an isolated node stays put. ``P`` is

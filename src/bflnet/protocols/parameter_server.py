@@ -7,9 +7,7 @@ from typing import Any
 
 import simpy
 
-from bflnet.checks import check_real
 from bflnet.learners.base import GlobalStateLearner, Update
-from bflnet.protocols import wire
 from bflnet.protocols.base import (
     AgentSlots,
     call,
@@ -17,13 +15,15 @@ from bflnet.protocols.base import (
     check_interventions,
     start_run,
 )
+from bflnet.protocols.coding import wire
+from bflnet.protocols.coding.wire import CodecSpec
 from bflnet.protocols.interventions import KEEP, ForgetRequest
 from bflnet.protocols.scheduling import AgentSelector, RoundRobinSelector
 from bflnet.protocols.stopping import StopRule
-from bflnet.protocols.wire import CodecSpec
 from bflnet.simulator.message import Message
 from bflnet.simulator.node import SERVER
 from bflnet.simulator.simulation import Outcome, Simulation
+from bflnet.validation.checks import check_real
 
 
 class ParameterServerProtocol:

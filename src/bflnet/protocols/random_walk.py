@@ -11,17 +11,17 @@ from numpy import ndarray
 
 from bflnet.channels.fixed import FixedRateChannel
 from bflnet.channels.ideal import IdealChannel
-from bflnet.checks import check_real
 from bflnet.learners.base import GlobalStateLearner
-from bflnet.protocols import wire
 from bflnet.protocols.base import NO_METRICS, call, check_eval_every, check_interventions, start_run
 from bflnet.protocols.checkpoint import WalkCheckpoint, capture, check_resumable, restore
+from bflnet.protocols.coding import wire
+from bflnet.protocols.coding.wire import CodecSpec
 from bflnet.protocols.interventions import ForgetRequest
 from bflnet.protocols.stopping import StopRule
-from bflnet.protocols.wire import CodecSpec
 from bflnet.simulator.link import Interrupted
 from bflnet.simulator.message import Message
 from bflnet.simulator.simulation import Outcome, Simulation
+from bflnet.validation.checks import check_real
 
 #: Consecutive drops of the token on one hop after which the run is ended as broken.
 MAX_TOKEN_RETRIES = 1000

@@ -20,13 +20,13 @@ from typing import Any
 import numpy as np
 import simpy
 
-from bflnet.checks import check_real
 from bflnet.radio.backoff import BackoffScheduler
 from bflnet.radio.mac import Aloha, Csma, Mac, NoMac, Tdma, distance2_colouring
 from bflnet.radio.medium import SharedMedium
 from bflnet.radio.positions import LAYOUTS, MAX_AREA_M, node_positions
 from bflnet.radio.spec import RadioSpec
 from bflnet.radio.transceiver import Transceiver
+from bflnet.validation.checks import check_real
 
 
 @dataclass(frozen=True)

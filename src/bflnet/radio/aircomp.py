@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bflnet.checks import check_real
+from bflnet.validation.checks import check_real
 
 POWER_RULES = ("langevin", "full")
 AIRCOMP_FADINGS = ("rayleigh", "none")

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from bflnet.checks import check_int, check_real
 from bflnet.radio.events import timeout
+from bflnet.validation.checks import check_int, check_real
 
 if TYPE_CHECKING:
     from bflnet.radio.transceiver import Transceiver

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtri
 
-from bflnet.checks import check_real
+from bflnet.validation.checks import check_real
 
 #: Thermal noise density at 290 K, in dBm/Hz.
 THERMAL_NOISE_DBM_HZ = -174.0

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from bflnet.checks import check_real
+from bflnet.validation.checks import check_real
 
 LAYOUTS = ("random", "circle", "grid")
 #: Largest side of the area accepted (metres).

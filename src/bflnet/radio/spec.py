@@ -29,8 +29,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from bflnet.checks import check_real
 from bflnet.radio.pathloss import LogDistance, dbm_to_mw, noise_dbm
+from bflnet.validation.checks import check_real
 
 FADINGS = ("none", "rayleigh", "rician")
 #: How a packet's SINR decides it: a hard ``threshold``, or the packet error rate ``per``.

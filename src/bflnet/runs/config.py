@@ -11,8 +11,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from bflnet.params import allowed_text, base_type, field_types, param, shown, validate
-from bflnet.renames import current_name, rename_keys
+from bflnet.validation.params import allowed_text, base_type, field_types, param, shown, validate
+from bflnet.validation.renames import current_name, rename_keys
 
 __all__ = ["ValidationBug", "as_dict", "describe_fields", "field_types", "make_config",
            "param", "parse_overrides", "parse_value", "validate"]

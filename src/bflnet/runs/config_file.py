@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bflnet.input_files import read_bytes
-from bflnet.renames import current_name, rename_keys
-from bflnet.scenarios.config import describe_fields, field_types, parse_overrides, parse_value
-from bflnet.scenarios.registry import DEFAULT_SCENARIO, get_scenario
+from bflnet.files.input_files import read_bytes
+from bflnet.runs.config import describe_fields, field_types, parse_overrides, parse_value
+from bflnet.runs.registry import DEFAULT_SCENARIO, get_scenario
+from bflnet.validation.renames import current_name, rename_keys
 
 RUN_KEYS = ("scenario", "seed", "out", "params")
 SWEEP_KEYS = ("scenario", "seeds", "out", "params", "grid")
@@ -242,7 +242,7 @@ def sweep_request(name: str | None, config: str | Path | None, grid: Sequence[st
                   sets: Sequence[str], seeds: int | None, out: str | None) -> SweepRequest:
     """Merge a sweep's config file (if any) with its command line: ``--set K=..`` replaces
     the file's ``K`` in ``[params]`` or ``[grid]``, ``--grid K=..`` likewise."""
-    from bflnet.scenarios.sweep import parse_grid
+    from bflnet.runs.sweep import parse_grid
 
     file = read_config_file(config, SWEEP_KEYS) if config is not None else None
     scenario = scenario_name(name, file, None)

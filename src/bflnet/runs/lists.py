@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from bflnet.params import shown
+from bflnet.validation.params import shown
 
 
 def comma_list(field: str, text: str, allowed: Sequence[str] | None = None) -> list[str]:

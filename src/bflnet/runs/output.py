@@ -1,7 +1,7 @@
 """Result files: CSV or Parquet, chosen by the file's extension, each carrying how it was made.
 
 A file written with ``metadata`` (a JSON-able dict: the scenario, its full config, the seed
-and the bflnet version; see :mod:`bflnet.scenarios.provenance`) keeps it
+and the bflnet version; see :mod:`bflnet.runs.provenance`) keeps it
 
 - in Parquet, as schema key-value metadata under the key ``b"bflnet"``;
 - in CSV, in a sidecar ``FILE.csv.json`` next to the table.
@@ -19,8 +19,8 @@ from typing import Any
 
 import pandas as pd
 
-from bflnet.atomic import WriteError, check_can_create, path_kind, write_files
-from bflnet.input_files import describe_os_error
+from bflnet.files.atomic import WriteError, check_can_create, path_kind, write_files
+from bflnet.files.input_files import describe_os_error
 
 FORMATS = (".csv", ".parquet")
 #: The Parquet schema-metadata key that holds a result's provenance.
@@ -158,7 +158,7 @@ MAX_METADATA_BYTES = 2**20
 def read_metadata(path: str | Path) -> dict[str, Any]:
     """The metadata stored with a result file; a one-line error if it has none or it is
     not a JSON object of at most :data:`MAX_METADATA_BYTES`."""
-    from bflnet.input_files import decode_text, read_bytes
+    from bflnet.files.input_files import decode_text, read_bytes
 
     path = _existing(path)
     if path.suffix.lower() == ".csv":

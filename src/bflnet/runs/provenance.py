@@ -2,7 +2,7 @@
 
 A run's record names the scenario, its full validated config, the seed and the bflnet
 version; a sweep table's record names the scenario, the grid, the fixed parameters and the
-seeds. Both are plain JSON values, so :mod:`bflnet.scenarios.output` can store them and
+seeds. Both are plain JSON values, so :mod:`bflnet.runs.output` can store them and
 ``bflnet rerun`` can make the same file again from them.
 
 >>> from bflnet.scenarios import get_scenario
@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import bflnet
-from bflnet.scenarios.config import field_types
+from bflnet.runs.config import field_types
 
 RUN = "run"
 SWEEP = "sweep"

@@ -11,15 +11,15 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bflnet.renames import rename_keys
-from bflnet.scenarios.config import make_config
-from bflnet.scenarios.resources import Footprint, check_footprint
+from bflnet.runs.config import make_config
+from bflnet.runs.resources import Footprint, check_footprint
+from bflnet.validation.renames import rename_keys
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-    from bflnet.scenarios.schema import Schema
+    from bflnet.runs.schema import Schema
 
 RunFunction = Callable[..., "pd.DataFrame"]
 #: A scenario's default figure of its result table.
@@ -28,11 +28,12 @@ PlotFunction = Callable[["pd.DataFrame"], "Figure"]
 #: The modules that register the scenarios, imported on the first look-up (they keep
 #: their heavy imports inside ``run``, so that ``bflnet list`` starts fast).
 SCENARIO_MODULES = (
-    "async_fedavg", "cdbfl_local_steps", "cdbfl_shift", "churn_gfvl", "consensus_averaging",
-    "cover_time", "custom_learner", "d2d_medium", "dsvgd_sparsifiers", "dsvgd_vs_fedavg",
-    "emtdamp", "emtdamp_compare", "forget_svgd", "ota_langevin",
-    "gfvl_beta_bernoulli", "gfvl_beta_exponential", "gfvl_unlearning", "mobile_gossip",
-    "unlearning_latency", "wflmc_gaussian",
+    "cdbfl.d2d_medium", "cdbfl.local_steps", "cdbfl.shift", "custom.custom_learner",
+    "dsvgd.async_fedavg", "dsvgd.forget_svgd", "dsvgd.sparsifiers", "dsvgd.vs_fedavg",
+    "emtdamp.compare", "emtdamp.emtdamp", "gfvl.beta_bernoulli", "gfvl.beta_exponential",
+    "gfvl.churn", "gfvl.unlearning", "gfvl.unlearning_latency",
+    "gossip.consensus_averaging", "gossip.mobile_gossip", "ota.ota_langevin",
+    "ota.wflmc_gaussian", "studies.cover_time",
 )
 
 #: The scenario ``bflnet run`` uses when no name is given.
@@ -78,7 +79,7 @@ class Scenario:
         """Run with ``config`` (defaults if ``None``) and ``seed``, once its footprint has
         been checked (:meth:`check_resources`); ``save_state``: also write the learnt states
         into that directory (``force``: over a saved one); ``load_state``: start from the
-        states saved there (see :mod:`bflnet.scenarios.states`). Both are checked before
+        states saved there (see :mod:`bflnet.runs.states`). Both are checked before
         the run."""
         if seed < 0:
             raise ValueError(f"seed: must be a non-negative integer, got {seed}")
@@ -89,8 +90,8 @@ class Scenario:
         if save_state is None and load_state is None:
             with setup_status(self.name, footprint.summary(), progress):
                 return self.run_fn(config, seed=seed, progress=progress)
-        from bflnet.scenarios import states as st
-        from bflnet.scenarios.provenance import canonical_config, run_record
+        from bflnet.runs import states as st
+        from bflnet.runs.provenance import canonical_config, run_record
 
         if self.state_free is None:
             option = "--save-state" if save_state is not None else "--load-state"

@@ -16,18 +16,18 @@ from typing import Any
 
 import pandas as pd
 
-from bflnet.renames import rename_keys
-from bflnet.scenarios.config import field_types
-from bflnet.scenarios.config_file import toml_value
-from bflnet.scenarios.output import (
+from bflnet.runs.config import field_types
+from bflnet.runs.config_file import toml_value
+from bflnet.runs.output import (
     check_output_target,
     read_frame,
     read_metadata,
     sidecar_path,
     write_frame,
 )
-from bflnet.scenarios.provenance import RUN, SWEEP, run_record, version
-from bflnet.scenarios.registry import get_scenario
+from bflnet.runs.provenance import RUN, SWEEP, run_record, version
+from bflnet.runs.registry import get_scenario
+from bflnet.validation.renames import rename_keys
 
 IDENTICAL, SAME_ROWS, DIFFERENT = "identical", "same rows", "different"
 
@@ -46,7 +46,7 @@ class RerunResult:
     warning: str | None
 
 
-#: The keys of each kind of record (see :mod:`bflnet.scenarios.provenance`).
+#: The keys of each kind of record (see :mod:`bflnet.runs.provenance`).
 #: A run record's optional key: the state directory it started from (``--load-state``).
 LOAD_STATE = "load_state"
 RECORD_KEYS = {RUN: ("bflnet", "kind", "scenario", "seed", "config"),
@@ -60,7 +60,7 @@ def _is_count(value: Any) -> bool:
 def _typed_value(cls: type, name: str, value: Any) -> Any:
     """A stored config value typed like a TOML one (``null``: an optional field unset)."""
     if value is None:
-        from bflnet.params import base_type
+        from bflnet.validation.params import base_type
 
         types_ = field_types(cls)
         if name in types_ and base_type(types_[name])[1]:
@@ -187,7 +187,7 @@ def _rerun_run(record: Mapping[str, Any], target: Path, progress: bool) -> pd.Da
 
 def _rerun_sweep(record: Mapping[str, Any], target: Path, workers: int | None,
                  progress: bool) -> pd.DataFrame:
-    from bflnet.scenarios.sweep import sweep, sweep_paths
+    from bflnet.runs.sweep import sweep, sweep_paths
 
     if target.suffix.lower() != ".parquet":
         raise ValueError(f"--out: a sweep table is rerun into FILE.parquet, got {str(target)!r}")

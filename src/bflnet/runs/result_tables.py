@@ -12,8 +12,8 @@ import pandas as pd
 
 def _record(path: str) -> dict[str, Any] | None:
     """The bflnet record of a result file or sweep (``None``: none)."""
-    from bflnet.scenarios.output import read_metadata
-    from bflnet.scenarios.sweep import sweep_paths
+    from bflnet.runs.output import read_metadata
+    from bflnet.runs.sweep import sweep_paths
 
     p = Path(path)
     try:
@@ -29,8 +29,8 @@ def _record(path: str) -> dict[str, Any] | None:
 
 def read_table(path: str) -> tuple[pd.DataFrame, dict[str, Any] | None]:
     """A result table (file or sweep directory) and its record (``None``: none)."""
-    from bflnet.scenarios.output import read_frame
-    from bflnet.scenarios.sweep import load_sweep
+    from bflnet.runs.output import read_frame
+    from bflnet.runs.sweep import load_sweep
 
     frame = load_sweep(path) if Path(path).is_dir() else read_frame(path)
     return frame, _record(path)

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from bflnet.atomic import check_can_create, path_kind, write_files
-from bflnet.input_files import decode_text, describe_os_error, read_bytes
+from bflnet.files.atomic import check_can_create, path_kind, write_files
+from bflnet.files.input_files import decode_text, describe_os_error, read_bytes
 from bflnet.protocols.checkpoint import WalkCheckpoint
 
 STATE_FILE, ARRAYS_FILE = "state.json", "arrays.npz"

@@ -51,7 +51,7 @@ with a short connect timeout before anything is written.
 
 Every part stores its run's record (scenario, full config, seed, bflnet version) and the
 table stores the sweep's (scenario, grid, fixed parameters, seeds, version) as Parquet
-metadata (:mod:`bflnet.scenarios.provenance`), so ``bflnet rerun`` can make either again.
+metadata (:mod:`bflnet.runs.provenance`), so ``bflnet rerun`` can make either again.
 """
 
 from __future__ import annotations
@@ -81,19 +81,19 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from bflnet.atomic import write_files
-from bflnet.errors import SweepError
-from bflnet.renames import rename_keys
-from bflnet.scenarios import get_scenario, run_scenario
-from bflnet.scenarios.config import make_config, parse_value
-from bflnet.scenarios.interrupt import (
+from bflnet.files.atomic import write_files
+from bflnet.runs.config import make_config, parse_value
+from bflnet.runs.output import METADATA_KEY, metadata_json, write_parquet
+from bflnet.runs.provenance import canonical_config, run_record, sweep_record
+from bflnet.runtime.interrupt import (
     Interrupted,
     catch_signals,
     children_ignore_signals,
     deferred,
 )
-from bflnet.scenarios.output import METADATA_KEY, metadata_json, write_parquet
-from bflnet.scenarios.provenance import canonical_config, run_record, sweep_record
+from bflnet.scenarios import get_scenario, run_scenario
+from bflnet.validation.errors import SweepError
+from bflnet.validation.renames import rename_keys
 
 META_COLUMNS = ("seed", "run_id", "config_hash")
 #: Most runs (grid points x seeds) of one sweep: each is a part file and a manifest line.
@@ -275,7 +275,7 @@ def sweep_paths(out: str | Path) -> SweepPaths:
 
 def _atomic_write(path: Path, write: Any) -> None:
     """``write(tmp_path)`` then rename over ``path``: readers never see a partial file; a
-    :class:`~bflnet.errors.WriteError` naming ``path`` if it cannot be written."""
+    :class:`~bflnet.validation.errors.WriteError` naming ``path`` if it cannot be written."""
     write_files([(path, write)])
 
 

@@ -12,7 +12,7 @@ decides how they stop.
 Python runs a signal's handler at the next bytecode of the main thread, which can be a
 place that loses the exception raised (a finalizer, or compiled code that clears errors);
 inside :func:`catch_signals` such a lost :class:`Interrupted` is sent again as the same
-signal (:mod:`bflnet.signal_resend`) and is raised elsewhere.
+signal (:mod:`bflnet.runtime.signal_resend`) and is raised elsewhere.
 
 Signals are caught whatever the inherited disposition: a shell starts a background job
 (``bflnet sweep ... &``) with SIGINT ignored, yet ``kill -INT`` is then an explicit request
@@ -26,7 +26,7 @@ import signal
 from collections.abc import Iterator
 from typing import Any
 
-from bflnet.signal_resend import in_main_thread, resend_lost, watched
+from bflnet.runtime.signal_resend import in_main_thread, resend_lost, watched
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

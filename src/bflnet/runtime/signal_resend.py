@@ -19,8 +19,8 @@ reports it), it was lost, and the same signal is sent again a moment later, to b
 at the next bytecode elsewhere (and sent again should that one be lost too). One that is
 lost but kept alive somewhere is sent again when the block ends; an error (``Exception``)
 that leaves the block with one in its chain of causes and contexts is replaced by it. Both sets of
-handlers use it: the console script's during the start-up (:mod:`bflnet.entry`) and the
-application's (:mod:`bflnet.scenarios.interrupt`).
+handlers use it: the console script's during the start-up (:mod:`bflnet.cli.entry`) and the
+application's (:mod:`bflnet.runtime.interrupt`).
 
 Standard library only: the console script imports it before the command line.
 """

@@ -1,15 +1,17 @@
-"""Scenarios: validated configs, the registry of named experiments, and the CLI. The
-scenario modules register themselves when the registry is first asked for a scenario.
+"""Scenarios: the named experiments, one subpackage per family (``gfvl``, ``dsvgd``,
+``cdbfl``, ``emtdamp``, ``gossip``, ``ota``, ``studies``, ``custom``), and ``shared``: what
+two families share. Each scenario module registers itself with the registry
+(:mod:`bflnet.runs.registry`) when the registry is first asked for a scenario.
 
-Names are imported lazily, so that ``python -m bflnet.scenarios.cli`` reaches the command
-line's entry point (which installs the Ctrl-C and SIGTERM handlers) before anything else
-of bflnet is loaded."""
+``bflnet.scenarios.register`` and the other registry names are kept here for plugins;
+they are imported lazily, on first use.
+"""
 
 from __future__ import annotations
 
 from bflnet.lazy import lazy_exports
 
-_HOMES = {name: "registry" for name in (
+_HOMES = {name: "bflnet.runs.registry" for name in (
     "DEFAULT_SCENARIO", "Scenario", "get_scenario", "register", "run_scenario",
     "scenario_names")}
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bflnet.checks import check_real
-from bflnet.input_files import csv_rows, exists
+from bflnet.files.input_files import csv_rows, exists
 from bflnet.learners.base import NO_WORK, Work
+from bflnet.validation.checks import check_real
 
 if TYPE_CHECKING:
     import numpy as np

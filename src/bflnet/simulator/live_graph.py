@@ -22,10 +22,10 @@ import networkx as nx
 import numpy as np
 import simpy
 
-from bflnet.checks import check_real
 from bflnet.faults.mobility import MAX_VALUE, RandomWaypoint
 from bflnet.simulator.recorder import Recorder
 from bflnet.simulator.rng import RngStreams
+from bflnet.validation.checks import check_real
 
 #: ``listener(added, removed, moved)``: pairs ``(n, 2)`` that appeared and vanished (``u <
 #: v``), and a length-``K`` mask of the nodes that moved.
@@ -51,7 +51,7 @@ class Mobility:
 
 def graph_positions(graph: nx.Graph) -> np.ndarray:
     """The ``(K, 2)`` array of the nodes' ``"pos"`` attributes (nodes ``0..K-1``)."""
-    from bflnet.protocols.topologies import validate_graph  # lazily: a protocols module
+    from bflnet.protocols.graphs.topologies import validate_graph  # lazily: a protocols module
     k = validate_graph(graph)
     pos = [graph.nodes[i].get("pos") for i in range(k)]
     if any(p is None or len(p) != 2 for p in pos):

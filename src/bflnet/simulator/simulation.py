@@ -9,10 +9,10 @@ import networkx as nx
 import pandas as pd
 import simpy
 
-from bflnet.errors import SimulationError
 from bflnet.simulator.network import Network
 from bflnet.simulator.recorder import Recorder
 from bflnet.simulator.rng import RngStreams
+from bflnet.validation.errors import SimulationError
 
 
 @dataclass

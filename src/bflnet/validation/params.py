@@ -18,7 +18,7 @@ import typing
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from bflnet.renames import rename_keys
+from bflnet.validation.renames import rename_keys
 
 T = TypeVar("T")
 

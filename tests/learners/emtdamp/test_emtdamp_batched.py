@@ -147,7 +147,7 @@ def test_queued_checks_name_the_first_quantity_that_failed(monkeypatch):
 
 @pytest.mark.parametrize("name", ["emtdamp", "emtdamp-boston", "emtdamp-mnist"])
 def test_scenarios_have_the_settings(name):
-    from bflnet.scenarios.registry import get_scenario
+    from bflnet.runs.registry import get_scenario
 
     scenario = get_scenario(name)
     config = scenario.config({})

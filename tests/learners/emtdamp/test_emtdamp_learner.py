@@ -14,7 +14,7 @@ import torch
 from bflnet.learners.base import Update
 from bflnet.learners.emtdamp.learner import EMTDAMP, NOISE_STAT, clip_metrics, part_codecs
 from bflnet.learners.emtdamp.server_em import aggregate_gaussians
-from bflnet.protocols.codecs import RawCodec
+from bflnet.protocols.coding.codecs import RawCodec
 from bflnet.protocols.parameter_server import ParameterServerProtocol
 from bflnet.protocols.scheduling import RoundRobinSelector
 from bflnet.protocols.stopping import StopRule

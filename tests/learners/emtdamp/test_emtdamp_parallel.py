@@ -16,7 +16,7 @@ from bflnet.learners.emtdamp.learner import EMTDAMP, NOISE_STATE
 from bflnet.learners.emtdamp.parallel import client_groups, tdamp_clients_grouped
 from bflnet.learners.emtdamp.tdamp_client import Cancelled, tdamp_clients
 from bflnet.learners.hyper import EMTDAMPParams
-from bflnet.learners.torch_utils import torch_generator
+from bflnet.learners.models.torch_utils import torch_generator
 
 
 def test_client_groups_are_contiguous_even_and_a_function_of_k_and_the_group():

@@ -5,7 +5,7 @@ unknown ``theta``; the prior is ``N(0, prior_var)``. The global state is the pos
 natural parameters ``[precision·mean, precision]``; an agent adds the sufficient
 statistics of its data once, the first time it is scheduled (the conjugate G-FVL update),
 and remembers that it did in its private state. The state adds the agents'
-contributions, so under gossip (:class:`~bflnet.learners.gossip_adapter.GossipAdapter`)
+contributions, so under gossip (:class:`~bflnet.learners.gossip.gossip_adapter.GossipAdapter`)
 it runs with ``increment_scale=K`` (``additive = True``).
 """
 

@@ -68,7 +68,7 @@ from typing import Any
 import numpy as np
 
 from bflnet.learners.base import NO_WORK, GlobalStateLearner, Update, Work
-from bflnet.learners.expfam import (
+from bflnet.learners.conjugate.expfam import (
     BernoulliLikelihood,
     ConjugateLikelihood,
     ExpFam,
@@ -83,7 +83,7 @@ from bflnet.learners.expfam import (
     normal,
 )
 from bflnet.learners.hyper import GFVL_METHODS, GFVLParams
-from bflnet.params import with_overrides
+from bflnet.validation.params import with_overrides
 
 METHODS = GFVL_METHODS
 METRICS = ("kl", "state")

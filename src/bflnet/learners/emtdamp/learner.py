@@ -71,12 +71,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from bflnet.devices import resolve_device
 from bflnet.learners.base import GlobalStateLearner, Update, Work
 from bflnet.learners.hyper import EMTDAMPParams
-from bflnet.learners.torch_utils import torch_generator
-from bflnet.params import with_overrides
-from bflnet.threads import check_threads
+from bflnet.learners.models.torch_utils import torch_generator
+from bflnet.runtime.devices import resolve_device
+from bflnet.runtime.threads import check_threads
+from bflnet.validation.params import with_overrides
 
 from .damp_mlp import DampSettings, LayerPrior, layer_means, mlp_forward, random_layer_priors
 from .parallel import tdamp_clients_grouped

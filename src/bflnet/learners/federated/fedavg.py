@@ -16,8 +16,8 @@ mean, not weighted by ``N_k``. The optimiser state starts afresh at every local 
 **Batched agents** (``batch_agents``, on by default): when several agents compute in the
 same round a protocol calls :meth:`FedAvg.local_update_batch`, which runs their local
 updates as one ``(K, d)`` stack of models. Plain SGD on a model with a hand-written step
-(:meth:`BayesianMLP.sgd_stack <bflnet.learners.models.BayesianMLP.sgd_stack>`) runs
-through :class:`~bflnet.learners.mlp_sgd.MLPSGDStack`: no autograd, no gradient buffer,
+(:meth:`BayesianMLP.sgd_stack <bflnet.learners.models.classifiers.BayesianMLP.sgd_stack>`) runs
+through :class:`~bflnet.learners.models.mlp_sgd.MLPSGDStack`: no autograd, no gradient buffer,
 the weights in the step's own layout for the whole update, and on CPU one chunk of agents
 at a time (one agent of the 784-100-10 MLP: its weights stay in the core's cache through
 its steps; on other devices all agents per batched kernel). Momentum, Adam and other
@@ -41,7 +41,7 @@ from torch import Tensor
 
 from bflnet.learners.base import GlobalStateLearner, Update, Work
 from bflnet.learners.hyper import OPTIMIZERS, FedAvgParams
-from bflnet.learners.torch_utils import (
+from bflnet.learners.models.torch_utils import (
     MinibatchSampler,
     apply_mean_delta,
     as_agent_data,
@@ -49,7 +49,7 @@ from bflnet.learners.torch_utils import (
     predictive_evaluation,
     torch_generator,
 )
-from bflnet.params import with_overrides
+from bflnet.validation.params import with_overrides
 
 __all__ = ["OPTIMIZERS", "FedAvg", "FedAvgParams"]
 
@@ -57,7 +57,7 @@ __all__ = ["OPTIMIZERS", "FedAvg", "FedAvgParams"]
 class FedAvg(GlobalStateLearner):
     """Federated averaging of local SGD/Adam steps (module docs give the objective).
 
-    >>> from bflnet.learners.toy_models import GaussianMeanModel
+    >>> from bflnet.learners.models.toy_models import GaussianMeanModel
     >>> data = {0: (torch.full((4, 1), 1.0), torch.zeros(4)),
     ...         1: (torch.full((4, 1), 3.0), torch.zeros(4))}
     >>> learner = FedAvg(GaussianMeanModel(d=1), data, local_steps=5, lr=0.1)

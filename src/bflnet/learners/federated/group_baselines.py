@@ -44,11 +44,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from bflnet.devices import resolve_device
-from bflnet.learners.fedavg import FedAvg
+from bflnet.learners.federated.fedavg import FedAvg
 from bflnet.learners.hyper import GroupFedAvgParams
-from bflnet.learners.torch_utils import check_particles, torch_generator
-from bflnet.params import with_overrides
+from bflnet.learners.models.torch_utils import check_particles, torch_generator
+from bflnet.runtime.devices import resolve_device
+from bflnet.validation.params import with_overrides
 
 __all__ = ["DenseMLP", "GroupFedAvg", "active_groups", "energy_masks", "group_lasso_penalty",
            "group_saliency", "layer_targets", "network_budget", "prune_by_energy",
@@ -242,7 +242,7 @@ class GroupFedAvg(FedAvg):
     ``accuracy``, ``test_error`` (softmax) of the pruned model, ``test_nmse_dense`` /
     ``test_error_dense`` of the unpruned one, ``active_groups``, ``target_groups``.
 
-    ``device`` (a ``torch.device`` or ``cpu``/``cuda``/``auto``, :func:`~bflnet.devices.
+    ``device`` (a ``torch.device`` or ``cpu``/``cuda``/``auto``, :func:`~bflnet.runtime.devices.
     resolve_device`): where the models, the clients' data and the test set live (put
     there once) and the local steps, masks and pruning compute, in the learner's
     ``dtype`` (float32). The initial weights and the minibatch draws come from the CPU

@@ -1,4 +1,4 @@
-"""Over-the-air FedAvg: the digital FedAvg's arithmetic (:class:`~bflnet.learners.fedavg.
+"""Over-the-air FedAvg: the digital FedAvg's arithmetic (:class:`~bflnet.learners.federated.fedavg.
 FedAvg`) with the analog aggregate of the AirComp uplink (Zhu, Wang and Huang, "Broadband
 Analog Aggregation for Low-Latency Federated Edge Learning"; Amiri and Gündüz, "Federated
 Learning over Wireless Fading Channels": truncated channel inversion).
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from bflnet.learners.fedavg import FedAvg
+from bflnet.learners.federated.fedavg import FedAvg
 
 
 class AnalogFedAvg:

@@ -10,10 +10,10 @@ communication", ICML 2019), plus one Langevin noise draw per round. Every round 
 4. s_k ← s_k + Σ_{j ∈ N_k ∪ {k}} w_kj Δθ_j   — the weighted sum of the copies (eq. 8)
 5. θ_{k,t+1} = θ_k^(L) + ζ (s_k − v_k) + sqrt(2 η τ) ξ_k   (eq. 9)
 
-with v_k = s_k = 0 at t = 0 and f_k of :mod:`bflnet.learners.langevin`. Σ_k s_k = Σ_k v_k
+with v_k = s_k = 0 at t = 0 and f_k of :mod:`bflnet.learners.langevin.langevin`. Σ_k s_k = Σ_k v_k
 holds exactly (Ω doubly stochastic), so the mixing step preserves the network average of
 the θ_k whatever Q does. τ (``temperature``) = 1 targets the posterior; CF-FL
-(:mod:`bflnet.learners.cffl`) is the same with no noise.
+(:mod:`bflnet.learners.langevin.cffl`) is the same with no noise.
 
 **A lost increment.** CHOCO assumes every Δθ_j arrives: the payloads are increments, so the
 protocol must not reuse an old one (``ConsensusProtocol(lost="skip")``, which this learner
@@ -34,16 +34,16 @@ import torch
 from torch import Tensor
 
 from bflnet.learners.base import Work
-from bflnet.learners.chunked import column_chunks, consensus_step
 from bflnet.learners.hyper import CDBFLParams
-from bflnet.learners.langevin import (
+from bflnet.learners.langevin.chunked import column_chunks, consensus_step
+from bflnet.learners.langevin.langevin import (
     LangevinLearner,
     accumulate,
     keeps,
     network_metrics,
 )
-from bflnet.learners.sparse_mix import add_on_support, support
-from bflnet.learners.torch_utils import torch_generator
+from bflnet.learners.langevin.sparse_mix import add_on_support, support
+from bflnet.learners.models.torch_utils import torch_generator
 
 __all__ = ["CDBFL", "CDBFLNode"]
 
@@ -87,7 +87,7 @@ class CDBFL(LangevinLearner):
         super().__init__(*args, **kwargs)
         # id(decoded increment) -> (that increment, its support) for the current round:
         # every receiver gets the object the sender's ``sent`` saw, so its support is
-        # found once (:mod:`bflnet.learners.sparse_mix`); a miss takes the dense path
+        # found once (:mod:`bflnet.learners.langevin.sparse_mix`); a miss takes the dense path
         self._supports: dict[int, tuple[Tensor, Tensor]] = {}
         self._supports_round = -1
 
@@ -150,7 +150,7 @@ class CDBFL(LangevinLearner):
                     self._step(*cols[:5], cols[5] if noise else None, zeta)  # or torch
         else:
             # the same operations in the same order as s + w·Δ, ..., chunk by chunk
-            # (:mod:`bflnet.learners.chunked`: the same bits), with one scratch tensor
+            # (:mod:`bflnet.learners.langevin.chunked`: the same bits), with one scratch tensor
             s, tmp = torch.empty_like(state.s), torch.empty_like(state.s)
             for cols in column_chunks(s, theta, tmp, state.s, state.delta, state.v,
                                       state.half, *(d for _, d in items), *noise):

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bflnet.learners.cdbfl import CDBFL
 from bflnet.learners.hyper import CDBFLParams
-from bflnet.params import with_overrides
+from bflnet.learners.langevin.cdbfl import CDBFL
+from bflnet.validation.params import with_overrides
 
 __all__ = ["CFFL"]
 

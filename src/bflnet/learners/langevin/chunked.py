@@ -23,7 +23,7 @@ __all__ = ["CHUNK", "NUMPY_MIX", "column_chunks", "consensus_step", "gaussian_pr
 #: chain stay in a core's L2 cache.
 CHUNK = 2**16
 #: Whether :func:`weighted_sum` and :func:`consensus_step` (and the sparse additions of
-#: :mod:`bflnet.learners.sparse_mix`) may run in NumPy on the CPU: the same bits as the
+#: :mod:`bflnet.learners.langevin.sparse_mix`) may run in NumPy on the CPU: the same bits as the
 #: learners' torch chains, with a fraction of torch's per-call overhead on 64 K-entry
 #: chunks (a DSGLD node's mixing of ten 2.7 M-entry samples: about 15 ms against 34 ms).
 #: False forces torch's chains (tests, benchmarks).
@@ -137,7 +137,7 @@ def gaussian_prior_step(theta: Tensor, lik: Tensor, scale: float, mean: float, v
                         nodes: int, lr: float | None) -> bool:
     """In place on ``lik`` (the log-likelihood gradient at ``theta``): ``g = (−scale·lik)
     − ((mean − θ)/var)/nodes``, then with ``lr`` ``θ − lr·g``: torch's chain of
-    :class:`~bflnet.learners.langevin.LocalObjective` run by NumPy over cache-sized
+    :class:`~bflnet.learners.langevin.langevin.LocalObjective` run by NumPy over cache-sized
     chunks (each element through the same IEEE operations in the same order: the same
     bits, with a fraction of torch's per-call overhead; the division by ``var = 1`` is
     exact and skipped). Returns False, doing nothing, where NumPy cannot run it (another

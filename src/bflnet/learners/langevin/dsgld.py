@@ -4,7 +4,7 @@ eq. 4 of the CD-BFL paper: every round each node k
     θ_k ← Σ_{j ∈ N_k ∪ {k}} w_kj θ_j − η ∇f_k(θ_k; M_k) + sqrt(2 η τ) ξ_k,   ξ_k ~ N(0, I),
 
 mixing its neighbours' raw samples (uncompressed) with the mixing matrix the protocol
-applies, from one local Langevin step on its f_k (:mod:`bflnet.learners.langevin`: the
+applies, from one local Langevin step on its f_k (:mod:`bflnet.learners.langevin.langevin`: the
 minibatch scaled to the node's data, 1/K of the prior). τ (``temperature``) = 1 targets the
 posterior. The gradient and the noise are drawn in ``local_steps`` from the node's own
 stream, at the sample the node sent; ``absorb`` mixes and adds them.
@@ -21,14 +21,14 @@ import torch
 from torch import Tensor
 
 from bflnet.learners.base import Work
-from bflnet.learners.chunked import column_chunks, weighted_sum
-from bflnet.learners.langevin import (
+from bflnet.learners.langevin.chunked import column_chunks, weighted_sum
+from bflnet.learners.langevin.langevin import (
     LangevinLearner,
     accumulate,
     keeps,
     network_metrics,
 )
-from bflnet.learners.torch_utils import torch_generator
+from bflnet.learners.models.torch_utils import torch_generator
 
 __all__ = ["DSGLD", "DSGLDNode"]
 
@@ -72,7 +72,7 @@ class DSGLD(LangevinLearner):
     def absorb(self, node: Any, state: DSGLDNode, received: Mapping[Any, Tensor],
                weights: Mapping[Any, float]) -> DSGLDNode:
         # w·θ + Σ_j w_j·θ_j + step in the same order, with one scratch tensor, chunk by
-        # chunk (:mod:`bflnet.learners.chunked`: the same bits)
+        # chunk (:mod:`bflnet.learners.langevin.chunked`: the same bits)
         theta = torch.empty_like(state.theta)
         items = list(received.items())
         terms = [(state.theta, weights[node]), *((t, weights[j]) for j, t in items)]

@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from bflnet.checks import check_real
+from bflnet.validation.checks import check_real
 
 Gradient = Callable[[np.ndarray], np.ndarray]
 

@@ -1,8 +1,8 @@
-"""FALD / WFALD on a torch model (MLP, LeNet): :class:`~bflnet.learners.fald.FALD`'s rounds
+"""FALD / WFALD on a torch model (MLP, LeNet): :class:`~bflnet.learners.langevin.fald.FALD`'s rounds
 with each device's local steps on minibatches of its own data.
 
 Device k's objective is the decentralised Langevin learners' f_k
-(:class:`~bflnet.learners.langevin.LocalObjective`: its minibatch negative log-likelihood
+(:class:`~bflnet.learners.langevin.langevin.LocalObjective`: its minibatch negative log-likelihood
 scaled to its E_k examples plus 1/K of the negative log prior), so Σ_k f_k estimates the
 negative log posterior. The local steps run in torch on the model's device and dtype;
 each device's change leaves torch once per round, as the payload handed to the uplink
@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from bflnet.learners.fald import FALD
-from bflnet.learners.langevin import LocalObjective
-from bflnet.learners.torch_utils import torch_generator
+from bflnet.learners.langevin.fald import FALD
+from bflnet.learners.langevin.langevin import LocalObjective
+from bflnet.learners.models.torch_utils import torch_generator
 
 
 class TorchFALD(FALD):

@@ -27,10 +27,10 @@ import torch
 from torch import Tensor
 
 from bflnet.learners.base import ConsensusLearner
-from bflnet.learners.chunked import column_chunks, gaussian_prior_step
 from bflnet.learners.hyper import LangevinParams
-from bflnet.learners.torch_utils import MinibatchSampler, as_agent_data, torch_generator
-from bflnet.params import with_overrides
+from bflnet.learners.langevin.chunked import column_chunks, gaussian_prior_step
+from bflnet.learners.models.torch_utils import MinibatchSampler, as_agent_data, torch_generator
+from bflnet.validation.params import with_overrides
 
 #: The name of the evaluation set whose metrics carry no prefix.
 MAIN = "eval"
@@ -91,7 +91,7 @@ class LocalObjective:
                 torch.sub(theta, lik.mul_(lr), out=lik)
             return lik
         # N(prior_mean, prior_var I): the gradient by hand, (−scale·lik) − ((mean − θ)/var)/K
-        # (then θ − lr·g) over cache-sized column chunks (:mod:`bflnet.learners.chunked`),
+        # (then θ − lr·g) over cache-sized column chunks (:mod:`bflnet.learners.langevin.chunked`),
         # by NumPy on the CPU (the same bits, less overhead), else by torch
         mean, var = getattr(self.model, "prior_mean", 0.0), self.model.prior_var
         if self.numpy_chain and gaussian_prior_step(theta, lik, scale, mean, var,
@@ -201,7 +201,7 @@ def network_metrics(model: Any, nodes: Mapping[Any, Any],
     evaluation set, the nodes' mean ``accuracy``, ``ece`` and ``nll`` of their posterior
     predictives (``<set>_accuracy`` ... for sets other than ``"eval"``), and
     ``kept_samples``."""
-    from bflnet.analysis.calibration import accuracy, ece, nll
+    from bflnet.learners.calibration import accuracy, ece, nll
 
     thetas = torch.cat([n.theta for n in nodes.values()])
     spread = (thetas - thetas.mean(0, keepdim=True)).square().sum(1).mean().sqrt()

@@ -9,7 +9,7 @@ the support of Δ alone gives the same bits wherever the vector it is added to i
 ``x = -0.0``. Vectors that start at ``+0.0`` and only ever have values added to them are
 never ``-0.0`` (a round-to-nearest sum is ``-0.0`` only when both terms are), which is
 what CD-BFL's public copies and their weighted sums do. On the CPU the gather, multiply,
-add and scatter run in NumPy (:data:`bflnet.learners.chunked.NUMPY_MIX`): the same
+add and scatter run in NumPy (:data:`bflnet.learners.langevin.chunked.NUMPY_MIX`): the same
 element operations as torch's, with less overhead per call.
 """
 
@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from bflnet.learners import chunked
+from bflnet.learners.langevin.langevin import chunked
 
 __all__ = ["SPARSE_SHARE", "add_on_support", "support"]
 

@@ -16,7 +16,7 @@ gradient, ``log_likelihood_grad(theta, x, y, out=None)``: the ``(N, d)`` gradien
 ``log_likelihood(theta, x, y).sum()`` written out by hand as batched matrix products,
 optionally into a preallocated ``(N, d)`` buffer ``out`` (no autograd graph, no fresh
 ``(N, d)`` tensor). It is not part of :class:`ParticleModel`; learners check for it
-(e.g. :class:`bflnet.learners.dsvgd.DSVGD`) and use autograd otherwise.
+(e.g. :class:`bflnet.learners.particles.dsvgd.DSVGD`) and use autograd otherwise.
 
 >>> model = LogisticRegression(n_in=3, n_out=2, prior_var=1.0)
 >>> theta = model.init_particles(5, torch.Generator().manual_seed(0))
@@ -37,7 +37,7 @@ import torch
 from torch import Tensor
 
 if TYPE_CHECKING:
-    from bflnet.learners.mlp_sgd import MLPSGDStack
+    from bflnet.learners.models.mlp_sgd import MLPSGDStack
 
 Init = Literal["scaled", "prior"]
 
@@ -299,7 +299,7 @@ class LogisticRegression(_Classifier):
     def log_likelihood_grad_numpy(self, theta: np.ndarray, x: np.ndarray,
                                   y: np.ndarray) -> np.ndarray:
         """:meth:`log_likelihood_grad` in NumPy for a shared minibatch ``x`` ``(B, n_in)``
-        (small particle sets, :mod:`bflnet.learners.svgd_small`): the logits of all
+        (small particle sets, :mod:`bflnet.learners.particles.svgd_small`): the logits of all
         particles as one ``(B, n_in) × (n_in, N·C)`` product, ``dW = xᵀ dlogits`` as
         another. ``y``: the labels ``(B,)``, or their one-hot rows ``(B, C)`` (floats)."""
         n, c, k = theta.shape[0], self.n_classes, self.n_in * self.n_classes
@@ -438,10 +438,11 @@ class BayesianMLP(_Classifier):
             b1.add_(dh.sum(dim=1), alpha=step)
 
     def sgd_stack(self, theta: Tensor) -> MLPSGDStack:
-        """The rows of ``theta`` ``(N, d)`` as a :class:`~bflnet.learners.mlp_sgd.MLPSGDStack`
+        """The rows of ``theta`` ``(N, d)`` as a
+        :class:`~bflnet.learners.models.mlp_sgd.MLPSGDStack`
         (a copy in the layout of the hand-written SGD step). Only where
         :meth:`has_sgd_step`."""
-        from bflnet.learners.mlp_sgd import MLPSGDStack
+        from bflnet.learners.models.mlp_sgd import MLPSGDStack
 
         return MLPSGDStack(self, theta)
 

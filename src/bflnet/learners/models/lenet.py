@@ -1,7 +1,8 @@
 """A LeNet-5-style Bayesian CNN evaluated on all rows of a particle matrix at once.
 
-:class:`BayesianLeNet` is a :class:`bflnet.learners.models._Classifier` like
-:class:`~bflnet.learners.models.BayesianMLP`: ``theta`` is ``(N, d)``, one parameter vector
+:class:`BayesianLeNet` is a :class:`bflnet.learners.models.classifiers._Classifier` like
+:class:`~bflnet.learners.models.classifiers.BayesianMLP`: ``theta`` is ``(N, d)``, one
+parameter vector
 per row, the prior is ``N(0, prior_var·I)``, and every method works on all ``N`` rows and
 all ``B`` examples with batched tensor ops (no Python loop over either)::
 
@@ -63,8 +64,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from bflnet.learners.models import Init, _check_sizes, _Classifier
-from bflnet.learners.pool import avg_pool_2x2
+from bflnet.learners.models.classifiers import Init, _check_sizes, _Classifier
+from bflnet.learners.models.pool import avg_pool_2x2
 
 Activation = Literal["relu", "tanh"]
 Pool = Literal["avg", "max"]
@@ -179,8 +180,8 @@ class BayesianLeNet(_Classifier):
     def _analytic_grad(self, theta: Tensor, x: Tensor, y: Tensor,
                        grad: dict[str, Tensor]) -> None:
         """Autograd's operations without its ``(N, d)`` concatenation, the fully connected
-        layers by hand (:mod:`bflnet.learners.lenet_grad`)."""
-        from bflnet.learners.lenet_grad import lenet_log_likelihood_grad
+        layers by hand (:mod:`bflnet.learners.models.lenet_grad`)."""
+        from bflnet.learners.models.lenet_grad import lenet_log_likelihood_grad
 
         lenet_log_likelihood_grad(self, theta, x, y, grad)
 
@@ -237,7 +238,7 @@ class BayesianLeNet(_Classifier):
         return h.relu_() if self.activation == "relu" else h.tanh_()
 
     def _act_pool(self, h: Tensor) -> Tensor:
-        if self.pool == "avg":  # F.avg_pool2d(·, 2)'s bits, faster (bflnet.learners.pool)
+        if self.pool == "avg":  # F.avg_pool2d(·, 2)'s bits, faster (bflnet.learners.models.pool)
             return avg_pool_2x2(self._act(h))
         if self.activation == "relu":  # max and ReLU commute: pool first, 4x fewer values
             return self._act(F.max_pool2d(h, POOL))

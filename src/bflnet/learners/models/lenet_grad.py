@@ -1,4 +1,4 @@
-"""The log-likelihood gradient of :class:`bflnet.learners.lenet.BayesianLeNet` without a
+"""The log-likelihood gradient of :class:`bflnet.learners.models.lenet.BayesianLeNet` without a
 graph over the whole parameter vector: the same operations autograd runs, written into
 the ``(N, d)`` output.
 
@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from bflnet.learners.numpy_blas import openblas_threads
+from bflnet.learners.models.numpy_blas import openblas_threads
 
 __all__ = ["lenet_log_likelihood_grad", "weight_grad"]
 
@@ -93,7 +93,7 @@ def lenet_log_likelihood_grad(model: Any, theta: Tensor, maps: Tensor, y: Tensor
                               grad: dict[str, Tensor]) -> None:
     """Write ``∇_θ Σ_b log softmax(logits)[y_b]`` into ``grad`` (views of the ``(N, d)``
     output as ``model.unpack`` gives); ``maps`` as ``model._check_x`` returns them."""
-    from bflnet.learners.models import _label_index
+    from bflnet.learners.models.classifiers import _label_index
 
     n = theta.shape[0]
     p = model.unpack(theta)

@@ -1,6 +1,7 @@
 """Plain SGD on a stack of one-hidden-layer MLPs, in a layout made for the step.
 
-:class:`MLPSGDStack` holds ``N`` copies of a :class:`~bflnet.learners.models.BayesianMLP`'s
+:class:`MLPSGDStack` holds ``N`` copies of a
+:class:`~bflnet.learners.models.classifiers.BayesianMLP`'s
 parameters (the rows of an ``(N, d)`` particle tensor) for the length of a local update,
 laid out for the hand-written SGD step rather than in the particle layout::
 
@@ -42,7 +43,7 @@ import torch
 from torch import Tensor
 
 if TYPE_CHECKING:
-    from bflnet.learners.models import BayesianMLP
+    from bflnet.learners.models.classifiers import BayesianMLP
 
 #: ``dh ⊙ 1[h > 0]`` written into ``grad_input`` (autograd's own ReLU backward).
 threshold_backward = torch.ops.aten.threshold_backward.grad_input

@@ -1,6 +1,6 @@
 """Conjugate Gaussian toy models with closed-form posteriors, for testing particle learners.
 
-They follow the likelihood part of :class:`bflnet.learners.models.ParticleModel`
+They follow the likelihood part of :class:`bflnet.learners.models.classifiers.ParticleModel`
 (``d``, ``log_prior``, ``log_likelihood``, ``init_particles``, ``flops_per_example``); they
 are regression models, so they have no ``logits``/``predict_proba`` (``n_classes = 0``).
 
@@ -17,7 +17,7 @@ import math
 import torch
 from torch import Tensor
 
-from bflnet.checks import check_real
+from bflnet.validation.checks import check_real
 
 __all__ = ["GaussianMeanModel", "LinearGaussianModel"]
 

@@ -64,7 +64,7 @@ scaled up from tiny gradients (docs/reproductions.md, Forget-SVGD).
 
 Complexity per SVGD step: the model's forward/backward on ``N_p × M`` examples plus two
 GEMMs of ``N_p × (4 N_p) × d`` and ``N_p × (5 N_p) × d`` (SVGD kernel and the three KDEs),
-see :func:`bflnet.learners.svgd.run_svgd`.
+see :func:`bflnet.learners.particles.svgd.run_svgd`.
 """
 
 from __future__ import annotations
@@ -77,19 +77,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from bflnet.checks import check_int
 from bflnet.learners.base import GlobalStateLearner, Update, Work
 from bflnet.learners.hyper import STEP_RULES, DSVGDParams
-from bflnet.learners.svgd import (
-    ConstantStep,
-    KDETerm,
-    Score,
-    kde_log_density,
-    run_svgd,
-    svgd_iteration_flops,
-)
-from bflnet.learners.svgd_small import SMALL_PROBLEM, run_svgd_numpy
-from bflnet.learners.torch_utils import (
+from bflnet.learners.models.torch_utils import (
     MinibatchSampler,
     apply_mean_delta,
     as_agent_data,
@@ -97,7 +87,17 @@ from bflnet.learners.torch_utils import (
     predictive_evaluation,
     torch_generator,
 )
-from bflnet.params import with_overrides
+from bflnet.learners.particles.svgd import (
+    ConstantStep,
+    KDETerm,
+    Score,
+    kde_log_density,
+    run_svgd,
+    svgd_iteration_flops,
+)
+from bflnet.learners.particles.svgd_small import SMALL_PROBLEM, run_svgd_numpy
+from bflnet.validation.checks import check_int
+from bflnet.validation.params import with_overrides
 
 __all__ = ["DSVGD", "STEP_RULES", "AgentFactor", "ConstantStep", "DSVGDParams"]
 
@@ -117,7 +117,7 @@ class AgentFactor:
 class DSVGD(GlobalStateLearner):
     """Distributed SVGD with Forget-SVGD unlearning (module docs give the maths).
 
-    >>> from bflnet.learners.toy_models import GaussianMeanModel
+    >>> from bflnet.learners.models.toy_models import GaussianMeanModel
     >>> model = GaussianMeanModel(d=1, prior_var=4.0)
     >>> data = {k: (torch.full((5, 1), 1.0), torch.zeros(5)) for k in range(2)}
     >>> learner = DSVGD(model, data, 20, DSVGDParams(local_steps=100, step_size=0.05))
@@ -271,7 +271,7 @@ class DSVGD(GlobalStateLearner):
               score: Score | None = None, score_scale: float = 1.0) -> Tensor:
         """:func:`run_svgd`, or for small particle sets on the CPU (``N × d <=
         SMALL_PROBLEM``) its NumPy twin :func:`run_svgd_numpy` (module
-        :mod:`bflnet.learners.svgd_small`), with the model's NumPy likelihood gradient
+        :mod:`bflnet.learners.particles.svgd_small`), with the model's NumPy likelihood gradient
         when it has one."""
         if self.device.type != "cpu" or self.n_particles * self.d > SMALL_PROBLEM:
             return run_svgd(theta, n_iter, score=score, score_scale=score_scale,
@@ -322,7 +322,7 @@ class DSVGD(GlobalStateLearner):
         the score of the data term is their product.
 
         With a model that has ``log_likelihood_grad(theta, x, y, out=None)`` (the
-        classifiers of :mod:`bflnet.learners.models`) the gradient is that hand-written
+        classifiers of :mod:`bflnet.learners.models.classifiers`) the gradient is that hand-written
         one, written into one ``(N_p, d)`` buffer that this score reuses across its calls
         (so each call overwrites the previous result: :func:`run_svgd` reads a score's
         output before the next call and keeps none); other models go through autograd

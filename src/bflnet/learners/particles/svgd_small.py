@@ -1,4 +1,4 @@
-"""The fused SVGD loop of :func:`bflnet.learners.svgd.run_svgd` in NumPy, for small
+"""The fused SVGD loop of :func:`bflnet.learners.particles.svgd.run_svgd` in NumPy, for small
 particle sets.
 
 With ``N × d`` in the hundreds (e.g. 6 particles of a 110-parameter logistic regression)
@@ -31,7 +31,8 @@ NumpyScore = Callable[[np.ndarray], np.ndarray]
 
 def median_bandwidth(sq_dists: np.ndarray) -> float:
     """The median heuristic ``h = med² / log N`` from an ``(N, N)`` squared-distance
-    matrix (1 when ``N = 1`` or ``med = 0``), as :func:`bflnet.learners.svgd.median_bandwidth`."""
+    matrix (1 when ``N = 1`` or ``med = 0``), as
+    :func:`bflnet.learners.particles.svgd.median_bandwidth`."""
     n = sq_dists.shape[0]
     if n < 2:
         return 1.0

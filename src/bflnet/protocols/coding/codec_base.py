@@ -23,7 +23,7 @@ class Encoded:
 class Codec(ABC):
     """Encodes arrays for transmission; ``decode(encode(x))`` is what the receiver uses.
 
-    >>> from bflnet.protocols.codecs import RawCodec
+    >>> from bflnet.protocols.coding.codecs import RawCodec
     >>> enc = RawCodec(bits_per_value=32).encode(np.zeros(10), np.random.default_rng(0))
     >>> enc.bits
     320

@@ -25,9 +25,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bflnet.checks import check_int
-from bflnet.protocols.codec_base import Codec, Encoded
-from bflnet.protocols.topk_select import top_k_sorted
+from bflnet.protocols.coding.codec_base import Codec, Encoded
+from bflnet.protocols.coding.topk_select import top_k_sorted
+from bflnet.validation.checks import check_int
 
 __all__ = [
     "A_MAX_BITS",

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from bflnet.protocols.codec_base import Codec, Encoded
+from bflnet.protocols.coding.codec_base import Codec, Encoded
 
 CodecSpec = Codec | None | tuple[Any, ...] | Mapping[str, Any]
 

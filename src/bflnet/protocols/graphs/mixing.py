@@ -8,7 +8,7 @@ to the network average at a rate set by the spectral gap ``1 - max(|λ_2|, |λ_K
 Matrices are dense ``float64`` arrays by default, or ``scipy.sparse.csr_array`` with
 ``sparse=True`` (for graphs of 10^4 nodes).
 
->>> from bflnet.protocols.topologies import ring
+>>> from bflnet.protocols.graphs.topologies import ring
 >>> W = make_mixing("metropolis-hastings", ring(4))
 >>> W[0].round(3).tolist()
 [0.333, 0.333, 0.0, 0.333]
@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from bflnet.protocols.topologies import require_connected, validate_graph
+from bflnet.protocols.graphs.topologies import require_connected, validate_graph
 
 MIXING_NAMES: tuple[str, ...] = ("metropolis-hastings", "max-degree", "uniform")
 """Names accepted by :func:`make_mixing`."""

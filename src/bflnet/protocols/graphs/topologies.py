@@ -24,8 +24,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from bflnet.checks import check_int, check_real, is_number
-from bflnet.input_files import read_text
+from bflnet.files.input_files import read_text
+from bflnet.validation.checks import check_int, check_real, is_number
 
 GRAPH_NAMES: tuple[str, ...] = (
     "complete",

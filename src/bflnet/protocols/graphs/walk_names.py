@@ -2,4 +2,4 @@
 without loading NetworkX)."""
 
 WALK_NAMES: tuple[str, ...] = ("metropolis-hastings", "uniform-neighbour", "round-robin")
-"""Names accepted by :func:`bflnet.protocols.walks.make_walk`."""
+"""Names accepted by :func:`bflnet.protocols.graphs.walks.make_walk`."""

@@ -18,7 +18,7 @@ Rules:
   intermediate agents), which this class does not model.
 
 >>> import numpy as np
->>> from bflnet.protocols.topologies import star
+>>> from bflnet.protocols.graphs.topologies import star
 >>> walk = make_walk("metropolis-hastings", star(5))
 >>> rng = np.random.default_rng(0)
 >>> k = walk.first_node(rng)
@@ -36,15 +36,15 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from bflnet.protocols.topologies import require_connected
-from bflnet.protocols.walk_names import WALK_NAMES
+from bflnet.protocols.graphs.topologies import require_connected
+from bflnet.protocols.graphs.walk_names import WALK_NAMES
 
 
 class Walk(ABC):
     """A next-node rule on a connected graph with nodes ``0..K-1``.
 
     >>> import numpy as np
-    >>> from bflnet.protocols.topologies import ring
+    >>> from bflnet.protocols.graphs.topologies import ring
     >>> walk = UniformNeighbourWalk(ring(4))
     >>> walk.next_node(0, np.random.default_rng(1)) in (1, 3)
     True

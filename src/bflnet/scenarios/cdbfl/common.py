@@ -20,14 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bflnet.devices import DEVICES, resolve_device
 from bflnet.learners.hyper import CDBFLParams
-from bflnet.params import param
 from bflnet.protocols.stopping import StopRule
-from bflnet.scenarios.dsvgd_common import eval_subset
-from bflnet.scenarios.network_settings import GRAPHS, NetworkSettings
-from bflnet.scenarios.resources import FLOAT32, check_memory
-from bflnet.scenarios.schema import ACCURACY, DROPPED, ECE, METHOD, NLL, RUN_ID, col
+from bflnet.runs.resources import FLOAT32, check_memory
+from bflnet.runs.schema import ACCURACY, DROPPED, ECE, METHOD, NLL, RUN_ID, col
+from bflnet.runtime.devices import DEVICES, resolve_device
+from bflnet.scenarios.dsvgd.common import eval_subset
+from bflnet.scenarios.shared.network_settings import GRAPHS, NetworkSettings
+from bflnet.validation.params import param
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from bflnet.learners.base import ConsensusLearner
-    from bflnet.protocols.codecs import RawCodec
+    from bflnet.protocols.coding.codecs import RawCodec
     from bflnet.simulator.simulation import RunResult
 
 #: Where the examples come from.
@@ -54,7 +54,7 @@ ROW_EVENTS = ("init", "round")
 @dataclass(frozen=True)
 class CDBFLSettings(CDBFLParams, NetworkSettings):
     """Network, data and CD-BFL settings (:class:`CDBFLParams` embedded)."""
-    #: Old parameter names, still accepted (bflnet.renames).
+    #: Old parameter names, still accepted (bflnet.validation.renames).
     RENAMED: ClassVar[dict[str, str]] = {"per_node": "points_per_agent"}
 
     SHARED_MEDIUM: ClassVar[bool] = True
@@ -131,7 +131,7 @@ class CDBFLSettings(CDBFLParams, NetworkSettings):
 
 def codec_for(config: CDBFLSettings, d: int) -> Any:
     """The compression operator Q as a codec (``None``: uncompressed float64)."""
-    from bflnet.protocols.codecs import StochasticQuantizer, TopKCodec
+    from bflnet.protocols.coding.codecs import StochasticQuantizer, TopKCodec
     if config.compression == "topk":
         return TopKCodec(k=max(1, round(config.keep_ratio * d)), value_bits=32)
     if config.compression == "quantize":
@@ -141,7 +141,7 @@ def codec_for(config: CDBFLSettings, d: int) -> Any:
 
 def sample_codec() -> RawCodec:
     """DSGLD's samples travel as float32."""
-    from bflnet.protocols.codecs import RawCodec
+    from bflnet.protocols.coding.codecs import RawCodec
 
     return RawCodec(32)
 
@@ -164,10 +164,10 @@ def make_model(config: CDBFLSettings, height: int, width: int) -> Any:
     flattened), 10 classes, prior N(0, I)."""
     device = resolve_device(config.device)
     if config.model == "mlp":
-        from bflnet.learners.models import BayesianMLP
+        from bflnet.learners.models.classifiers import BayesianMLP
 
         return BayesianMLP(height * width, config.hidden, 10, prior_var=1.0, device=device)
-    from bflnet.learners.lenet import BayesianLeNet
+    from bflnet.learners.models.lenet import BayesianLeNet
 
     padding = 2 if height < 32 else 0  # 28 x 28 images: LeNet-5's 32 x 32 input
     if config.model == "lenet-2.7m":
@@ -266,7 +266,7 @@ def run_consensus(name: str, config: CDBFLSettings, seed: int, learner: Consensu
     import torch  # lazily, so that `bflnet list` stays fast
 
     from bflnet.protocols.consensus import ConsensusProtocol
-    from bflnet.protocols.mixing import metropolis_hastings_weights
+    from bflnet.protocols.graphs.mixing import metropolis_hastings_weights
     from bflnet.simulator.simulation import Simulation
 
     torch.set_num_threads(config.threads)

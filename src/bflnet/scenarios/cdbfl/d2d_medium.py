@@ -14,7 +14,7 @@ data, initial state and positions,
   broadcast per device (no ARQ: a lost reception is a missed message).
 
 Tasks (``tasks``): ``cdbfl``, CD-BFL with top-k compressed gossip (a small MLP and a
-short run by default, see :mod:`bflnet.scenarios.cdbfl_common`), whose test accuracy is
+short run by default, see :mod:`bflnet.scenarios.cdbfl.common`), whose test accuracy is
 recorded every ``eval_every`` rounds; ``consensus``, gossip averaging of one number per
 device (float64 messages), whose largest deviation from the true mean is recorded every
 round. Both use Metropolis-Hastings weights.
@@ -38,19 +38,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.learners.hyper import CDBFLParams
-from bflnet.params import param, subset, validate
-from bflnet.scenarios.cdbfl_common import CDBFLSettings, codec_for, workspace
-from bflnet.scenarios.lists import comma_list
-from bflnet.scenarios.network_settings import (
-    GRAPHS,
-    MAC_NAMES,
-    MAX_METRES,
-    USED_ONLY_WITH,
-    NetworkSettings,
-)
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.resources import FLOAT32, ROW_BYTES, Footprint, count
-from bflnet.scenarios.schema import (
+from bflnet.runs.lists import comma_list
+from bflnet.runs.registry import register
+from bflnet.runs.resources import FLOAT32, ROW_BYTES, Footprint, count
+from bflnet.runs.schema import (
     ACCURACY,
     BASE,
     DROPPED,
@@ -60,6 +51,15 @@ from bflnet.scenarios.schema import (
     Schema,
     col,
 )
+from bflnet.scenarios.cdbfl.common import CDBFLSettings, codec_for, workspace
+from bflnet.scenarios.shared.network_settings import (
+    GRAPHS,
+    MAC_NAMES,
+    MAX_METRES,
+    USED_ONLY_WITH,
+    NetworkSettings,
+)
+from bflnet.validation.params import param, subset, validate
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -290,7 +290,7 @@ def _run_one(config: D2DMediumConfig, seed: int, graph: nx.Graph, learner: Any, 
              progress: bool) -> pd.DataFrame:
     """One run of ``learner`` under ``(mac, broadcast)``: its init and round rows."""
     from bflnet.protocols.consensus import ConsensusProtocol
-    from bflnet.protocols.mixing import metropolis_hastings_weights
+    from bflnet.protocols.graphs.mixing import metropolis_hastings_weights
     from bflnet.protocols.stopping import StopRule
     from bflnet.simulator.simulation import Simulation
 
@@ -410,8 +410,8 @@ def run(config: D2DMediumConfig, *, seed: int = 0, progress: bool = False) -> pd
     """Every task x setting of ``config`` (module docstring), one tidy frame."""
     import pandas as pd
 
+    from bflnet.protocols.graphs.topologies import require_connected
     from bflnet.protocols.progress import setup_bar
-    from bflnet.protocols.topologies import require_connected
     from bflnet.simulator.rng import RngStreams
 
     tasks = config.task_list()
@@ -427,7 +427,7 @@ def run(config: D2DMediumConfig, *, seed: int = 0, progress: bool = False) -> pd
             setup.set_postfix_str("loading torch and data")
             import torch
 
-            from bflnet.learners.cdbfl import CDBFL
+            from bflnet.learners.langevin.cdbfl import CDBFL
 
             torch.set_num_threads(config.threads)
             space = workspace(config, streams.numpy("data"))
@@ -441,8 +441,8 @@ def run(config: D2DMediumConfig, *, seed: int = 0, progress: bool = False) -> pd
             def make(space: Any = space, params: CDBFLParams = params) -> Any:
                 return CDBFL(space.model, space.nodes, params, eval_sets=space.eval_sets)
         else:
-            from bflnet.learners.averaging import ConsensusAveraging
-            from bflnet.protocols.codecs import RawCodec
+            from bflnet.learners.gossip.averaging import ConsensusAveraging
+            from bflnet.protocols.coding.codecs import RawCodec
 
             codec = RawCodec(64)
             bits = codec.bits_for((1,))

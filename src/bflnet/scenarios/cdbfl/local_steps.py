@@ -5,7 +5,7 @@ simulated seconds and bits.
 
 All runs of one call share the data, the initial model and the links (the same seed).
 The compression operator, the shortened run and the data are set in
-:mod:`bflnet.scenarios.cdbfl_common` (``--set rounds=800 --set burn_in=700
+:mod:`bflnet.scenarios.cdbfl.common` (``--set rounds=800 --set burn_in=700
 --set lr=1e-4`` is the paper's length and step).
 
 One row per (method, L, round): ``run_id``, ``method`` (``cd-bfl`` or ``dsgld``),
@@ -22,8 +22,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
 from bflnet.learners.hyper import CDBFLParams, LangevinParams
-from bflnet.params import param, subset, validate
-from bflnet.scenarios.cdbfl_common import (
+from bflnet.runs.lists import int_list
+from bflnet.runs.registry import register
+from bflnet.runs.schema import CUM_BITS, CUM_BITS_DELIVERED, EVENT, ITERATION, TIME_S, Schema
+from bflnet.scenarios.cdbfl.common import (
     ROUND_COLUMNS,
     RUN_COLUMNS,
     CDBFLSettings,
@@ -33,9 +35,7 @@ from bflnet.scenarios.cdbfl_common import (
     tidy,
     workspace,
 )
-from bflnet.scenarios.lists import int_list
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.schema import CUM_BITS, CUM_BITS_DELIVERED, EVENT, ITERATION, TIME_S, Schema
+from bflnet.validation.params import param, subset, validate
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,7 +48,7 @@ COLUMNS = ("run_id", "method", "local_steps", "message_bits")
 @dataclass(frozen=True)
 class CDBFLLocalStepsConfig(CDBFLSettings):
     """Parameters of ``cdbfl-local-steps``."""
-    #: Old parameter names, still accepted (bflnet.renames).
+    #: Old parameter names, still accepted (bflnet.validation.renames).
     RENAMED: ClassVar[dict[str, str]] = {"local_steps_list": "local_steps_values"}
 
     local_steps_values: str = param("1,8", "comma list of L, the local steps per round, one "
@@ -109,8 +109,8 @@ def run(config: CDBFLLocalStepsConfig, *, seed: int = 0, progress: bool = False
     from bflnet.simulator.rng import RngStreams
     setup = setup_bar(NAME, None, progress)
     setup.set_postfix_str("loading torch and data")
-    from bflnet.learners.cdbfl import CDBFL  # lazily: torch
-    from bflnet.learners.dsgld import DSGLD
+    from bflnet.learners.langevin.cdbfl import CDBFL  # lazily: torch
+    from bflnet.learners.langevin.dsgld import DSGLD
 
     streams = RngStreams(seed)
     space = workspace(config, streams.numpy("data"))

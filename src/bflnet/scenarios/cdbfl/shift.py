@@ -7,7 +7,7 @@ diagrams.
 All methods of one call share the data, the initial model and the links (the same seed).
 The day-0 test maps are the ``eval`` set (all labels); the other days' maps, pooled over
 ``test_days`` (the paper averages days 2 and 3 of its numbering, our days 1 and 2), are
-the ``shift`` set. Data and model come from :mod:`bflnet.scenarios.cdbfl_common`
+the ``shift`` set. Data and model come from :mod:`bflnet.scenarios.cdbfl.common`
 (default: the synthetic maps of :mod:`bflnet.data.radar` and an MLP, so that the CLI run
 is short; ``--set model=lenet-2.7m --set rounds=800 --set burn_in=700 --set lr=1e-4`` is
 the paper's model and length).
@@ -32,8 +32,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.learners.hyper import CDBFLParams, LangevinParams
-from bflnet.params import param, subset, validate
-from bflnet.scenarios.cdbfl_common import (
+from bflnet.runs.lists import comma_list, int_list
+from bflnet.runs.registry import register
+from bflnet.runs.schema import (
+    CUM_BITS,
+    CUM_BITS_DELIVERED,
+    EVENT,
+    ITERATION,
+    TIME_S,
+    Schema,
+    col,
+)
+from bflnet.scenarios.cdbfl.common import (
     CRITICAL_LABELS,
     ROUND_COLUMNS,
     RUN_COLUMNS,
@@ -47,17 +57,7 @@ from bflnet.scenarios.cdbfl_common import (
     tidy,
     workspace,
 )
-from bflnet.scenarios.lists import comma_list, int_list
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.schema import (
-    CUM_BITS,
-    CUM_BITS_DELIVERED,
-    EVENT,
-    ITERATION,
-    TIME_S,
-    Schema,
-    col,
-)
+from bflnet.validation.params import param, subset, validate
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -155,8 +155,8 @@ def reliability_rows(learner: Any, states: dict[Any, Any], n_bins: int) -> pd.Da
     import numpy as np
     import torch
 
-    from bflnet.analysis.calibration import reliability_data
-    from bflnet.learners.langevin import node_predictive
+    from bflnet.learners.calibration import reliability_data
+    from bflnet.learners.langevin.langevin import node_predictive
 
     x, y = learner.eval_sets["shift"]
     probs = torch.cat([node_predictive(learner.model, s.theta, s.sums, s.kept, "shift", x)
@@ -204,9 +204,9 @@ def run(config: CDBFLShiftConfig, *, seed: int = 0, progress: bool = False) -> p
 
     setup = setup_bar(NAME, None, progress)
     setup.set_postfix_str("loading torch and making the maps")
-    from bflnet.learners.cdbfl import CDBFL
-    from bflnet.learners.cffl import CFFL
-    from bflnet.learners.dsgld import DSGLD
+    from bflnet.learners.langevin.cdbfl import CDBFL
+    from bflnet.learners.langevin.cffl import CFFL
+    from bflnet.learners.langevin.dsgld import DSGLD
     from bflnet.simulator.rng import RngStreams
 
     streams = RngStreams(seed)

@@ -10,7 +10,7 @@ The same learner object runs under each ``protocol``:
 - ``parameter-server``: a server schedules one agent per round, in turn (uplinks of the
   ``channel``; the D2D graph is not used);
 - ``gossip``: every node keeps a copy of the global state and mixes it with its
-  neighbours' (:class:`~bflnet.learners.gossip_adapter.GossipAdapter`; increments scaled
+  neighbours' (:class:`~bflnet.learners.gossip.gossip_adapter.GossipAdapter`; increments scaled
   by K for a learner whose state adds the agents' contributions, ``additive = True``).
 
 One row per round (``iteration``) with the learner's ``evaluate`` metrics (for
@@ -23,13 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from bflnet.protocols.graphs.walk_names import WALK_NAMES
 from bflnet.protocols.stopping import StopRule
-from bflnet.protocols.walk_names import WALK_NAMES
-from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.network_settings import NetworkSettings
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.resources import FLOAT64, ROW_BYTES, Footprint
-from bflnet.scenarios.schema import (
+from bflnet.runs.config import param, validate
+from bflnet.runs.registry import register
+from bflnet.runs.resources import FLOAT64, ROW_BYTES, Footprint
+from bflnet.runs.schema import (
     BASE,
     CUM_BITS_DOWN,
     CUM_BITS_UP,
@@ -40,6 +39,7 @@ from bflnet.scenarios.schema import (
     Schema,
     col,
 )
+from bflnet.scenarios.shared.network_settings import NetworkSettings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,7 +50,7 @@ PROTOCOLS = ("random-walk", "parameter-server", "gossip")
 
 def _known_learner(name: str) -> None:
     from bflnet.learners.catalog import learner_names
-    from bflnet.params import shown
+    from bflnet.validation.params import shown
 
     names = learner_names()
     if name not in names:
@@ -126,7 +126,7 @@ def run(config: CustomLearnerConfig, *, seed: int = 0, progress: bool = False
     import networkx as nx
 
     from bflnet.learners.catalog import make_learner
-    from bflnet.protocols.topologies import require_connected
+    from bflnet.protocols.graphs.topologies import require_connected
     from bflnet.simulator.simulation import Simulation
 
     sim = Simulation(seed, name=NAME)
@@ -140,8 +140,8 @@ def run(config: CustomLearnerConfig, *, seed: int = 0, progress: bool = False
     stop = StopRule(max_iterations=config.rounds)
     kwargs = config.network_kwargs(graph)
     if config.protocol == "random-walk":
+        from bflnet.protocols.graphs.walks import make_walk
         from bflnet.protocols.random_walk import RandomWalkProtocol
-        from bflnet.protocols.walks import make_walk
 
         sim.build_network(graph, **kwargs)
         protocol = RandomWalkProtocol(learner, make_walk(config.walk, graph), stop,
@@ -154,7 +154,7 @@ def run(config: CustomLearnerConfig, *, seed: int = 0, progress: bool = False
         protocol = ParameterServerProtocol(learner, stop, selector=RoundRobinSelector(1),
                                            eval_every=config.eval_every, progress=progress)
     else:
-        from bflnet.learners.gossip_adapter import GossipAdapter
+        from bflnet.learners.gossip.gossip_adapter import GossipAdapter
         from bflnet.protocols.consensus import ConsensusProtocol
 
         scale = graph.number_of_nodes() if getattr(learner, "additive", False) else 1.0

@@ -41,12 +41,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from bflnet.devices import DEVICES, resolve_device
-from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.lists import comma_list
-from bflnet.scenarios.network_settings import NetworkSettings, ServerOnly
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.schema import (
+from bflnet.runs.config import param, validate
+from bflnet.runs.lists import comma_list
+from bflnet.runs.registry import register
+from bflnet.runs.schema import (
     ACCURACY,
     BRIER,
     CUM_BITS,
@@ -68,6 +66,8 @@ from bflnet.scenarios.schema import (
     Schema,
     col,
 )
+from bflnet.runtime.devices import DEVICES, resolve_device
+from bflnet.scenarios.shared.network_settings import NetworkSettings, ServerOnly
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,7 +84,7 @@ FASHION_TRAIN, FASHION_TEST = 60_000, 10_000
 @dataclass(frozen=True)
 class AsyncFedAvgConfig(ServerOnly, NetworkSettings):
     """Parameters of ``async-fedavg``."""
-    #: Old parameter names, still accepted (bflnet.renames).
+    #: Old parameter names, still accepted (bflnet.validation.renames).
     RENAMED: ClassVar[dict[str, str]] = {"per_agent": "points_per_agent"}
 
     SCENARIO: ClassVar[str] = NAME
@@ -212,14 +212,14 @@ def run(config: AsyncFedAvgConfig, *, seed: int = 0, progress: bool = False) -> 
     import torch  # lazily, so that `bflnet list` stays fast
 
     from bflnet.channels import IdealChannel
-    from bflnet.learners.fedavg import FedAvg
+    from bflnet.learners.federated.fedavg import FedAvg
     from bflnet.learners.hyper import FedAvgParams
-    from bflnet.learners.models import BayesianMLP
+    from bflnet.learners.models.classifiers import BayesianMLP
     from bflnet.protocols.buffered_server import BufferedServerProtocol
     from bflnet.protocols.parameter_server import ParameterServerProtocol
     from bflnet.protocols.scheduling import AllAgents
     from bflnet.protocols.stopping import StopRule
-    from bflnet.scenarios.dsvgd_common import iid_fashion_mnist, tidy
+    from bflnet.scenarios.dsvgd.common import iid_fashion_mnist, tidy
     from bflnet.simulator.compute import LogNormalTime
     from bflnet.simulator.rng import RngStreams
     from bflnet.simulator.simulation import Simulation

@@ -9,7 +9,7 @@ patterns (per-particle: ``groups = N_p``, eq. 9; shared: 1, eq. 10; alpha-shared
 
     groups · ceil(log2 C(d, k)) + N_p · k · N_b + 32 ≤ floor(R_u)
 
-(:func:`bflnet.protocols.codecs.largest_k_within_budget`; the 32 bits carry the
+(:func:`bflnet.protocols.coding.codecs.largest_k_within_budget`; the 32 bits carry the
 quantiser's float32 dynamic range ``a_max``, the largest kept ``|ΔΘ|`` of the message, so
 nothing is clipped and the quantiser is unbiased). The kept entries are stochastically
 quantised with 1 sign bit and ``N_b − 1`` magnitude bits (step ``a_max / (2^(N_b−1) − 1)``;
@@ -26,7 +26,7 @@ per local SVGD/SGD step. ``graph`` and its parameters are not used (agents talk 
 server only). One agent is scheduled per iteration, round robin (the letter's protocol).
 
 Every row carries ``run_id`` (one run = one simulation of one method/setting with one
-seed). In a sweep's table (:mod:`bflnet.scenarios.sweep`) it becomes
+seed). In a sweep's table (:mod:`bflnet.runs.sweep`) it becomes
 ``<sweep run>/<run_id>``, still one curve, and the value here is kept as ``run_run_id``.
 """
 
@@ -37,15 +37,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bflnet.devices import DEVICES, resolve_device
 from bflnet.learners.hyper import DSVGDParams, FedAvgParams
-from bflnet.params import subset
 from bflnet.protocols.interventions import ForgetRequest
 from bflnet.protocols.stopping import StopRule
-from bflnet.scenarios.config import param
-from bflnet.scenarios.network_settings import NetworkSettings, ServerOnly
-from bflnet.scenarios.resources import FLOAT32, check_memory, human_bytes
-from bflnet.scenarios.schema import (
+from bflnet.runs.config import param
+from bflnet.runs.resources import FLOAT32, check_memory, human_bytes
+from bflnet.runs.schema import (
     ACCURACY,
     BRIER,
     CUM_BITS,
@@ -59,16 +56,19 @@ from bflnet.scenarios.schema import (
     TIME_S,
     col,
 )
+from bflnet.runtime.devices import DEVICES, resolve_device
+from bflnet.scenarios.shared.network_settings import NetworkSettings, ServerOnly
+from bflnet.validation.params import subset
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
     from bflnet.learners.base import GlobalStateLearner
-    from bflnet.learners.dsvgd import DSVGD
-    from bflnet.learners.fedavg import FedAvg
-    from bflnet.learners.models import BayesianMLP
-    from bflnet.protocols.codecs import (
+    from bflnet.learners.federated.fedavg import FedAvg
+    from bflnet.learners.models.classifiers import BayesianMLP
+    from bflnet.learners.particles.dsvgd import DSVGD
+    from bflnet.protocols.coding.codecs import (
         ComposedCodec,
     )
     from bflnet.simulator.rng import RngStreams
@@ -92,7 +92,7 @@ class DSVGDSettings(ServerOnly, DSVGDParams, NetworkSettings):
     """Network settings (K = 10 agents, a server; 1 Mbit/s, 5 ms fixed uplinks) plus the
     letter's Fashion-MNIST model and DSVGD's hyper-parameters (:class:`DSVGDParams`,
     embedded), at a reduced default scale."""
-    #: Old parameter names, still accepted (bflnet.renames).
+    #: Old parameter names, still accepted (bflnet.validation.renames).
     RENAMED: ClassVar[dict[str, str]] = {
         "per_agent": "points_per_agent", "local_iters": "local_steps"}
 
@@ -181,7 +181,11 @@ def budget_codec(rate_multiple: float, d: int, n_rows: int, groups: int,
     """Top-k + ``n_bits`` quantiser with the largest ``k`` whose message fits
     ``floor(rate_multiple · d)`` bits (``ValueError`` naming ``rate_multiple`` if not even
     ``k = 1`` fits)."""
-    from bflnet.protocols.codecs import largest_k_within_budget, topk_quantized, topk_quantized_bits
+    from bflnet.protocols.coding.codecs import (
+        largest_k_within_budget,
+        topk_quantized,
+        topk_quantized_bits,
+    )
     # a budget above the uncompressed message's size buys nothing more (k = d)
     full = topk_quantized_bits(d, d, n_rows, groups, n_bits) + 1
     budget = full if rate_multiple * d >= full else math.floor(rate_multiple * d)
@@ -259,7 +263,7 @@ def mlp(config: DSVGDSettings) -> BayesianMLP:
     """The letter's one-hidden-layer ReLU MLP (784-hidden-10). Its particles start from
     the "scaled" init (weights ``N(0, 1/(fan_in + 1))``, zero biases); DSVGD's prior is the
     KDE of these initial particles (eq. 7 has no separate prior term)."""
-    from bflnet.learners.models import BayesianMLP  # lazily: torch
+    from bflnet.learners.models.classifiers import BayesianMLP  # lazily: torch
 
     return BayesianMLP(784, config.hidden, 10, device=resolve_device(config.device))
 
@@ -273,7 +277,7 @@ def mlp_dim(hidden: int) -> int:
 def dsvgd_learner(config: DSVGDSettings, model: Any, data: VisionData, n_particles: int,
                   **extra: Any) -> DSVGD:
     """DSVGD with the config's hyper-parameters."""
-    from bflnet.learners.dsvgd import DSVGD  # lazily: torch
+    from bflnet.learners.particles.dsvgd import DSVGD  # lazily: torch
 
     return DSVGD(model, data.agents, n_particles, subset(DSVGDParams, config),
                  eval_data=data.eval, **extra)
@@ -282,7 +286,7 @@ def dsvgd_learner(config: DSVGDSettings, model: Any, data: VisionData, n_particl
 def fedavg_learner(config: DSVGDSettings, model: Any, data: VisionData, *, local_steps: int,
                    lr: float) -> FedAvg:
     """FedAvg (plain SGD, no weight decay) with the config's minibatch size."""
-    from bflnet.learners.fedavg import FedAvg  # lazily: torch
+    from bflnet.learners.federated.fedavg import FedAvg  # lazily: torch
 
     return FedAvg(model, data.agents, FedAvgParams(local_steps=local_steps, lr=lr,
                                                    batch_size=config.batch_size),

@@ -83,10 +83,23 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.learners.hyper import DSVGDParams, FedAvgParams
-from bflnet.params import subset
 from bflnet.protocols.interventions import KEEP, ForgetRequest, Phase
-from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.dsvgd_common import (
+from bflnet.runs.config import param, validate
+from bflnet.runs.lists import float_list, int_list
+from bflnet.runs.registry import register
+from bflnet.runs.resources import FLOAT32
+from bflnet.runs.schema import (
+    EVENT,
+    ITERATION,
+    METHOD,
+    RUN_ID,
+    SCHEDULED,
+    UPDATES,
+    UPLINK_BITS,
+    Schema,
+    col,
+)
+from bflnet.scenarios.dsvgd.common import (
     BUDGET_COLUMNS,
     METRIC_COLUMNS,
     ONE_PER_ITERATION,
@@ -101,20 +114,7 @@ from bflnet.scenarios.dsvgd_common import (
     sparsity_groups,
     tidy,
 )
-from bflnet.scenarios.lists import float_list, int_list
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.resources import FLOAT32
-from bflnet.scenarios.schema import (
-    EVENT,
-    ITERATION,
-    METHOD,
-    RUN_ID,
-    SCHEDULED,
-    UPDATES,
-    UPLINK_BITS,
-    Schema,
-    col,
-)
+from bflnet.validation.params import subset
 
 if TYPE_CHECKING:
     import numpy as np
@@ -122,8 +122,8 @@ if TYPE_CHECKING:
     import torch
     from matplotlib.figure import Figure
 
-    from bflnet.learners.dsvgd import DSVGD
-    from bflnet.scenarios.states import States
+    from bflnet.learners.particles.dsvgd import DSVGD
+    from bflnet.runs.states import States
 
 # torch and the torch learners are imported lazily, inside the functions that use them, so
 # that importing the scenarios (``bflnet list``, ``bflnet describe``) stays fast.
@@ -138,7 +138,7 @@ COLUMNS = ("run_id", "method", "rate_multiple", "sharing_fraction", "groups", "b
 @dataclass(frozen=True)
 class ForgetSVGDConfig(DSVGDSettings):
     """Parameters of ``forget-svgd``."""
-    #: Old parameter names, still accepted (bflnet.renames).
+    #: Old parameter names, still accepted (bflnet.validation.renames).
     RENAMED: ClassVar[dict[str, str]] = {
         "learn_iterations": "learn_rounds", "unlearn_iterations": "unlearn_rounds",
         "scratch_iterations": "scratch_rounds"}
@@ -329,7 +329,7 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False,
     import numpy as np
 
     from bflnet.data import by_label, load_fashion_mnist
-    from bflnet.protocols.codecs import RawCodec
+    from bflnet.protocols.coding.codecs import RawCodec
     from bflnet.protocols.progress import setup_bar
     from bflnet.simulator.rng import RngStreams
     setup = setup_bar(NAME, config.pretrain_rounds, progress, unit="round")
@@ -338,10 +338,10 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False,
     # `bflnet list` stays fast
     import torch
 
-    from bflnet.learners.dsvgd import DSVGD, torch_generator
     from bflnet.learners.evaluation import predictive_metrics
-    from bflnet.learners.fedavg import FedAvg
-    from bflnet.learners.models import LogisticRegression
+    from bflnet.learners.federated.fedavg import FedAvg
+    from bflnet.learners.models.classifiers import LogisticRegression
+    from bflnet.learners.particles.dsvgd import DSVGD, torch_generator
 
     torch.set_num_threads(config.threads)
     streams = RngStreams(seed)

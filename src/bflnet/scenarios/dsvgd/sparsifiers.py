@@ -3,7 +3,7 @@ of compressed DSVGD against iterations for the three sparsifiers under the same 
 uplink budget ``R_u`` (letter: ``N_p = 10``, ``N_b = 5``, ``R_u = d``, K = 10 agents with
 6000 Fashion-MNIST examples each).
 
-The sparsifiers (:mod:`bflnet.scenarios.dsvgd_common` gives the budget mode):
+The sparsifiers (:mod:`bflnet.scenarios.dsvgd.common` gives the budget mode):
 ``per-particle`` (eq. 9, one pattern per particle), ``shared`` (eq. 10, one pattern for all)
 and ``alpha-shared`` (eq. 11, ``1 / sharing_fraction`` patterns, each shared by a fraction
 ``sharing_fraction`` of the particles). The letter does not give the α of its α-shared
@@ -29,8 +29,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.dsvgd_common import (
+from bflnet.runs.config import param, validate
+from bflnet.runs.lists import comma_list
+from bflnet.runs.registry import register
+from bflnet.runs.schema import EVENT, RUN_ID, SCHEDULED, UPDATES, UPLINK_BITS, Schema, col
+from bflnet.scenarios.dsvgd.common import (
     BUDGET_COLUMNS,
     METRIC_COLUMNS,
     ONE_PER_ITERATION,
@@ -45,9 +48,6 @@ from bflnet.scenarios.dsvgd_common import (
     sparsity_groups,
     tidy,
 )
-from bflnet.scenarios.lists import comma_list
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.schema import EVENT, RUN_ID, SCHEDULED, UPDATES, UPLINK_BITS, Schema, col
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -61,7 +61,7 @@ COLUMNS = ("run_id", "sparsifier", "sharing_fraction", "groups", "n_particles",
 @dataclass(frozen=True)
 class DSVGDSparsifiersConfig(DSVGDSettings):
     """Parameters of ``dsvgd-sparsifiers``."""
-    #: Old parameter names, still accepted (bflnet.renames).
+    #: Old parameter names, still accepted (bflnet.validation.renames).
     RENAMED: ClassVar[dict[str, str]] = {"iterations": "rounds"}
 
     SCENARIO: ClassVar[str] = NAME

@@ -26,8 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.dsvgd_common import (
+from bflnet.runs.config import param, validate
+from bflnet.runs.lists import comma_list, float_list, int_list
+from bflnet.runs.registry import register
+from bflnet.runs.schema import EVENT, METHOD, RUN_ID, SCHEDULED, UPDATES, UPLINK_BITS, Schema
+from bflnet.scenarios.dsvgd.common import (
     BUDGET_COLUMNS,
     METRIC_COLUMNS,
     ONE_PER_ITERATION,
@@ -43,9 +46,6 @@ from bflnet.scenarios.dsvgd_common import (
     sparsity_groups,
     tidy,
 )
-from bflnet.scenarios.lists import comma_list, float_list, int_list
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.schema import EVENT, METHOD, RUN_ID, SCHEDULED, UPDATES, UPLINK_BITS, Schema
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,7 +60,7 @@ COLUMNS = ("run_id", "method", "n_particles", "rate_multiple", "groups", "sharin
 @dataclass(frozen=True)
 class DSVGDvsFedAvgConfig(DSVGDSettings):
     """Parameters of ``dsvgd-vs-fedavg``."""
-    #: Old parameter names, still accepted (bflnet.renames).
+    #: Old parameter names, still accepted (bflnet.validation.renames).
     RENAMED: ClassVar[dict[str, str]] = {"iterations": "rounds"}
 
     SCENARIO: ClassVar[str] = NAME

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from bflnet.scenarios.network_settings import NetworkSettings
+    from bflnet.scenarios.shared.network_settings import NetworkSettings
     from bflnet.simulator.simulation import Simulation
 
 #: Which clients the server schedules (``bflnet describe``): not the parameter server's

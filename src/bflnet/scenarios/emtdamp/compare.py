@@ -4,7 +4,7 @@ channels, test loss per round with simulated seconds and bits.
 
 **Methods** (``methods``, a comma list): ``emtdamp`` (:class:`~bflnet.learners.emtdamp.
 learner.EMTDAMP`), ``fedavg`` (plain), ``group-lasso`` and ``group-snip``
-(:mod:`bflnet.learners.group_baselines`: FedAvg with Adam, learning rate ``lr``, the same
+(:mod:`bflnet.learners.federated.group_baselines`: FedAvg with Adam, learning rate ``lr``, the same
 network with a Gaussian or softmax head). Per round every one of the ``K`` clients
 downloads the global model and computes: EM-TDAMP ``τ_max`` TDAMP passes over its data,
 a baseline ``τ_max · ⌈I_k / B⌉`` Adam steps on random minibatches of ``B = batch_size``
@@ -61,22 +61,11 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bflnet.devices import DEVICES
 from bflnet.learners.hyper import BUDGET_SCOPES, EMTDAMPParams, GroupFedAvgParams
-from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.emtdamp import (
-    AUTO_THREADS,
-    CLASSIFICATION_COLUMNS,
-    CLIP_COLUMNS,
-    EMTDAMP_COLUMNS,
-    REGRESSION_COLUMNS,
-    SLAB_VAR_COLUMNS,
-    THREADS_HELP,
-)
-from bflnet.scenarios.lists import comma_list
-from bflnet.scenarios.network_settings import NetworkSettings, ServerOnly
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.schema import (
+from bflnet.runs.config import param, validate
+from bflnet.runs.lists import comma_list
+from bflnet.runs.registry import register
+from bflnet.runs.schema import (
     CUM_BITS,
     CUM_BITS_DELIVERED,
     CUM_BITS_DOWN,
@@ -93,8 +82,19 @@ from bflnet.scenarios.schema import (
     Schema,
     col,
 )
-from bflnet.scenarios.server_rounds import ALL_CLIENTS
-from bflnet.threads import MAX_THREADS, groups_on_threads
+from bflnet.runtime.devices import DEVICES
+from bflnet.runtime.threads import MAX_THREADS, groups_on_threads
+from bflnet.scenarios.emtdamp.common import ALL_CLIENTS
+from bflnet.scenarios.emtdamp.emtdamp import (
+    AUTO_THREADS,
+    CLASSIFICATION_COLUMNS,
+    CLIP_COLUMNS,
+    EMTDAMP_COLUMNS,
+    REGRESSION_COLUMNS,
+    SLAB_VAR_COLUMNS,
+    THREADS_HELP,
+)
+from bflnet.scenarios.shared.network_settings import NetworkSettings, ServerOnly
 
 if TYPE_CHECKING:
     import numpy as np
@@ -213,7 +213,7 @@ class BostonConfig(CompareSettings):
 @dataclass(frozen=True)
 class MnistConfig(CompareSettings):
     """Parameters of ``emtdamp-mnist`` (module docs)."""
-    #: Old parameter names, still accepted (bflnet.renames).
+    #: Old parameter names, still accepted (bflnet.validation.renames).
     RENAMED: ClassVar[dict[str, str]] = {"per_agent": "points_per_agent"}
 
     SCENARIO: ClassVar[str] = "emtdamp-mnist"
@@ -273,7 +273,7 @@ def mnist_task(config: MnistConfig, rng: np.random.Generator
     import numpy as np
 
     from bflnet.data.digits import load_digits
-    from bflnet.scenarios.server_rounds import centred_shards
+    from bflnet.scenarios.emtdamp.common import centred_shards
     digits = load_digits(rng, config.dataset, fallback_test=config.fallback_test)
     images, labels = digits.train
     need = config.K * config.points_per_agent + (config.eval_size if config.evaluate_on ==
@@ -302,7 +302,7 @@ def mnist_task(config: MnistConfig, rng: np.random.Generator
 def _learner(method: str, config: CompareSettings, shards: list[tuple[Any, Any]],
              test: tuple[Any, Any], groups: int) -> tuple[Any, Any]:
     """``(learner, codec factory)`` of one method."""
-    from bflnet.protocols.codecs import RawCodec
+    from bflnet.protocols.coding.codecs import RawCodec
 
     agents = dict(enumerate(shards))
     sizes = config.SIZES
@@ -317,7 +317,7 @@ def _learner(method: str, config: CompareSettings, shards: list[tuple[Any, Any]]
         def codec(bits: int) -> Any:
             return every_part(len(sizes) - 1, RawCodec(bits))
         return learner, codec
-    from bflnet.learners.group_baselines import DenseMLP, GroupFedAvg
+    from bflnet.learners.federated.group_baselines import DenseMLP, GroupFedAvg
 
     model = DenseMLP(sizes, "softmax" if classify else "gaussian")
     steps = config.tau_max * max(math.ceil(len(y) / config.batch_size) for _, y in shards)
@@ -333,7 +333,7 @@ def run_method(method: str, config: CompareSettings, seed: int, *, groups: int =
     EM-TDAMP runs ``groups`` client groups at once."""
     import torch
 
-    from bflnet.scenarios.server_rounds import run_server_rounds
+    from bflnet.scenarios.emtdamp.common import run_server_rounds
     from bflnet.simulator.simulation import Simulation
 
     # EM-TDAMP: one torch thread, its client groups on `groups` threads

@@ -46,10 +46,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.learners.hyper import EMTDAMPParams
-from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.network_settings import NetworkSettings, ServerOnly
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.schema import (
+from bflnet.runs.config import param, validate
+from bflnet.runs.registry import register
+from bflnet.runs.schema import (
     ACCURACY,
     CUM_BITS,
     CUM_BITS_DELIVERED,
@@ -65,8 +64,9 @@ from bflnet.scenarios.schema import (
     Schema,
     col,
 )
-from bflnet.scenarios.server_rounds import ALL_CLIENTS
-from bflnet.threads import MAX_THREADS, groups_on_threads
+from bflnet.runtime.threads import MAX_THREADS, groups_on_threads
+from bflnet.scenarios.emtdamp.common import ALL_CLIENTS
+from bflnet.scenarios.shared.network_settings import NetworkSettings, ServerOnly
 
 if TYPE_CHECKING:
     import numpy as np
@@ -94,7 +94,7 @@ THREADS_HELP = ("client groups (client_group) computed at once, each on its own 
 class EMTDAMPConfig(ServerOnly, EMTDAMPParams, NetworkSettings):
     """Parameters of ``emtdamp``: the task, the clients, EM-TDAMP's hyper-parameters and
     the links to the server."""
-    #: Old parameter names, still accepted (bflnet.renames).
+    #: Old parameter names, still accepted (bflnet.validation.renames).
     RENAMED: ClassVar[dict[str, str]] = {"per_agent": "points_per_agent"}
 
     SCENARIO: ClassVar[str] = NAME
@@ -167,8 +167,8 @@ def task_data(config: EMTDAMPConfig, rng: np.random.Generator
         parts = np.array_split(np.arange(len(y)), config.K)
         return {k: (x[p], y[p]) for k, p in enumerate(parts)}, test
     from bflnet.data import iid, load_fashion_mnist
-    from bflnet.scenarios.dsvgd_common import eval_subset
-    from bflnet.scenarios.server_rounds import centred_shards
+    from bflnet.scenarios.dsvgd.common import eval_subset
+    from bflnet.scenarios.emtdamp.common import centred_shards
     images, labels = load_fashion_mnist(split="train")
     parts = iid(len(labels), config.K, rng, per_agent=config.points_per_agent)
     test_x, test_y = eval_subset(config.eval_size, rng)
@@ -248,8 +248,8 @@ SCHEMA = Schema.of(
           server_schedule=ALL_CLIENTS)
 def run(config: EMTDAMPConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     from bflnet.learners.emtdamp.learner import EMTDAMP, every_part
-    from bflnet.protocols.codecs import RawCodec
-    from bflnet.scenarios.server_rounds import run_server_rounds
+    from bflnet.protocols.coding.codecs import RawCodec
+    from bflnet.scenarios.emtdamp.common import run_server_rounds
     from bflnet.simulator.simulation import Simulation
 
     def codec(bits: int) -> Any:

@@ -32,21 +32,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.protocols.stopping import StopRule
-from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.cover_time import run_seeds
-from bflnet.scenarios.gfvl_common import (
-    ROW_EVENTS,
-    GFVLSettings,
-    base_fields,
-    progress_runs,
-    run_rows,
-    with_run_id,
-)
-from bflnet.scenarios.lists import comma_list
-from bflnet.scenarios.network_settings import GRAPHS
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.resources import Footprint
-from bflnet.scenarios.schema import (
+from bflnet.runs.config import param, validate
+from bflnet.runs.lists import comma_list
+from bflnet.runs.registry import register
+from bflnet.runs.resources import Footprint
+from bflnet.runs.schema import (
     CUM_BITS,
     CUM_BITS_DELIVERED,
     EVENT,
@@ -60,12 +50,22 @@ from bflnet.scenarios.schema import (
     Schema,
     col,
 )
+from bflnet.scenarios.gfvl.common import (
+    ROW_EVENTS,
+    GFVLSettings,
+    base_fields,
+    progress_runs,
+    run_rows,
+    with_run_id,
+)
+from bflnet.scenarios.shared.network_settings import GRAPHS
+from bflnet.scenarios.studies.cover_time import run_seeds
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-    from bflnet.protocols.walks import Walk
+    from bflnet.protocols.graphs.walks import Walk
 
 NAME = "gfvl-beta-bernoulli"
 #: Largest K for the exact cover-time column (2^K visited sets).
@@ -77,7 +77,7 @@ KL_FLOOR = 1e-16
 @dataclass(frozen=True)
 class GFVLBetaBernoulliConfig(GFVLSettings):
     """Parameters of ``gfvl-beta-bernoulli``."""
-    #: Old parameter names, still accepted (bflnet.renames).
+    #: Old parameter names, still accepted (bflnet.validation.renames).
     RENAMED: ClassVar[dict[str, str]] = {"iterations": "rounds"}
 
     SCENARIO: ClassVar[str] = NAME
@@ -156,10 +156,10 @@ def run(config: GFVLBetaBernoulliConfig, *, seed: int = 0,
         progress: bool = False) -> pd.DataFrame:
     import pandas as pd
 
-    from bflnet.learners.gfvl import GFVL
+    from bflnet.learners.conjugate.gfvl import GFVL
+    from bflnet.protocols.graphs.topologies import require_connected
+    from bflnet.protocols.graphs.walks import make_walk
     from bflnet.protocols.random_walk import RandomWalkProtocol
-    from bflnet.protocols.topologies import require_connected
-    from bflnet.protocols.walks import make_walk
     from bflnet.simulator.rng import RngStreams
     from bflnet.simulator.simulation import Simulation
     names = comma_list("graphs", config.graphs, GRAPHS)

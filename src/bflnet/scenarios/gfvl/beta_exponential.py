@@ -7,7 +7,7 @@ Beta prior). Prior Beta(2, 2), α = 1, ρ = 5e-3, S = 30 as in the paper. Each v
 steps of eq. 17 with REINFORCE gradients (eqs. 18-20) and baseline ``baseline``:
 
 - ``"0"`` is the paper's c = 0. With the sum loss over an agent's 100 points (the learner's
-  convention, see :mod:`bflnet.learners.gfvl`) the gradient noise then dominates: the KL
+  convention, see :mod:`bflnet.learners.conjugate.gfvl`) the gradient noise then dominates: the KL
   wanders between ~0.3 and ~3 instead of converging;
 - ``"loo"`` (default) gives every draw the mean loss of the other S − 1 draws as its
   baseline: still unbiased, and the KL converges steadily.
@@ -44,26 +44,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.protocols.stopping import StopRule
-from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.cover_time import run_seeds
-from bflnet.scenarios.gfvl_common import (
-    MAX_MEAN,
-    MAX_SAMPLES,
-    REINFORCE_DRAWS,
-    ROW_EVENTS,
-    GFVLSettings,
-    base_fields,
-    crossings,
-    parse_baseline,
-    progress_runs,
-    run_rows,
-    state_of,
-    with_run_id,
-)
-from bflnet.scenarios.lists import int_list
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.resources import Footprint
-from bflnet.scenarios.schema import (
+from bflnet.runs.config import param, validate
+from bflnet.runs.lists import int_list
+from bflnet.runs.registry import register
+from bflnet.runs.resources import Footprint
+from bflnet.runs.schema import (
     CUM_BITS,
     CUM_BITS_DELIVERED,
     EVENT,
@@ -77,6 +62,21 @@ from bflnet.scenarios.schema import (
     Schema,
     col,
 )
+from bflnet.scenarios.gfvl.common import (
+    MAX_MEAN,
+    MAX_SAMPLES,
+    REINFORCE_DRAWS,
+    ROW_EVENTS,
+    GFVLSettings,
+    base_fields,
+    crossings,
+    parse_baseline,
+    progress_runs,
+    run_rows,
+    state_of,
+    with_run_id,
+)
+from bflnet.scenarios.studies.cover_time import run_seeds
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -90,7 +90,7 @@ _X_LABELS = {"total_local_iterations": "total local iterations L·i",
 @dataclass(frozen=True)
 class GFVLBetaExponentialConfig(GFVLSettings):
     """Parameters of ``gfvl-beta-exponential``."""
-    #: Old parameter names, still accepted (bflnet.renames).
+    #: Old parameter names, still accepted (bflnet.validation.renames).
     RENAMED: ClassVar[dict[str, str]] = {
         "iterations": "rounds", "local_iters": "local_steps_values"}
 
@@ -168,10 +168,10 @@ def run(config: GFVLBetaExponentialConfig, *, seed: int = 0,
         progress: bool = False) -> pd.DataFrame:
     import pandas as pd
 
-    from bflnet.learners.gfvl import GFVL
+    from bflnet.learners.conjugate.gfvl import GFVL
+    from bflnet.protocols.graphs.topologies import require_connected
+    from bflnet.protocols.graphs.walks import make_walk
     from bflnet.protocols.random_walk import RandomWalkProtocol
-    from bflnet.protocols.topologies import require_connected
-    from bflnet.protocols.walks import make_walk
     from bflnet.simulator.rng import RngStreams
     from bflnet.simulator.simulation import Simulation
     graph = config.build_graph(RngStreams(seed).numpy("graph"))

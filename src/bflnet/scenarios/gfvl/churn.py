@@ -29,14 +29,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.protocols.stopping import StopRule
-from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.cover_time import run_seeds
-from bflnet.scenarios.gfvl_common import GFVLSettings, base_fields, progress_runs, run_rows
-from bflnet.scenarios.lists import comma_list
-from bflnet.scenarios.network_settings import GRAPHS
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.resources import Footprint
-from bflnet.scenarios.schema import (
+from bflnet.runs.config import param, validate
+from bflnet.runs.lists import comma_list
+from bflnet.runs.registry import register
+from bflnet.runs.resources import Footprint
+from bflnet.runs.schema import (
     CUM_BITS,
     CUM_BITS_DELIVERED,
     EVENT,
@@ -51,6 +48,9 @@ from bflnet.scenarios.schema import (
     col,
     fault_columns,
 )
+from bflnet.scenarios.gfvl.common import GFVLSettings, base_fields, progress_runs, run_rows
+from bflnet.scenarios.shared.network_settings import GRAPHS
+from bflnet.scenarios.studies.cover_time import run_seeds
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -80,7 +80,7 @@ def downtime_list(text: str) -> list[float]:
 @dataclass(frozen=True)
 class ChurnGFVLConfig(GFVLSettings):
     """Parameters of ``churn-gfvl``."""
-    #: Old parameter names, still accepted (bflnet.renames).
+    #: Old parameter names, still accepted (bflnet.validation.renames).
     RENAMED: ClassVar[dict[str, str]] = {"iterations": "rounds"}
 
     SCENARIO: ClassVar[str] = NAME
@@ -116,7 +116,7 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     import pandas as pd
 
     from bflnet.analysis.plots import plot_metric
-    from bflnet.scenarios.gfvl_common import with_run_id
+    from bflnet.scenarios.gfvl.common import with_run_id
 
     rows = frame[frame["event"].isin(("init", "iteration"))]
     rows = with_run_id(rows, ["downtime"]).assign(kl=rows["kl"].clip(lower=KL_FLOOR))
@@ -150,10 +150,10 @@ def run(config: ChurnGFVLConfig, *, seed: int = 0, progress: bool = False) -> pd
     import pandas as pd
 
     from bflnet.faults.availability import OnOff
-    from bflnet.learners.gfvl import GFVL
+    from bflnet.learners.conjugate.gfvl import GFVL
+    from bflnet.protocols.graphs.topologies import require_connected
+    from bflnet.protocols.graphs.walks import make_walk
     from bflnet.protocols.random_walk import RandomWalkProtocol
-    from bflnet.protocols.topologies import require_connected
-    from bflnet.protocols.walks import make_walk
     from bflnet.simulator.rng import RngStreams
     from bflnet.simulator.simulation import Simulation
 

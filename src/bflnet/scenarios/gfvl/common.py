@@ -6,11 +6,11 @@ Conventions of the four G-FVL scenarios (``gfvl-beta-bernoulli``, ``gfvl-beta-ex
 ``gfvl-unlearning``, ``unlearning-latency``):
 
 - A scenario call runs ``runs`` independent simulations. Run ``r`` has its own root seed
-  ``run_seed`` (:func:`bflnet.scenarios.cover_time.run_seeds`: a child of
+  ``run_seed`` (:func:`bflnet.scenarios.studies.cover_time.run_seeds`: a child of
   ``SeedSequence(seed)``, independent of the number of runs); its data come from the
   run's ``data`` stream, its walk from the simulation's own streams.
 - Rows carry ``run`` (0-based index of the run inside the call) and ``run_seed``, never
-  ``seed`` or ``run_id``: those are the columns :mod:`bflnet.scenarios.sweep` adds.
+  ``seed`` or ``run_id``: those are the columns :mod:`bflnet.runs.sweep` adds.
   :func:`with_run_id` makes the ``run_id`` that :func:`bflnet.analysis.plots.plot_metric`
   groups by.
 - ``time_s`` and ``cum_bits`` are each run's own simulated clock and on-air bits.
@@ -30,11 +30,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bflnet.protocols.walk_names import WALK_NAMES
-from bflnet.scenarios.config import param
-from bflnet.scenarios.lists import int_list
-from bflnet.scenarios.network_settings import GRAPHS, NetworkSettings
-from bflnet.scenarios.resources import FLOAT64, ROW_BYTES, Footprint
+from bflnet.protocols.graphs.walk_names import WALK_NAMES
+from bflnet.runs.config import param
+from bflnet.runs.lists import int_list
+from bflnet.runs.resources import FLOAT64, ROW_BYTES, Footprint
+from bflnet.scenarios.shared.network_settings import GRAPHS, NetworkSettings
 
 if TYPE_CHECKING:
     import numpy as np

@@ -20,7 +20,7 @@ Per run, two simulations over the same channel and the same data:
   the graph without them (an error if that graph is disconnected, e.g. a star's hub).
 
 ``unlearning=iterative`` (the original code) replaces the subtraction by natural-gradient
-steps on the removed-likelihood free energy (:mod:`bflnet.learners.gfvl`): the forgetting
+steps on the removed-likelihood free energy (:mod:`bflnet.learners.conjugate.gfvl`): the forgetting
 agent runs ``unlearn_visits`` visits of ``local_steps`` steps each. Schedules:
 ``unlearn_schedule=hold-token`` (default; the original code) — once the token reaches the
 forgetting agent it keeps it (is scheduled again, no hand-over) until its
@@ -64,9 +64,24 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.protocols.interventions import ForgetRequest
 from bflnet.protocols.stopping import StopRule
-from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.cover_time import run_seeds
-from bflnet.scenarios.gfvl_common import (
+from bflnet.runs.config import param, validate
+from bflnet.runs.registry import register
+from bflnet.runs.resources import Footprint
+from bflnet.runs.schema import (
+    CUM_BITS,
+    CUM_BITS_DELIVERED,
+    EVENT,
+    ITERATION,
+    KL,
+    NODE,
+    RUN,
+    RUN_SEED,
+    THETA_MEAN,
+    TIME_S,
+    Schema,
+    col,
+)
+from bflnet.scenarios.gfvl.common import (
     MAX_MEAN,
     MAX_SAMPLES,
     REINFORCE_DRAWS,
@@ -81,29 +96,14 @@ from bflnet.scenarios.gfvl_common import (
     state_of,
     with_run_id,
 )
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.resources import Footprint
-from bflnet.scenarios.schema import (
-    CUM_BITS,
-    CUM_BITS_DELIVERED,
-    EVENT,
-    ITERATION,
-    KL,
-    NODE,
-    RUN,
-    RUN_SEED,
-    THETA_MEAN,
-    TIME_S,
-    Schema,
-    col,
-)
+from bflnet.scenarios.studies.cover_time import run_seeds
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
     from matplotlib.figure import Figure
 
-    from bflnet.scenarios.states import States
+    from bflnet.runs.states import States
 
 NAME = "gfvl-unlearning"
 UNLEARNING = ("exact", "iterative")
@@ -118,7 +118,7 @@ DENSE = 100
 @dataclass(frozen=True)
 class GFVLUnlearningConfig(GFVLSettings):
     """Parameters of ``gfvl-unlearning``."""
-    #: Old parameter names, still accepted (bflnet.renames).
+    #: Old parameter names, still accepted (bflnet.validation.renames).
     RENAMED: ClassVar[dict[str, str]] = {
         "learn_iterations": "learn_rounds", "iterations": "rounds", "local_iters": "local_steps"}
 
@@ -254,10 +254,10 @@ def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False,
     import numpy as np
     import pandas as pd
 
-    from bflnet.learners.gfvl import GFVL
+    from bflnet.learners.conjugate.gfvl import GFVL
+    from bflnet.protocols.graphs.topologies import require_connected
+    from bflnet.protocols.graphs.walks import make_walk
     from bflnet.protocols.random_walk import RandomWalkProtocol
-    from bflnet.protocols.topologies import require_connected
-    from bflnet.protocols.walks import make_walk
     from bflnet.simulator.rng import RngStreams
     from bflnet.simulator.simulation import Simulation
     graph = config.build_graph(RngStreams(seed).numpy("graph"))

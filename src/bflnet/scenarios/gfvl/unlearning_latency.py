@@ -68,9 +68,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.protocols.interventions import ForgetRequest
 from bflnet.protocols.stopping import StopRule
-from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.cover_time import run_seeds
-from bflnet.scenarios.gfvl_common import (
+from bflnet.runs.config import param, validate
+from bflnet.runs.registry import register
+from bflnet.runs.resources import FLOAT64, Footprint, count
+from bflnet.runs.schema import RUN, RUN_SEED, Schema, col
+from bflnet.scenarios.gfvl.common import (
     ROW_EVENTS,
     GFVLSettings,
     child_seed,
@@ -79,16 +81,14 @@ from bflnet.scenarios.gfvl_common import (
     run_rows,
     state_of,
 )
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.resources import FLOAT64, Footprint, count
-from bflnet.scenarios.schema import RUN, RUN_SEED, Schema, col
+from bflnet.scenarios.studies.cover_time import run_seeds
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-    from bflnet.protocols.walks import Walk
-    from bflnet.scenarios.states import States
+    from bflnet.protocols.graphs.walks import Walk
+    from bflnet.runs.states import States
 
 NAME = "unlearning-latency"
 #: Most targets :func:`expected_targets_cover` accepts (2^targets visited sets).
@@ -98,7 +98,7 @@ TARGETS_MAX = 16
 @dataclass(frozen=True)
 class UnlearningLatencyConfig(GFVLSettings):
     """Parameters of ``unlearning-latency``."""
-    #: Old parameter names, still accepted (bflnet.renames).
+    #: Old parameter names, still accepted (bflnet.validation.renames).
     RENAMED: ClassVar[dict[str, str]] = {
         "learn_iterations": "learn_rounds", "max_iterations": "max_rounds"}
 
@@ -315,10 +315,10 @@ def run(config: UnlearningLatencyConfig, *, seed: int = 0, progress: bool = Fals
         states: States | None = None) -> pd.DataFrame:
     import pandas as pd
 
-    from bflnet.learners.gfvl import GFVL
+    from bflnet.learners.conjugate.gfvl import GFVL
+    from bflnet.protocols.graphs.topologies import require_connected
+    from bflnet.protocols.graphs.walks import make_walk
     from bflnet.protocols.random_walk import RandomWalkProtocol
-    from bflnet.protocols.topologies import require_connected
-    from bflnet.protocols.walks import make_walk
     from bflnet.simulator.rng import RngStreams
     from bflnet.simulator.simulation import Simulation
     graph = config.build_graph(RngStreams(seed).numpy("graph"))

@@ -11,11 +11,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from bflnet.protocols.stopping import StopRule
-from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.network_settings import NetworkSettings
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.resources import FLOAT64, ROW_BYTES, Footprint, count
-from bflnet.scenarios.schema import (
+from bflnet.runs.config import param, validate
+from bflnet.runs.registry import register
+from bflnet.runs.resources import FLOAT64, ROW_BYTES, Footprint, count
+from bflnet.runs.schema import (
     BASE,
     DROPPED,
     MEDIUM_COLUMNS,
@@ -24,6 +23,7 @@ from bflnet.scenarios.schema import (
     Schema,
     col,
 )
+from bflnet.scenarios.shared.network_settings import NetworkSettings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -102,11 +102,11 @@ SCHEMA = Schema.of(
           "mean per round.", columns=SCHEMA)
 def run(config: ConsensusAveragingConfig, *, seed: int = 0,
         progress: bool = False) -> pd.DataFrame:
-    from bflnet.learners.averaging import ConsensusAveraging
-    from bflnet.protocols.codecs import make_codec
+    from bflnet.learners.gossip.averaging import ConsensusAveraging
+    from bflnet.protocols.coding.codecs import make_codec
     from bflnet.protocols.consensus import DENSE_MAX, ConsensusProtocol
-    from bflnet.protocols.mixing import make_mixing, spectral_gap
-    from bflnet.protocols.topologies import require_connected
+    from bflnet.protocols.graphs.mixing import make_mixing, spectral_gap
+    from bflnet.protocols.graphs.topologies import require_connected
     from bflnet.simulator.simulation import Simulation
     sim = Simulation(seed, name=NAME, record_messages=config.record_messages)
     graph = config.build_graph(sim.streams.numpy("graph"))

@@ -26,12 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.lists import float_list
-from bflnet.scenarios.network_settings import GRAPHS, NetworkSettings
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.resources import ROW_BYTES, Footprint
-from bflnet.scenarios.schema import (
+from bflnet.runs.config import param, validate
+from bflnet.runs.lists import float_list
+from bflnet.runs.registry import register
+from bflnet.runs.resources import ROW_BYTES, Footprint
+from bflnet.runs.schema import (
     BASE,
     DROPPED,
     MEDIUM_COLUMNS,
@@ -40,6 +39,7 @@ from bflnet.scenarios.schema import (
     Schema,
     col,
 )
+from bflnet.scenarios.shared.network_settings import GRAPHS, NetworkSettings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -165,9 +165,9 @@ def _run_speed(config: MobileGossipConfig, speed: float, seed: int,
                progress: bool) -> pd.DataFrame:
     """One run at ``speed`` m/s (0: no mobility)."""
     from bflnet.faults.mobility import RandomWaypoint
-    from bflnet.learners.averaging import ConsensusAveraging
+    from bflnet.learners.gossip.averaging import ConsensusAveraging
     from bflnet.protocols.async_gossip import AsyncGossipProtocol
-    from bflnet.protocols.codecs import make_codec
+    from bflnet.protocols.coding.codecs import make_codec
     from bflnet.protocols.consensus import ConsensusProtocol
     from bflnet.protocols.stopping import StopRule
     from bflnet.simulator.live_graph import Mobility

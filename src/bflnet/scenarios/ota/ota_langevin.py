@@ -8,7 +8,7 @@ energy.
 A Bayesian 784-``hidden``-10 MLP (prior N(0, I)) on ``K`` i.i.d. shards of
 ``points_per_agent`` Fashion-MNIST training images; every round each device runs
 ``local_steps`` Langevin steps on minibatches of ``batch_size`` from the server's sample
-(:class:`~bflnet.learners.fald_torch.TorchFALD`, step ``step_size`` η), and the server
+(:class:`~bflnet.learners.langevin.fald_torch.TorchFALD`, step ``step_size`` η), and the server
 builds the next sample from the devices' changes:
 
 * ``wfald``: over the air (:mod:`bflnet.radio.aircomp`), Rayleigh block fading of mean
@@ -25,7 +25,7 @@ builds the next sample from the devices' changes:
   carry this round stays silent; the server averages what arrived and the learner adds
   all of the Langevin noise (the quantisation noise is extra);
 * ``fald``: ideal links (no time, no energy counted; its rows repeat on every SNR);
-* ``ota-fedavg``: over-the-air FedAvg (:mod:`bflnet.learners.ota_fedavg`; Zhu, Wang and
+* ``ota-fedavg``: over-the-air FedAvg (:mod:`bflnet.learners.federated.ota_fedavg`; Zhu, Wang and
   Huang, "Broadband Analog Aggregation for Low-Latency Federated Edge Learning"; Amiri
   and Gündüz, "Federated Learning over Wireless Fading Channels"): FedAvg's
   ``local_steps`` SGD steps of ``fedavg_lr`` on the minibatch mean negative
@@ -67,16 +67,10 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bflnet.devices import DEVICES
-from bflnet.params import param
-from bflnet.scenarios.lists import comma_list
-from bflnet.scenarios.network_settings import NetworkSettings
-from bflnet.scenarios.placement import (
-    device_mean_gains,
-)
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.resources import FLOAT64, THREAD_BYTES, Footprint
-from bflnet.scenarios.schema import (
+from bflnet.runs.lists import comma_list
+from bflnet.runs.registry import register
+from bflnet.runs.resources import FLOAT64, THREAD_BYTES, Footprint
+from bflnet.runs.schema import (
     ACCURACY,
     CUM_BITS,
     CUM_BITS_DELIVERED,
@@ -89,10 +83,16 @@ from bflnet.scenarios.schema import (
     Schema,
     col,
 )
-from bflnet.scenarios.wflmc_gaussian import (
+from bflnet.runtime.devices import DEVICES
+from bflnet.scenarios.ota.placement import (
+    device_mean_gains,
+)
+from bflnet.scenarios.ota.wflmc_gaussian import (
     AirUplinkSettings,
     snr_list,
 )
+from bflnet.scenarios.shared.network_settings import NetworkSettings
+from bflnet.validation.params import param
 
 if TYPE_CHECKING:
     import numpy as np
@@ -263,14 +263,14 @@ def run(config: OTALangevinConfig, *, seed: int = 0, progress: bool = False
     import pandas as pd
     import torch
 
-    from bflnet.analysis.calibration import scores
     from bflnet.data import iid, load_fashion_mnist
-    from bflnet.devices import resolve_device
-    from bflnet.learners.fald_torch import TorchFALD
-    from bflnet.learners.models import BayesianMLP
+    from bflnet.learners.calibration import scores
+    from bflnet.learners.langevin.fald_torch import TorchFALD
+    from bflnet.learners.models.classifiers import BayesianMLP
     from bflnet.protocols.aircomp_server import AirCompUplink, DigitalUplink, run_fald
-    from bflnet.protocols.codecs import StochasticQuantizer
+    from bflnet.protocols.coding.codecs import StochasticQuantizer
     from bflnet.radio.aircomp import AirCompSpec, tx_power_from_snr_db
+    from bflnet.runtime.devices import resolve_device
     from bflnet.simulator.rng import RngStreams
 
     torch.set_num_threads(config.threads)
@@ -291,8 +291,8 @@ def run(config: OTALangevinConfig, *, seed: int = 0, progress: bool = False
     mean_gains = device_mean_gains(config, RngStreams(seed).numpy("positions"))
     fedavg: Any = None
     if {"ota-fedavg", "fedavg"} & set(comma_list("methods", config.methods, METHODS)):
-        from bflnet.learners.fedavg import FedAvg, FedAvgParams
-        from bflnet.learners.ota_fedavg import AnalogFedAvg
+        from bflnet.learners.federated.fedavg import FedAvg, FedAvgParams
+        from bflnet.learners.federated.ota_fedavg import AnalogFedAvg
 
         n_all = K * config.points_per_agent
         fedavg = AnalogFedAvg(FedAvg(model, data, FedAvgParams(

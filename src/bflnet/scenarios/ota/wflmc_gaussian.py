@@ -13,7 +13,7 @@ local steps, not in the paper); local gradients clipped to norm ``clip`` (paper:
 initial sample ``θ_0 ~ N(0, I)``. Uplink: Rayleigh block fading, amplitude
 ``|h_k| = |CN(0, mean_gain)|`` per round (paper: mean_gain_db = −20, h = 0.1 CN(0, 1);
 or, with ``placement`` distance or square, each device's mean gain from the log-distance
-path loss at its distance: :mod:`bflnet.scenarios.placement`), noise N_0 = 1, per-round
+path loss at its distance: :mod:`bflnet.scenarios.ota.placement`), noise N_0 = 1, per-round
 energy budget ``dim · 10^(snr_db/10) N_0``, the truncation
 threshold of the authors' code (or ``gain_threshold``).
 
@@ -56,25 +56,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bflnet.checks import check_real
-from bflnet.params import param, validate
-from bflnet.scenarios.lists import comma_list
-from bflnet.scenarios.network_settings import (
-    GRAPH_FIELDS,
-    SERVER_ONLY,
-    NetworkSettings,
-    ServerOnly,
-)
-from bflnet.scenarios.placement import (
-    PLACEMENT_ELSEWHERE,
-    PLACEMENTS,
-    check_placement,
-    device_mean_gains,
-    placement_fields,
-)
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.resources import FLOAT64, Footprint
-from bflnet.scenarios.schema import (
+from bflnet.runs.lists import comma_list
+from bflnet.runs.registry import register
+from bflnet.runs.resources import FLOAT64, Footprint
+from bflnet.runs.schema import (
     CUM_BITS,
     CUM_BITS_DELIVERED,
     EVENT,
@@ -83,6 +68,21 @@ from bflnet.scenarios.schema import (
     Schema,
     col,
 )
+from bflnet.scenarios.ota.placement import (
+    PLACEMENT_ELSEWHERE,
+    PLACEMENTS,
+    check_placement,
+    device_mean_gains,
+    placement_fields,
+)
+from bflnet.scenarios.shared.network_settings import (
+    GRAPH_FIELDS,
+    SERVER_ONLY,
+    NetworkSettings,
+    ServerOnly,
+)
+from bflnet.validation.checks import check_real
+from bflnet.validation.params import param, validate
 
 if TYPE_CHECKING:
     import numpy as np
@@ -143,7 +143,7 @@ class AirUplinkSettings(ServerOnly):
     error naming what decides instead.
 
     It declares the placement's fields (``placement``, ``distance_m``,
-    ``path_loss_exponent``, ``ref_loss_db``; :mod:`bflnet.scenarios.placement`) for the
+    ``path_loss_exponent``, ``ref_loss_db``; :mod:`bflnet.scenarios.ota.placement`) for the
     config that derives from it, which declares ``mean_gain_db`` (its help differs per
     scenario): ``placement`` comes right after it in the field order (``bflnet describe``,
     ``--help``); the other three are network fields and keep their place."""
@@ -259,7 +259,7 @@ def w2_per_round(samples: np.ndarray, mean: np.ndarray, cov: np.ndarray) -> np.n
     the authors' code."""
     import numpy as np
 
-    from bflnet.learners.fald import gaussian_w2_squared
+    from bflnet.learners.langevin.fald import gaussian_w2_squared
 
     out = np.empty(samples.shape[1])
     for s in range(samples.shape[1]):
@@ -320,11 +320,11 @@ def run(config: WFLMCGaussianConfig, *, seed: int = 0, progress: bool = False
     import numpy as np
     import pandas as pd
 
-    from bflnet.learners.fald import FALD, gaussian_linear_grads, gaussian_linear_posterior
+    from bflnet.learners.langevin.fald import FALD, gaussian_linear_grads, gaussian_linear_posterior
     from bflnet.protocols.aircomp_server import AirCompUplink, run_fald
     from bflnet.protocols.progress import runs_bar, setup_bar
     from bflnet.radio.aircomp import AirCompSpec, tx_power_from_snr_db
-    from bflnet.scenarios.cover_time import run_seeds
+    from bflnet.scenarios.studies.cover_time import run_seeds
     from bflnet.simulator.rng import RngStreams
 
     setup = setup_bar(NAME, None, progress)

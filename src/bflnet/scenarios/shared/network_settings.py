@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bflnet.scenarios.config import param
-from bflnet.scenarios.graph_size import GraphSize, estimate
-from bflnet.scenarios.resources import EDGE_BYTES, NODE_BYTES, THREAD_BYTES, Footprint, count
+from bflnet.runs.config import param
+from bflnet.runs.graph_size import GraphSize, estimate
+from bflnet.runs.resources import EDGE_BYTES, NODE_BYTES, THREAD_BYTES, Footprint, count
 from bflnet.simulator.compute import FixedStepTime
 
 if TYPE_CHECKING:
@@ -439,7 +439,7 @@ class NetworkSettings:
 
     def build_graph(self, rng: np.random.Generator) -> nx.Graph:
         """The topology (connectivity is checked by the protocol that needs it)."""
-        from bflnet.protocols.topologies import make_graph  # lazily: networkx
+        from bflnet.protocols.graphs.topologies import make_graph  # lazily: networkx
         params: dict[str, Any] = {}
         if self.graph == "erdos-renyi":
             params["p"] = self.edge_prob
@@ -455,7 +455,7 @@ class NetworkSettings:
     def build_channel(self, graph: nx.Graph) -> Channel | Any:
         """A channel template, or a per-link factory for fading on a graph with positions."""
         from bflnet.channels import make_channel  # lazily: numpy, scipy
-        from bflnet.protocols.topologies import node_distance
+        from bflnet.protocols.graphs.topologies import node_distance
         name = self.channel
         if name == "ideal":
             return make_channel("ideal")

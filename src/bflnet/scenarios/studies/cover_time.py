@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.learners.base import GlobalStateLearner, Update
 from bflnet.protocols.stopping import StopRule
-from bflnet.scenarios.config import param, validate
-from bflnet.scenarios.network_settings import NetworkSettings
-from bflnet.scenarios.registry import register
-from bflnet.scenarios.resources import FLOAT64, ROW_BYTES, Footprint, count
-from bflnet.scenarios.schema import RUN, RUN_SEED, Schema, col
+from bflnet.runs.config import param, validate
+from bflnet.runs.registry import register
+from bflnet.runs.resources import FLOAT64, ROW_BYTES, Footprint, count
+from bflnet.runs.schema import RUN, RUN_SEED, Schema, col
+from bflnet.scenarios.shared.network_settings import NetworkSettings
 from bflnet.simulator.compute import Work
 
 if TYPE_CHECKING:
@@ -180,10 +180,10 @@ SCHEMA = Schema.of(
 def run(config: CoverTimeConfig, *, seed: int = 0, progress: bool = False) -> pd.DataFrame:
     import pandas as pd
 
+    from bflnet.protocols.graphs.topologies import require_connected
+    from bflnet.protocols.graphs.walks import make_walk
     from bflnet.protocols.progress import runs_bar
     from bflnet.protocols.random_walk import RandomWalkProtocol
-    from bflnet.protocols.topologies import require_connected
-    from bflnet.protocols.walks import make_walk
     from bflnet.simulator.rng import RngStreams
     from bflnet.simulator.simulation import Simulation
     graph = config.build_graph(RngStreams(seed).numpy("graph"))

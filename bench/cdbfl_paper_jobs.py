@@ -74,10 +74,11 @@ import torch
 from bflnet.channels import FixedRateChannel, IdealChannel
 from bflnet.data.radar import MAP_SHAPE, radar_maps
 from bflnet.learners.hyper import CDBFLParams, LangevinParams
+from bflnet.learners.langevin import chunked, langevin, sparse_mix
 from bflnet.learners.langevin.cdbfl import CDBFL
 from bflnet.learners.langevin.cffl import CFFL
 from bflnet.learners.langevin.dsgld import DSGLD
-from bflnet.learners.langevin.langevin import chunked, langevin, predictive_probs, sparse_mix
+from bflnet.learners.langevin.langevin import predictive_probs
 from bflnet.learners.models.lenet import BayesianLeNet
 from bflnet.protocols.coding import wire
 from bflnet.protocols.coding.codecs import RawCodec, TopKCodec

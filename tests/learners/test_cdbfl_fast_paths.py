@@ -10,12 +10,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from bflnet.learners.langevin import chunked
 from bflnet.learners.langevin.cdbfl import CDBFL
 from bflnet.learners.langevin.cffl import CFFL
 from bflnet.learners.langevin.chunked import column_chunks
 from bflnet.learners.langevin.dsgld import DSGLD
-from bflnet.learners.langevin.langevin import chunked
-from bflnet.learners.models.classifiers import lenet_grad
+from bflnet.learners.models import lenet_grad
 from bflnet.learners.models.lenet import BayesianLeNet
 from bflnet.learners.models.lenet_grad import weight_grad
 from bflnet.learners.models.numpy_blas import openblas_threads
@@ -212,7 +212,7 @@ def test_numpy_prior_step_declines_what_numpy_cannot_run():
 
 
 def test_support_and_sparse_addition_match_the_dense_addition(monkeypatch):
-    from bflnet.learners.langevin.langevin import sparse_mix
+    from bflnet.learners.langevin import sparse_mix
 
     delta = torch.zeros(1, 400)
     delta[0, [3, 50, 51, 399]] = torch.tensor([1.5, -2.0, float("nan"), 1e-40])
@@ -233,7 +233,7 @@ def test_support_and_sparse_addition_match_the_dense_addition(monkeypatch):
 
 @pytest.mark.parametrize("cls", [CDBFL, CFFL])
 def test_sparse_mixing_and_numpy_steps_give_the_plain_paths_bits(cls, monkeypatch):
-    from bflnet.learners.langevin.langevin import langevin, sparse_mix
+    from bflnet.learners.langevin import langevin, sparse_mix
     frame, theta = run(cls, 10**9, monkeypatch)          # sparse mixing, NumPy steps
     monkeypatch.setattr(sparse_mix, "SPARSE_SHARE", 0.0)   # every increment dense
     monkeypatch.setattr(langevin.LocalObjective, "numpy_chain", False)
@@ -317,7 +317,7 @@ def test_numpy_mixing_declines_what_numpy_cannot_run(monkeypatch):
 
 
 def test_numpy_sparse_addition_is_torchs(monkeypatch):
-    from bflnet.learners.langevin.langevin import sparse_mix
+    from bflnet.learners.langevin import sparse_mix
 
     delta = torch.zeros(1, 400)
     delta[0, 1::11] = tricky(400, 5)[:37]                 # 10 % or less nonzero

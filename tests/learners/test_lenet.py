@@ -12,7 +12,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from bflnet.learners.langevin.langevin import LocalObjective
-from bflnet.learners.models.classifiers import ParticleModel, lenet
+from bflnet.learners.models import lenet
+from bflnet.learners.models.classifiers import ParticleModel
 from bflnet.learners.models.lenet import CDBFL_WIDTHS, BayesianLeNet
 
 DT = torch.float64

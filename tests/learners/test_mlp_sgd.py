@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from bflnet.learners.federated.fedavg import FedAvg
-from bflnet.learners.models.classifiers import BayesianMLP, mlp_sgd
+from bflnet.learners.models import mlp_sgd
+from bflnet.learners.models.classifiers import BayesianMLP
 from bflnet.learners.models.mlp_sgd import MLPSGDStack
 
 

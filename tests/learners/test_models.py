@@ -9,8 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from bflnet.learners.models import classifiers as models
 from bflnet.learners.models.classifiers import BayesianMLP, LogisticRegression, ParticleModel
-from bflnet.learners.models.classifiers import classifiers as models
 
 N, B, N_IN, H, C = 4, 6, 5, 3, 3
 DT = torch.float64

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from bflnet.learners.models.classifiers import toy_models as toy_models_module
+from bflnet.learners.models import toy_models as toy_models_module
 from bflnet.learners.particles import svgd as svgd_module
 from bflnet.learners.particles.svgd import (
     SVGD,

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from bflnet.learners.langevin.langevin import chunked
+from bflnet.learners.langevin import chunked
 
 __all__ = ["SPARSE_SHARE", "add_on_support", "support"]
 

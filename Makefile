@@ -23,10 +23,10 @@ setup: $(STAMP)
 # Otherwise one line saying what to do (the tests that need it then skip; under CI=true
 # this step fails instead).
 data: $(STAMP)
-	$(BIN)/python -m bflnet.data.ensure --all
+	$(BIN)/python -m bflnet.cli.data_setup --all
 
 run: $(STAMP)
-	$(BIN)/python -m bflnet.data.ensure --for-run $(ARGS)
+	$(BIN)/python -m bflnet.cli.data_setup --for-run $(ARGS)
 	$(BIN)/bflnet run $(ARGS)
 
 test: $(STAMP) data

@@ -26,7 +26,7 @@ PROBE = ("import sys, contextlib, io\n"
 
 def wall_time(args: list[str]) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "bflnet.cli.main", *args], check=True,
+    subprocess.run([sys.executable, "-m", "bflnet.cli", *args], check=True,
                    stdout=subprocess.DEVNULL)
     return time.perf_counter() - start
 

@@ -60,7 +60,7 @@ def cli_times(argv: list[str], repeat: int) -> tuple[list[float], list[float]]:
     first: the file cache and the bytecode cache)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package has its bytecode
-    cmd = [sys.executable, "-m", "bflnet.cli.main", *argv]
+    cmd = [sys.executable, "-m", "bflnet.cli", *argv]
     subprocess.run(cmd, env=env, check=True, capture_output=True)
     walls, cpus = [], []
     for _ in range(repeat):
@@ -203,7 +203,7 @@ def cdbfl_times(method: str, rounds: int, burn_in: int, eval_every: int
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "bflnet.cli.main", *argv], env=env,
+    subprocess.run([sys.executable, "-m", "bflnet.cli", *argv], env=env,
                    check=True, capture_output=True)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

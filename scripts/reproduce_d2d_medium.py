@@ -56,7 +56,7 @@ MACS = ("none", "tdma", "csma", "aloha")
 def sweep(task: str, out: Path, ks: str, seeds: int | None, workers: int,
           quick: bool) -> None:
     """Run (or resume) one task's sweep into ``out / task``."""
-    args = [sys.executable, "-m", "bflnet.cli.main", "sweep", "d2d-medium",
+    args = [sys.executable, "-m", "bflnet.cli", "sweep", "d2d-medium",
             "--grid", f"K={ks}", *(QUICK if quick else SWEEPS)[task], "--seeds",
             str(seeds or SEEDS[task]),
             "--workers", str(workers), "--out", str(out / task)]

@@ -5,6 +5,7 @@ import dataclasses
 
 import pytest
 
+from bflnet.cli import data_setup
 from bflnet.data import ensure as ensure_mod
 from bflnet.data import vision
 
@@ -123,4 +124,4 @@ def test_the_main_warns_in_one_line_and_exits_zero(nowhere, capsys, monkeypatch)
     (["no-such-scenario"], []),                   # `bflnet run` reports the name itself
 ])
 def test_which_data_sets_a_run_needs(args, needed):
-    assert ensure_mod.datasets_of_run(args) == needed
+    assert data_setup.datasets_of_run(args) == needed

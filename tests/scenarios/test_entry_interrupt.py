@@ -1,6 +1,6 @@
 """Ctrl-C (or SIGTERM) while the ``bflnet`` command is still starting up, its imports not
 done: one line and exit code 128 + signal, as for the rest of the command line, never a
-traceback; the same for ``python -m bflnet.cli.main``. The child blocks inside the
+traceback; the same for ``python -m bflnet.cli``. The child blocks inside the
 import of the command line (a finder that says so on stdout, then sleeps) and the signal
 is sent only once it said so: no timing guess."""
 
@@ -42,7 +42,7 @@ sys.exit(main())
 """
 
 
-#: ``python -m bflnet.cli.main list`` with the registry's import blocking until a
+#: ``python -m bflnet.cli list`` with the registry's import blocking until a
 #: signal comes (a ``sitecustomize`` installs the finder before ``-m`` imports anything).
 #: The package import that ``-m`` does first must not load the registry: there, before
 #: the entry point's handlers, a Ctrl-C would print a traceback.
@@ -85,7 +85,7 @@ def test_a_signal_during_the_imports_ends_in_one_line(signum):
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_the_module_entry_point_ends_in_one_line_too(tmp_path, signum):
     (tmp_path / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    interrupt_while_importing([sys.executable, "-m", "bflnet.cli.main", "list"], signum,
+    interrupt_while_importing([sys.executable, "-m", "bflnet.cli", "list"], signum,
                               str(tmp_path))
 
 

@@ -92,7 +92,7 @@ def plugin_path(tmp_path_factory) -> Path:
 def bflnet(plugin_path: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{plugin_path}",
            "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "bflnet.cli.main", *args],
+    return subprocess.run([sys.executable, "-m", "bflnet.cli", *args],
                           capture_output=True, text=True, env=env, timeout=120)
 
 

@@ -155,7 +155,7 @@ def test_human_bytes_of_huge_estimates():
 def test_run_seeds_are_made_lazily_and_equal_spawn():
     import numpy as np
 
-    from bflnet.scenarios.studies.cover_time import run_seeds
+    from bflnet.scenarios.shared.seeds import run_seeds
     from bflnet.simulator.rng import RngStreams
     for seed in (0, 7, 2**40):
         children = RngStreams(seed).seed_sequence("runs").spawn(300)

@@ -176,7 +176,7 @@ def test_scheduler_nonsense_from_the_shell_does_not_stall(tmp_path):
     out = tmp_path / "never"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(Path(__file__).parents[2] / "src"), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-m", "bflnet.cli.main", *ARGS, "--seeds",
+    done = subprocess.run([sys.executable, "-m", "bflnet.cli", *ARGS, "--seeds",
                            "1", "--scheduler", "nonsense", "--out", str(out)],
                           capture_output=True, text=True, timeout=30, env=env)
     assert done.returncode == 2

@@ -40,7 +40,7 @@ def reference(tmp_path_factory):
 
 
 def command(out):
-    return [sys.executable, "-m", "bflnet.cli.main", *ARGS, "--out", str(out)]
+    return [sys.executable, "-m", "bflnet.cli", *ARGS, "--out", str(out)]
 
 
 def kill_after_first_part(out, timeout=90.0):
@@ -112,7 +112,7 @@ def start(argv, site=None):
     if site is not None:
         (site / "sitecustomize.py").write_text(STACK_ON_SIGUSR1)
         env = {**ENV, "PYTHONPATH": os.pathsep.join([str(site), ENV["PYTHONPATH"]])}
-    return subprocess.Popen([sys.executable, "-m", "bflnet.cli.main", *argv],
+    return subprocess.Popen([sys.executable, "-m", "bflnet.cli", *argv],
                             start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, env=env)
 

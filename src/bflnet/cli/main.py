@@ -4,7 +4,7 @@ The commands are a Typer application (:mod:`bflnet.cli.app`). ``bflnet list``,
 typed as it is, is answered without loading it: Typer and pydantic take longer to import
 than the listing itself takes.
 
-``python -m bflnet.cli.main`` runs the console script's entry point
+``python -m bflnet.cli`` runs the console script's entry point
 (:mod:`bflnet.cli.entry`): Ctrl-C or SIGTERM during the imports ends in one line too.
 """
 
@@ -44,9 +44,3 @@ def __getattr__(name: str) -> Any:
 
         return app
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-if __name__ == "__main__":  # python -m bflnet.cli.main: as the console script
-    from bflnet.cli.entry import main as entry_main
-
-    sys.exit(entry_main())

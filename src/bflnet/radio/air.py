@@ -54,14 +54,14 @@ class SharedMediumSpec:
 class Air:
     """One run's shared medium of ``network`` (module docstring)."""
 
-    def __init__(self, network: Any, spec: SharedMediumSpec, streams: Any) -> None:
-        from bflnet.simulator.node import SERVER  # lazily: the simulator imports us
-
+    def __init__(self, network: Any, spec: SharedMediumSpec, streams: Any,
+                 server_id: Any) -> None:
+        """``server_id``: the node id of the server, if ``network`` has one."""
         self.spec = spec
         self.env, self.recorder = network.env, network.recorder
         agents = list(network.graph.nodes)
-        server = SERVER in network.nodes
-        ids = [*agents, *([SERVER] if server else [])]
+        server = server_id in network.nodes
+        ids = [*agents, *([server_id] if server else [])]
         centre = np.full((1, 2), spec.area_m / 2.0)
         live = network.live
         if live is not None:

@@ -30,15 +30,29 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import simpy
 
 from bflnet.radio.events import timeout
 from bflnet.validation.checks import check_int, check_real
 
-if TYPE_CHECKING:
-    from bflnet.radio.transceiver import Transceiver
+
+class Transceiver(Protocol):
+    """What a MAC reads of a node's radio (:class:`bflnet.radio.transceiver.Transceiver`,
+    which imports this module, so the MAC names only the attributes it uses)."""
+
+    env: Any
+    slot_s: float
+    draws: Any
+    _draws: Any
+    node: Any
+    index: int
+    medium: Any
+    recorder: Any
+    pending_row: dict[str, Any] | None
+    colour: int
+    frame_slots: int
 
 MACS = ("none", "tdma", "csma", "aloha")
 #: Slot boundaries closer than this fraction of a slot are the same boundary.

@@ -85,13 +85,13 @@ from bflnet.files.atomic import write_files
 from bflnet.runs.config import make_config, parse_value
 from bflnet.runs.output import METADATA_KEY, metadata_json, write_parquet
 from bflnet.runs.provenance import canonical_config, run_record, sweep_record
+from bflnet.runs.registry import get_scenario, run_scenario
 from bflnet.runtime.interrupt import (
     Interrupted,
     catch_signals,
     children_ignore_signals,
     deferred,
 )
-from bflnet.scenarios import get_scenario, run_scenario
 from bflnet.validation.errors import SweepError
 from bflnet.validation.renames import rename_keys
 

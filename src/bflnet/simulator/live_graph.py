@@ -23,6 +23,7 @@ import numpy as np
 import simpy
 
 from bflnet.faults.mobility import MAX_VALUE, RandomWaypoint
+from bflnet.simulator.graph_check import validate_graph
 from bflnet.simulator.recorder import Recorder
 from bflnet.simulator.rng import RngStreams
 from bflnet.validation.checks import check_real
@@ -51,7 +52,6 @@ class Mobility:
 
 def graph_positions(graph: nx.Graph) -> np.ndarray:
     """The ``(K, 2)`` array of the nodes' ``"pos"`` attributes (nodes ``0..K-1``)."""
-    from bflnet.protocols.graphs.topologies import validate_graph  # lazily: a protocols module
     k = validate_graph(graph)
     pos = [graph.nodes[i].get("pos") for i in range(k)]
     if any(p is None or len(p) != 2 for p in pos):

@@ -189,7 +189,7 @@ class Network:
         if not isinstance(self._medium_spec, SharedMediumSpec):
             raise ValueError(f"medium: must be a SharedMediumSpec or None, got "
                              f"{type(self._medium_spec).__name__}")
-        self.air = Air(self, self._medium_spec, streams)
+        self.air = Air(self, self._medium_spec, streams, SERVER)
 
     def _start_moving(self, streams: RngStreams) -> None:
         """This run's live graph, with the network listening to its changes."""

@@ -37,13 +37,23 @@ orders inside the GEMMs).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor
 
-if TYPE_CHECKING:
-    from bflnet.learners.models.classifiers import BayesianMLP
+
+class BayesianMLP(Protocol):
+    """What the stack reads of its model (:class:`bflnet.learners.models.classifiers.
+    BayesianMLP`, which imports this module, so only these are named here)."""
+
+    d: int
+
+    def has_sgd_step(self) -> bool: ...
+
+    def _check_theta(self, theta: Tensor) -> None: ...
+
+    def unpack(self, theta: Tensor) -> Any: ...
 
 #: ``dh ⊙ 1[h > 0]`` written into ``grad_input`` (autograd's own ReLU backward).
 threshold_backward = torch.ops.aten.threshold_backward.grad_input

@@ -1,0 +1,1 @@
+"""Particle learners: SVGD and distributed SVGD (DSVGD, compressed DSVGD, Forget-SVGD)."""

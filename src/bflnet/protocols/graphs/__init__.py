@@ -1,0 +1,2 @@
+"""Graphs the protocols run on: topologies (NetworkX builders and graph files), mixing
+matrices and Metropolis-Hastings random walks."""

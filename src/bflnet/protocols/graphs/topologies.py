@@ -25,6 +25,7 @@ import networkx as nx
 import numpy as np
 
 from bflnet.files.input_files import read_text
+from bflnet.simulator.graph_check import validate_graph
 from bflnet.validation.checks import check_int, check_real, is_number
 
 GRAPH_NAMES: tuple[str, ...] = (
@@ -59,31 +60,6 @@ def _check_rng(rng: Any, graph_name: str) -> np.random.Generator:
 
 def _nx_seed(rng: np.random.Generator) -> int:
     return int(rng.integers(2**32))
-
-
-def validate_graph(graph: nx.Graph) -> int:
-    """Check the package convention and return ``K``.
-
-    The graph must be an undirected ``networkx.Graph`` (not a multigraph) with nodes exactly
-    the integers ``0..K-1`` and no self-loops. Raises a one-line ``ValueError`` otherwise.
-    """
-    if not isinstance(graph, nx.Graph) or graph.is_directed() or graph.is_multigraph():
-        raise ValueError(f"graph: must be an undirected networkx.Graph, got {type(graph).__name__}")
-    k = graph.number_of_nodes()
-    if k == 0:
-        raise ValueError("graph: has no nodes")
-    if any(
-        isinstance(n, bool) or not isinstance(n, numbers.Integral) or not 0 <= n < k
-        for n in graph.nodes
-    ):
-        raise ValueError(
-            f"graph: nodes must be the integers 0..{k - 1} "
-            "(relabel with networkx.convert_node_labels_to_integers)"
-        )
-    loops = nx.number_of_selfloops(graph)
-    if loops:
-        raise ValueError(f"graph: has {loops} self-loop(s); self-loops are not allowed")
-    return k
 
 
 def require_connected(graph: nx.Graph) -> None:

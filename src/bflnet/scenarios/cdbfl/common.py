@@ -25,7 +25,7 @@ from bflnet.protocols.stopping import StopRule
 from bflnet.runs.resources import FLOAT32, check_memory
 from bflnet.runs.schema import ACCURACY, DROPPED, ECE, METHOD, NLL, RUN_ID, col
 from bflnet.runtime.devices import DEVICES, resolve_device
-from bflnet.scenarios.dsvgd.common import eval_subset
+from bflnet.scenarios.shared.fashion import eval_subset
 from bflnet.scenarios.shared.network_settings import GRAPHS, NetworkSettings
 from bflnet.validation.params import param
 

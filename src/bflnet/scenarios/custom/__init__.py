@@ -1,0 +1,2 @@
+"""``custom-learner``: any registered learner under a random walk, a parameter server or
+gossip."""

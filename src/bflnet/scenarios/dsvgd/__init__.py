@@ -1,0 +1,2 @@
+"""The compressed-DSVGD family: ``dsvgd-sparsifiers``, ``dsvgd-vs-fedavg``, ``forget-svgd``
+and ``async-fedavg``."""

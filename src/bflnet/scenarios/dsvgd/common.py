@@ -57,6 +57,7 @@ from bflnet.runs.schema import (
     col,
 )
 from bflnet.runtime.devices import DEVICES, resolve_device
+from bflnet.scenarios.shared.fashion import eval_subset
 from bflnet.scenarios.shared.network_settings import NetworkSettings, ServerOnly
 from bflnet.validation.params import subset
 
@@ -211,19 +212,6 @@ class VisionData:
 
     agents: dict[int, tuple[np.ndarray, np.ndarray]]
     eval: tuple[np.ndarray, np.ndarray]
-
-
-def eval_subset(size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """``size`` Fashion-MNIST test examples drawn without replacement (all, in order, if
-    ``size`` is the whole test set)."""
-    import numpy as np
-
-    from bflnet.data import load_fashion_mnist
-    x, y = load_fashion_mnist(split="test")
-    if size >= len(y):
-        return x, y
-    idx = np.sort(rng.choice(len(y), size=size, replace=False))
-    return x[idx], y[idx]
 
 
 def iid_fashion_mnist(K: int, per_agent: int, eval_size: int,

@@ -1,0 +1,1 @@
+"""EM-TDAMP: ``emtdamp`` and the comparisons ``emtdamp-boston`` / ``emtdamp-mnist``."""

@@ -167,8 +167,8 @@ def task_data(config: EMTDAMPConfig, rng: np.random.Generator
         parts = np.array_split(np.arange(len(y)), config.K)
         return {k: (x[p], y[p]) for k, p in enumerate(parts)}, test
     from bflnet.data import iid, load_fashion_mnist
-    from bflnet.scenarios.dsvgd.common import eval_subset
     from bflnet.scenarios.emtdamp.common import centred_shards
+    from bflnet.scenarios.shared.fashion import eval_subset
     images, labels = load_fashion_mnist(split="train")
     parts = iid(len(labels), config.K, rng, per_agent=config.points_per_agent)
     test_x, test_y = eval_subset(config.eval_size, rng)

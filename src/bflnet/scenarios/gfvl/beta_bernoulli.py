@@ -59,7 +59,7 @@ from bflnet.scenarios.gfvl.common import (
     with_run_id,
 )
 from bflnet.scenarios.shared.network_settings import GRAPHS
-from bflnet.scenarios.studies.cover_time import run_seeds
+from bflnet.scenarios.shared.seeds import run_seeds
 
 if TYPE_CHECKING:
     import pandas as pd

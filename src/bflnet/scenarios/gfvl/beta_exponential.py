@@ -76,7 +76,7 @@ from bflnet.scenarios.gfvl.common import (
     state_of,
     with_run_id,
 )
-from bflnet.scenarios.studies.cover_time import run_seeds
+from bflnet.scenarios.shared.seeds import run_seeds
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -50,7 +50,7 @@ from bflnet.runs.schema import (
 )
 from bflnet.scenarios.gfvl.common import GFVLSettings, base_fields, progress_runs, run_rows
 from bflnet.scenarios.shared.network_settings import GRAPHS
-from bflnet.scenarios.studies.cover_time import run_seeds
+from bflnet.scenarios.shared.seeds import run_seeds
 
 if TYPE_CHECKING:
     import pandas as pd

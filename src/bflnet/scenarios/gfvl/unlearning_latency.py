@@ -81,7 +81,7 @@ from bflnet.scenarios.gfvl.common import (
     run_rows,
     state_of,
 )
-from bflnet.scenarios.studies.cover_time import run_seeds
+from bflnet.scenarios.shared.seeds import run_seeds
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -1,0 +1,1 @@
+"""Gossip averaging: ``consensus-averaging`` and ``mobile-gossip``."""

@@ -324,7 +324,7 @@ def run(config: WFLMCGaussianConfig, *, seed: int = 0, progress: bool = False
     from bflnet.protocols.aircomp_server import AirCompUplink, run_fald
     from bflnet.protocols.progress import runs_bar, setup_bar
     from bflnet.radio.aircomp import AirCompSpec, tx_power_from_snr_db
-    from bflnet.scenarios.studies.cover_time import run_seeds
+    from bflnet.scenarios.shared.seeds import run_seeds
     from bflnet.simulator.rng import RngStreams
 
     setup = setup_bar(NAME, None, progress)

@@ -1,0 +1,1 @@
+"""Studies of the network alone: ``cover-time``."""

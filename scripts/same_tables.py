@@ -84,9 +84,12 @@ CASES: dict[str, tuple[str, dict]] = {
 def run_cases(out: Path, names: list[str], extra: dict[str, str] | None = None) -> None:
     """Write each case's table to ``out/<case>.pkl`` (run in the code under test), with
     the settings ``extra`` added to every case."""
-    from bflnet.runs.config import parse_overrides
-    from bflnet.runs.registry import get_scenario
-    from bflnet.scenarios import run_scenario
+    try:
+        from bflnet.runs.config import parse_overrides
+        from bflnet.runs.registry import get_scenario, run_scenario
+    except ImportError:  # a commit from before the run machinery had a package of its own
+        from bflnet.scenarios.config import parse_overrides
+        from bflnet.scenarios.registry import get_scenario, run_scenario
 
     pairs = [f"{key}={value}" for key, value in (extra or {}).items()]
     for name in names:

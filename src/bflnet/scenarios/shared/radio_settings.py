@@ -1,0 +1,141 @@
+"""The shared radio medium's settings: radio, reception, node layout and MAC.
+
+:class:`RadioSettings` is the medium layer of
+:class:`bflnet.scenarios.shared.network_settings.NetworkSettings`; its fields other than
+``medium`` are read only with ``medium=shared``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bflnet.runs.config import param
+
+MEDIA = ("links", "shared")
+MAC_NAMES = ("none", "tdma", "csma", "aloha")
+LAYOUT_NAMES = ("random", "circle", "grid")
+#: How the shared medium decides a packet from its SINR (``RadioSpec.reception``).
+RECEPTION_NAMES = ("threshold", "per")
+#: The fields of the shared medium (read only with ``medium=shared``).
+SHARED_FIELDS = ("mac", "broadcast", "reception", "tx_power_dbm", "noise_figure_db",
+                 "ref_loss_db", "shadowing_db", "sinr_threshold_db", "layout", "aloha_p",
+                 "mac_slot_s", "tdma_frame_slots", "sense_range_m", "backoff_slot_s", "cw_min",
+                 "cw_max", "retry_limit")
+
+
+def is_shared(s: RadioSettings) -> bool:
+    """Whether the run uses the shared medium (``medium=shared``)."""
+    return s.medium == "shared"
+
+
+def _threshold_read(s: RadioSettings) -> bool:
+    """Whether the SINR threshold is read: it decides every packet (``reception=threshold``),
+    or it sets the nominal range that is CSMA's default carrier-sense range."""
+    return is_shared(s) and (s.reception == "threshold"
+                             or (s.mac == "csma" and s.sense_range_m is None))
+
+
+def mac_is(*names: str) -> Callable[[RadioSettings], bool]:
+    """Whether the shared medium's MAC is one of ``names``."""
+    return lambda s: is_shared(s) and s.mac in names
+
+
+#: The medium's fields read only with some medium and MAC: field -> (is it read under these
+#: settings?, the settings that read it). ``layout`` depends on the graph too
+#: (:data:`bflnet.scenarios.shared.network_settings.USED_ONLY_WITH`).
+RADIO_USED_ONLY_WITH: dict[str, tuple[Callable[[RadioSettings], bool], str]] = {
+    "mac": (is_shared, "medium=shared"),
+    "broadcast": (is_shared, "medium=shared"),
+    "reception": (is_shared, "medium=shared"),
+    "tx_power_dbm": (is_shared, "medium=shared"),
+    "noise_figure_db": (is_shared, "medium=shared"),
+    "ref_loss_db": (is_shared, "medium=shared"),
+    "shadowing_db": (is_shared, "medium=shared"),
+    "sinr_threshold_db": (_threshold_read, "medium=shared and reception=threshold, or "
+                          "mac=csma without sense_range_m (the threshold's nominal range "
+                          "is the carrier-sense range)"),
+    "aloha_p": (mac_is("aloha"), "medium=shared and mac=aloha"),
+    "mac_slot_s": (mac_is("aloha", "tdma"), "medium=shared and mac=aloha or tdma"),
+    "tdma_frame_slots": (mac_is("tdma"), "medium=shared and mac=tdma"),
+    "sense_range_m": (mac_is("csma"), "medium=shared and mac=csma"),
+    "backoff_slot_s": (mac_is("csma"), "medium=shared and mac=csma"),
+    "cw_min": (mac_is("csma"), "medium=shared and mac=csma"),
+    "cw_max": (mac_is("csma"), "medium=shared and mac=csma"),
+    "retry_limit": (mac_is("csma"), "medium=shared and mac=csma"),
+}
+
+
+@dataclass(frozen=True)
+class RadioSettings:
+    """The medium (independent links, or one shared radio medium) and the shared medium's
+    radio, reception, layout and MAC; builds its MAC and ``SharedMediumSpec``."""
+
+    medium: str = param("links", "links: every link an independent pipe; shared: one radio "
+                        "medium (positions, SINR, half-duplex, MAC; the channel gives the "
+                        "fading: rayleigh, rician, or none for ideal / fixed)", choices=MEDIA)
+    mac: str = param("csma", "medium access on the shared medium", choices=MAC_NAMES)
+    broadcast: bool = param(False, "one transmission reaches every neighbour, or a "
+                            "server's scheduled agents (shared medium; no ARQ: a lost "
+                            "reception follows the protocol's rule for a lost message)")
+    reception: str = param("threshold", "how a packet's SINR decides it (shared medium): "
+                           "threshold (received iff its lowest SINR over the packet is >= "
+                           "sinr_threshold_db) or per (lost with the packet error rate of "
+                           "uncoded BPSK at that SINR)", choices=RECEPTION_NAMES)
+    tx_power_dbm: float = param(20.0, "transmit power in dBm (shared medium)", ge=-100, le=100)
+    noise_figure_db: float = param(7.0, "receiver noise figure in dB; noise = -174 dBm/Hz + "
+                                   "10 log10(bandwidth_hz) + NF (shared medium)", ge=0, le=100)
+    ref_loss_db: float = param(40.0, "path loss in dB at 1 m (shared medium)", ge=-100, le=300)
+    shadowing_db: float = param(0.0, "log-normal shadowing std in dB, one draw per pair and "
+                                "run (shared medium)", ge=0, le=50)
+    sinr_threshold_db: float | None = param(None, "SINR threshold in dB (none: 2^R - 1 of "
+                                            "coding_rate) (shared medium; reception=per: "
+                                            "only its nominal range, CSMA's default sense "
+                                            "range)", ge=-100, le=100)
+    layout: str = param("random", "node layout in the area_m square for graphs without "
+                        "positions (shared medium)", choices=LAYOUT_NAMES)
+    aloha_p: float = param(0.1, "slotted ALOHA transmit probability per slot", gt=0, le=1)
+    mac_slot_s: float | None = param(None, "ALOHA / TDMA slot in seconds (none: the air time "
+                                     "of the largest packet)", gt=0, le=1e6)
+    tdma_frame_slots: int | None = param(None, "TDMA slots per frame (none: the number of "
+                                         "colours)", ge=1, le=10_000_000)
+    sense_range_m: float | None = param(None, "CSMA carrier-sense range in metres (none: the "
+                                        "radio range)", ge=0, le=1e9)
+    backoff_slot_s: float = param(20e-6, "CSMA back-off slot in seconds", gt=0, le=1e3)
+    cw_min: int = param(16, "CSMA smallest contention window", ge=1, le=2**20)
+    cw_max: int = param(1024, "CSMA largest contention window", ge=1, le=2**20)
+    retry_limit: int = param(7, "CSMA retries of a unicast packet", ge=0, le=1000)
+
+    def check_mac(self) -> None:
+        """One-line ``ValueError`` for MAC settings that cannot go together."""
+        if self.cw_max < self.cw_min:
+            raise ValueError(f"cw_max: must be >= cw_min ({self.cw_min}), got {self.cw_max}")
+
+    def build_mac(self) -> Any:
+        """The shared medium's MAC (a :mod:`bflnet.radio` MAC object)."""
+        from bflnet.radio import Aloha, Csma, NoMac, Tdma
+        mac: Any = {
+            "none": NoMac,
+            "aloha": lambda: Aloha(self.aloha_p, self.mac_slot_s),
+            "tdma": lambda: Tdma(self.tdma_frame_slots, self.mac_slot_s),
+            "csma": lambda: Csma(self.sense_range_m, self.backoff_slot_s, self.cw_min,
+                                 self.cw_max, self.retry_limit),
+        }[self.mac]()
+        return mac
+
+    def shared_medium_spec(self, *, bandwidth_hz: float, coding_rate: float,
+                           path_loss_exponent: float, fading: str, rician_k: float,
+                           latency_s: float, area_m: float) -> Any:
+        """The :class:`bflnet.radio.SharedMediumSpec` of these settings, with what the
+        links and the graph decide (bandwidth, coding rate, path-loss exponent, fading,
+        latency; the area the nodes are laid out in)."""
+        from bflnet.radio import LogDistance, RadioSpec, SharedMediumSpec
+        radio = RadioSpec(
+            tx_power_dbm=self.tx_power_dbm, bandwidth_hz=bandwidth_hz,
+            noise_figure_db=self.noise_figure_db, coding_rate=coding_rate,
+            sinr_threshold_db=self.sinr_threshold_db, reception=self.reception,
+            pathloss=LogDistance(path_loss_exponent, 1.0, self.ref_loss_db,
+                                 self.shadowing_db),
+            fading=fading, rician_k=rician_k, latency_s=latency_s)
+        return SharedMediumSpec(radio, self.build_mac(), layout=self.layout, area_m=area_m)

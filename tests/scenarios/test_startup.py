@@ -33,7 +33,8 @@ def test_list_and_describe_load_no_heavy_package(args):
 
 def test_every_module_that_registers_a_scenario_is_listed():
     folder = Path(bflnet.scenarios.__file__).parent
-    registering = {p.stem for p in folder.glob("*.py") if "\n@register(" in p.read_text()}
+    registering = {p.relative_to(folder).with_suffix("").as_posix().replace("/", ".")
+                   for p in folder.rglob("*.py") if "\n@register(" in p.read_text()}
     assert registering == set(SCENARIO_MODULES)
     assert len(scenario_names()) >= len(SCENARIO_MODULES)
 

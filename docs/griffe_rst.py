@@ -32,10 +32,11 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
 
 
-def _fence(lines: list[str], language: str, indent: int) -> list[str]:
-    pad = " " * indent
+def _fence(lines: list[str], language: str) -> list[str]:
+    """``lines`` as a fenced block at the margin (Markdown's fenced blocks cannot nest in
+    a list item, so a block inside one ends the list)."""
     body = textwrap.dedent("\n".join(lines)).splitlines()
-    return [f"{pad}```{language}", *(pad + line if line else "" for line in body), f"{pad}```"]
+    return [f"```{language}", *body, "```"]
 
 
 def markdown(text: str) -> str:
@@ -59,14 +60,13 @@ def markdown(text: str) -> str:
             i += 1
             continue
         if stripped.startswith(">>>"):
-            indent = _indent(line)
             block = []
             while i < len(lines) and lines[i].strip():
                 block.append(lines[i])
                 i += 1
             if out and out[-1].strip():
                 out.append("")
-            out += _fence(block, "pycon", indent)
+            out += _fence(block, "pycon")
             out.append("")
             continue
         if stripped.endswith("::") and not stripped.startswith(".."):
@@ -83,7 +83,7 @@ def markdown(text: str) -> str:
                 block.pop()
             if block:
                 out.append("")
-                out += _fence(block, "text", base)
+                out += _fence(block, "text")
                 out.append("")
                 i = j
                 continue

@@ -15,7 +15,7 @@ like the pass:
 
 Median over ``--repeat`` rounds after warm-up, each round timing every case once.
 
-Measured (docs/em-tdamp.md, Sec. 6.6, Benchmark; 2 cores shared with other jobs, medians
+Measured (docs/em-tdamp/module-a.md, Sec. 6.6, Benchmark; 2 cores shared with other jobs, medians
 of 8 runs): pass 9.8 ms, its products 2.8 ms, ratio 3.45 (3.36-3.48; target not met),
 8.4× the SGD products; the code before the speed-up, run alternately, 27.7 ms and 7.9.
 ``BFLNET_MALLOC_TUNING=0`` (glibc's default heap trimming, :mod:`bflnet.learners.emtdamp.heap`)

@@ -1,4 +1,4 @@
-"""The WFLMC Gaussian figure of docs/reproductions.md: the ``wflmc-gaussian`` table's curves
+"""The WFLMC Gaussian figure of docs/reproductions/ota.md: the ``wflmc-gaussian`` table's curves
 (the scenario's default plot) beside the paper's two curves, dashed.
 
     bflnet run wflmc-gaussian --set runs=100 --out wflmc.csv

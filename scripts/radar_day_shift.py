@@ -6,7 +6,7 @@ point estimate, plain Adam on the cross-entropy, no prior and no noise: the ques
 the data set's, not a learner's) on ``--train`` day-0 maps, then measures its accuracy
 on ``--test`` fresh maps of day 0 and of each of days 1..``--days``, all labels and the
 critical labels 1-6 only, for ``--seeds`` world seeds. Prints a table and the mean drop;
-the numbers are quoted in docs/reproductions.md.
+the numbers are quoted in docs/reproductions/cdbfl.md.
 
     OMP_NUM_THREADS=1 .venv/bin/python scripts/radar_day_shift.py   # ~5 min on 2 cores
 """

@@ -10,7 +10,7 @@ writes
 * ``out/cdbfl/shift.csv``: the parts together;
 * ``out/cdbfl/shift-s<seed>.png``: the reliability diagrams of each complete seed, and
   with ``--figures DIR`` (e.g. the tracked ``docs/figures``) small copies (dpi 100) there;
-* ``out/cdbfl/summary.txt``: the numbers quoted in docs/reproductions.md.
+* ``out/cdbfl/summary.txt``: the numbers quoted in docs/reproductions/cdbfl.md.
 
 Measured on 2026-11-26 with ``--workers 2`` on this 2-core machine (one thread each,
 nothing else running): CD-BFL jobs 37-40 minutes, CF-FL about 37-38, DSGLD about 12; all
@@ -109,7 +109,7 @@ def overconfidence(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def summarise(frame: pd.DataFrame, settings: dict[str, Any]) -> list[str]:
-    """The numbers docs/reproductions.md quotes: final metrics per method, the per-seed
+    """The numbers docs/reproductions/cdbfl.md quotes: final metrics per method, the per-seed
     comparisons (CD-BFL's accuracy against DSGLD's, CF-FL's ECE
     under the shift against CD-BFL's), and bits per round."""
     last = final_rows(frame)

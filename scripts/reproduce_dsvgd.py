@@ -9,7 +9,7 @@ thread each), and writes
 * ``out/dsvgd/fig3.csv``, ``fig4.csv``, ``fig5.csv``: the parts of each figure together;
 * ``out/dsvgd/*.png`` and, with ``--figures DIR`` (e.g. the tracked ``docs/figures``),
   small copies (dpi 100) there;
-* ``out/dsvgd/summary.txt``: the numbers quoted in docs/reproductions.md.
+* ``out/dsvgd/summary.txt``: the numbers quoted in docs/reproductions/dsvgd.md.
 
     .venv/bin/python scripts/reproduce_dsvgd.py              # the documented settings
     .venv/bin/python scripts/reproduce_dsvgd.py --quick      # smoke test into out/dsvgd-quick

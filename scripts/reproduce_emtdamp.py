@@ -16,7 +16,7 @@ time (one torch thread each):
 
 Methods (:data:`METHODS`): ``emtdamp-paper`` (EM-TDAMP with ``sparsity_mode=paper``: the
 paper's mechanism, ``ρ₀ < 1``, one budget ``round(ρ Q_W)`` over the network, the cap
-reaching it at half the rounds; docs/em-tdamp.md Sec. 4.5; in the ``multi`` setting the
+reaching it at half the rounds; docs/em-tdamp/server.md Sec. 4.5; in the ``multi`` setting the
 clients update the activities once per round, ``activity_update=round``, Sec. 6.10),
 ``emtdamp`` (the per-layer
 mode), and the three baselines, which by default keep the same network-wide budget
@@ -31,7 +31,7 @@ data and small Fashion-MNIST shards, a smoke test of the pipeline):
 
 * ``parts/<stage>-<task>-<setting>-r<ρ>-<method>[-<value>]-s<seed>.csv`` — one table per
   job; a part on disk is not re-run (``parts/timings.txt`` keeps each job's seconds);
-* ``tuned.json``, ``test.csv``, ``summary.txt`` (the numbers docs/reproductions.md quotes)
+* ``tuned.json``, ``test.csv``, ``summary.txt`` (the numbers docs/reproductions/em-tdamp.md quotes)
   and figures: test loss against rounds and against cumulative uplink bits (ρ = 1 and
   ρ = 0.2), and the last round's loss against ρ.
 
@@ -57,12 +57,12 @@ from parts_runner import pm, run_parts
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ("emtdamp-paper", "emtdamp", "fedavg", "group-lasso", "group-snip")
 BASELINES = METHODS[2:]
-#: ``emtdamp-paper``: EM-TDAMP with the paper's sparsity mechanism (docs/em-tdamp.md,
+#: ``emtdamp-paper``: EM-TDAMP with the paper's sparsity mechanism (docs/em-tdamp/server.md,
 #: Sec. 4.5): rho_0 < 1 with Module B active, one budget over the network, the paper's
 #: reset from the first merge, the cap reaching the budget at half the rounds.
 PAPER_MODE = {"sparsity_mode": "paper", "initial_activity": 0.9, "sparsify_from": 1}
 #: The paper mode with several minibatches per round (tau_max = 10): the clients' Module B
-#: updates the activities once per round (docs/em-tdamp.md, Sec. 6.10); with the
+#: updates the activities once per round (docs/em-tdamp/pasp.md, Sec. 6.10); with the
 #: per-minibatch update of eq. 27 every input group was switched off in round 1.
 PAPER_MODE_MULTI = {"activity_update": "round"}
 #: rho_0 candidates of the paper mode, chosen on the validation split like the baselines'
@@ -170,8 +170,8 @@ def base(task: str, setting: str, quick: bool, rho: float, method: str) -> dict[
         settings = MNIST_5K[setting]
     else:
         settings = SETTINGS[task][setting]
-    # float64: the numbers of docs/reproductions.md were read at float64 (the scenario's
-    # default is float32, docs/em-tdamp.md Sec. 7.5)
+    # float64: the numbers of docs/reproductions/em-tdamp.md were read at float64 (the scenario's
+    # default is float32, docs/em-tdamp/learner.md Sec. 7.5)
     out = {**settings, "target_density": rho, "methods": method, "dtype": "float64"}
     if method == "emtdamp-paper":
         out.update(PAPER_MODE, methods="emtdamp",
@@ -300,7 +300,7 @@ def reached(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def summarise(frame: pd.DataFrame, tuned: dict[str, Any]) -> list[str]:
-    """The numbers docs/reproductions.md quotes."""
+    """The numbers docs/reproductions/em-tdamp.md quotes."""
     lines = ["# EM-TDAMP reproduction", "", "## tuned baselines (validation split)", ""]
     lines += [f"{k}: {v['label']}  {v['candidates']}" for k, v in sorted(tuned.items())]
     last = last_rows(frame)

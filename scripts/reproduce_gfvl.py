@@ -5,7 +5,7 @@ paper's REINFORCE baseline c = 0, and Fig. 3 long enough for every run to reach 
 posterior (for the convergence iterations). Writes the tables to ``out/gfvl/*.csv``, the
 figures to ``out/gfvl/*.png`` (with ``--figures DIR`` also to ``DIR``, e.g. the tracked
 ``docs/figures``, dpi 100), and prints the numbers
-quoted in ``docs/reproductions.md`` (also saved to ``out/gfvl/summary.txt``).
+quoted in ``docs/reproductions/gfvl.md`` (also saved to ``out/gfvl/summary.txt``).
 
     .venv/bin/python scripts/reproduce_gfvl.py            # 200 s of CPU: ~3.5 min on an idle core
     .venv/bin/python scripts/reproduce_gfvl.py --quick    # tiny settings into out/gfvl-quick

@@ -11,7 +11,7 @@ draws per data point and the paper's baseline c = 0:
 
 Mean ± standard error over ``RUNS`` runs each. Writes ``out/gfvl-original/*.csv`` and
 ``summary-fig4-fig5.txt`` (``summary-fig4.txt`` with ``--only fig4``); the numbers are
-quoted in docs/reproductions.md.
+quoted in docs/reproductions/gfvl.md.
 
     OMP_NUM_THREADS=1 .venv/bin/python scripts/reproduce_gfvl_original.py   # ~20 min
     OMP_NUM_THREADS=1 .venv/bin/python scripts/reproduce_gfvl_original.py --quick

@@ -1,11 +1,13 @@
-"""Every figure README.md shows is made by a `bflnet plot` / `bflnet plot-network` command
-the README gives (writing that very file); each is rendered here at small size from a
-small run of the command that makes its table (the plot command runs as written, only
-its --out, --size and --dpi changed), and its labels and data are checked. The figures
-of docs/*.md: each names the command (a reproduction script or `bflnet run`) that writes
-it, and its plotting code (the script's or the scenario's default plot) is rendered here
-from a small table (a short run, or for the derived tables of EM-TDAMP and the D2D medium
-a tiny synthetic one), its labels and data checked."""
+"""Every figure that README.md and the command-line pages of the docs (docs/index.md,
+docs/plots.md, docs/faults.md) show is made by a `bflnet plot` / `bflnet plot-network`
+command the same page gives (writing that very file); each is rendered here at small size
+from a small run of the command that makes its table (the plot command runs as written,
+only its --out, --size and --dpi changed), and its labels and data are checked. The
+figures of the other docs pages (docs/**/*.md): each names the command (a reproduction
+script or `bflnet run`) that writes it, and its plotting code (the script's or the
+scenario's default plot) is rendered here from a small table (a short run, or for the
+derived tables of EM-TDAMP and the D2D medium a tiny synthetic one), its labels and data
+checked."""
 
 import itertools
 import re
@@ -24,10 +26,11 @@ from bflnet.runs.registry import get_scenario
 from bflnet.scenarios import run_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+#: The pages whose figures are drawn by `bflnet plot` / `plot-network` commands they give.
+CLI_PAGES = ["README.md", "docs/index.md", "docs/plots.md", "docs/faults.md"]
 PLOT_COMMANDS = ("plot", "plot-network", "draw")
 #: Settings that make each table's run small for the test (the rest of its command as
-#: the README gives it).
+#: the page gives it).
 SMALL = {"churn-gfvl": {"runs": "2"}, "unlearning-latency": {"runs": "60"},
          "async-fedavg": {"duration_s": "4", "eval_size": "100"},
          "consensus-averaging": {"rounds": "10", "K": "8"}}
@@ -58,18 +61,27 @@ def option(argv: list[str], name: str) -> str | None:
     return argv[argv.index(name) + 1] if name in argv else None
 
 
+def page_images(page: str, text: str) -> list[str]:
+    """The PNG images ``page`` shows, as paths from the repository's root."""
+    base = (ROOT / page).parent
+    return [(base / link).resolve().relative_to(ROOT).as_posix()
+            for link in re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", text)]
+
+
 def figure_cases() -> list[tuple[str, list[str], list[str]]]:
-    """``(image, plot command, command that writes its table)`` per image README shows."""
-    text = README.read_text()
-    images = re.findall(r"!\[[^\]]*\]\((docs/[^)]+\.png)\)", text)
-    cmds = commands(text)
-    writers = {option(c, "--out"): c for c in cmds if c[0] in ("run", "sweep")}
-    cases = []
-    for image in images:
-        plot = [c for c in cmds if c[0] in PLOT_COMMANDS and option(c, "--out") == image]
-        assert plot, f"README shows {image} but gives no command that writes it"
-        cases.append((image, plot[0], writers[plot[0][1]]))
-    return cases
+    """``(image, plot command, command that writes its table)`` per image the command-line
+    pages show (an image two pages show is one case)."""
+    cases: dict[str, tuple[str, list[str], list[str]]] = {}
+    for page in CLI_PAGES:
+        text = (ROOT / page).read_text()
+        cmds = commands(text)
+        writers = {option(c, "--out"): c for c in cmds if c[0] in ("run", "sweep")}
+        for image in page_images(page, text):
+            plot = [c for c in cmds if c[0] in PLOT_COMMANDS and option(c, "--out") == image]
+            assert plot, f"{page} shows {image} but gives no command that writes it"
+            assert plot[0][1] in writers, f"{page}: no command writes {plot[0][1]}"
+            cases.setdefault(image, (image, plot[0], writers[plot[0][1]]))
+    return list(cases.values())
 
 
 def small(argv: list[str]) -> list[str]:
@@ -123,13 +135,13 @@ def data_points(fig) -> int:
 CASES = figure_cases()
 
 
-def test_readme_shows_the_three_kinds_of_figure():
+def test_the_docs_show_the_three_kinds_of_figure():
     kinds = {Path(image).name for image, _, _ in CASES}
     assert {"plot_curves.png", "plot_per_run.png", "plot_network.png"} <= kinds
 
 
 @pytest.mark.parametrize("image, plot, writer", CASES, ids=[Path(c[0]).name for c in CASES])
-def test_each_readme_figure_renders_with_labels_and_data(image, plot, writer, tmp_path,
+def test_each_command_line_figure_renders_with_labels_and_data(image, plot, writer, tmp_path,
                                                          monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(small(writer)) == 0, capsys.readouterr().err
@@ -149,9 +161,11 @@ def test_each_readme_figure_renders_with_labels_and_data(image, plot, writer, tm
     assert any(ax.get_xlabel() for ax in fig.axes) and any(ax.get_ylabel() for ax in fig.axes)
 
 
-# ------------------------------------------------------------- docs/*.md figures
+# ------------------------------------------------------------- docs/**/*.md figures
 
-DOCS = ["docs/reproductions.md", "docs/wireless-medium.md", "docs/architecture.md"]
+#: Every docs page but the command-line pages (whose figures are checked above).
+DOCS = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").rglob("*.md")
+              if p.relative_to(ROOT).as_posix() not in CLI_PAGES)
 sys.path.insert(0, str(ROOT / "scripts"))
 
 #: Figure file -> (a text of the doc naming the command that writes it, the test below
@@ -179,7 +193,7 @@ MADE_BY = {
     "d2d_medium.png": ("scripts/reproduce_d2d_medium.py", "d2d"),
     "wflmc_gaussian.png": ("scripts/plot_wflmc_gaussian.py wflmc.csv", "wflmc"),
     "ota_langevin.png": ("scripts/summarise_ota_langevin.py", "ota"),
-    "async_fedavg.png": ("README", "README (tests/test_doc_figures.py)"),
+    "async_fedavg.png": ("CLI", "the command-line pages (tests/test_doc_figures.py)"),
 }
 
 
@@ -195,7 +209,7 @@ def check(fig, expected: set[str], min_points: int = 4) -> None:
 
 
 def doc_figures() -> dict[str, str]:
-    """Figure file name -> the paragraph of docs/*.md that shows it and the next one."""
+    """Figure file name -> the paragraph of docs/**/*.md that shows it and the next one."""
     out = {}
     for doc in DOCS:
         paragraphs = [*re.split(r"\n\s*\n", (ROOT / doc).read_text()), ""]
@@ -208,11 +222,11 @@ def doc_figures() -> dict[str, str]:
 def test_every_docs_figure_names_its_command():
     figures = doc_figures()
     assert set(figures) == set(MADE_BY), set(figures) ^ set(MADE_BY)
-    readme = (ROOT / "README.md").read_text()
+    cli_pages = " ".join((ROOT / page).read_text() for page in CLI_PAGES)
     for name, (command, _) in MADE_BY.items():
         assert (ROOT / "docs/figures" / name).stat().st_size > 0
-        if command == "README":
-            assert f"--out docs/figures/{name}" in readme
+        if command == "CLI":
+            assert f"--out docs/figures/{name}" in cli_pages
         else:
             assert command in " ".join(figures[name].split()), f"{name}: no `{command}`"
 

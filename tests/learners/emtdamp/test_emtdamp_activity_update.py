@@ -3,7 +3,7 @@ activities (``activity_update``). With the per-minibatch update (eq. 27 as writt
 clients switch off every input group within one round of ten PasP passes; holding the
 round's activities in Module A and applying eq. 26 once to the round's accumulated
 messages keeps the informative inputs and switches off the others. In float64, the
-float type the measurements of docs/em-tdamp.md Sec. 6.10 were made in."""
+float type the measurements of docs/em-tdamp/pasp.md Sec. 6.10 were made in."""
 
 from __future__ import annotations
 

@@ -2,10 +2,10 @@
 regression, full batch, iterated to convergence.
 
 At any fixed point of Gaussian GAMP the weight means solve the normal equations exactly
-(docs/em-tdamp.md, eq. 6.9), so the means must match the exact posterior means to the
+(docs/em-tdamp/module-a.md, eq. 6.9), so the means must match the exact posterior means to the
 convergence tolerance: max |error| ≤ 1e-8 · max |mean|. The variances are only the
 diagonal approximation; their error is measured and bounded loosely (the numbers are in
-docs/em-tdamp.md, Sec. 6.3).
+docs/em-tdamp/module-a.md, Sec. 6.3).
 """
 
 import pytest

@@ -1,5 +1,5 @@
 """Module A over a ReLU MLP (damp_mlp.py): exact reduction to one-layer GAMP, teacher
-recovery, and no-NaN runs on the paper's network shapes (docs/em-tdamp.md, Sec. 6.4-6.7).
+recovery, and no-NaN runs on the paper's network shapes (docs/em-tdamp/module-a.md, Sec. 6.4-6.7).
 """
 
 import math

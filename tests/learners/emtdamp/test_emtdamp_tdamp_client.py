@@ -1,6 +1,6 @@
 """Client TDAMP (tdamp_client.py): PasP, the extrinsic reset checked against exact
 sequential Bayesian updates, and no-NaN runs through the server's EM on the paper's shapes
-(docs/em-tdamp.md, Sec. 6.5-6.7)."""
+(docs/em-tdamp/module-a.md, Sec. 6.5-6.7)."""
 
 import math
 
@@ -139,7 +139,7 @@ def test_probit_tdamp_with_minibatch_pasp_learns_a_teacher():
     """20-32-10 on 2000 zero-mean examples labelled by the argmax of a random linear map:
     2 rounds of TDAMP (batch 100, 3 sweeps, damping 0.5) with v from eqs. 21-23. Measured
     test accuracy 0.851 (chance 0.1). Inputs must be centred: on non-negative inputs the
-    same run stays at chance (docs/em-tdamp.md, Sec. 6.6)."""
+    same run stays at chance (docs/em-tdamp/module-a.md, Sec. 6.6)."""
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(20, 3000, generator=gen, dtype=F64)
     teacher = torch.randn(10, 20, generator=gen, dtype=F64)

@@ -28,7 +28,7 @@ an update lost on the uplink changes nothing and η = η₀ + Σ_k η_k keeps ho
   point: Σ_n (1/S) Σ_s (ℓ_n(θ_{n,s}) − c) (s(θ_{n,s}) − μ), N·S draws, one vectorised
   call. Both are unbiased for the same gradient; they differ in variance: per-point
   removes the covariances between the points' terms (of order N² when c = 0), per-agent
-  lets a baseline near the *sum* loss cancel most of the loss (docs/reproductions.md
+  lets a baseline near the *sum* loss cancel most of the loss (docs/reproductions/gfvl.md
   gives the measured spreads).
 
 **Unlearning.** ``forget(agent, agent_state)`` (a forget request, an event of the run) marks

@@ -60,7 +60,7 @@ a few tens of percent. AdaGrad restarts at every local update and its first step
 ``step_rule="constant"`` replaces AdaGrad by the plain step ``θ ← θ + ε φ`` (no
 per-coordinate normalisation), which keeps the relative sizes of φ's coordinates: a top-k
 uplink then sends the coordinates the target actually moves rather than ones AdaGrad
-scaled up from tiny gradients (docs/reproductions.md, Forget-SVGD).
+scaled up from tiny gradients (docs/reproductions/dsvgd.md, Forget-SVGD).
 
 Complexity per SVGD step: the model's forward/backward on ``N_p × M`` examples plus two
 GEMMs of ``N_p × (4 N_p) × d`` and ``N_p × (5 N_p) × d`` (SVGD kernel and the three KDEs),

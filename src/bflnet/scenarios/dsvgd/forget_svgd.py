@@ -50,7 +50,7 @@ the *constant* step 0.001 (``--set`` any of them; ``step_rule=adagrad`` is the l
 AdaGrad). With ``learn_rounds=0`` phase 2 is skipped (the request comes before the
 first iteration) and the agents unlearn from the initial particles.
 
-**Known behaviour** (docs/reproductions.md has numbers and the reasons):
+**Known behaviour** (docs/reproductions/dsvgd.md has numbers and the reasons):
 
 - Eq. 8's target ``q/t_k · exp(+N_k L_k)`` has no mode near the learned particles: the
   KDE of q anchors each particle with variance λ only, while the loss of the forgotten

@@ -20,8 +20,15 @@ from bflnet.runtime.interrupt import Interrupted, catch_signals
 from bflnet.validation.errors import PluginError, SimulationError, SweepError, WriteError
 from bflnet.validation.renames import old_names
 
+#: The exit codes, as ``bflnet --help`` lists them (see :func:`main`).
+EXIT_CODES = ("Exit codes: 0 done; 1 a run or sweep failed, a result could not be written or a "
+              "rerun's rows differ; 2 a bad argument, value or input file; 3 a bug in "
+              "bflnet; 4 a plugin failed, exited or returned the wrong thing; 130 / 143 "
+              "interrupted (Ctrl-C / SIGTERM).")
+
 app = typer.Typer(help="bflnet: wireless network simulator with Bayesian federated learning.",
-                  add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True)
+                  epilog=EXIT_CODES, add_completion=False, pretty_exceptions_enable=False,
+                  no_args_is_help=True)
 
 
 def _print_version(value: bool) -> None:

@@ -333,3 +333,74 @@ def test_the_api_lets_keyboard_interrupt_through_under_pythons_own_handler(on_pa
         pytest.skip("Python's own SIGINT handler is not in place")
     with pytest.raises(KeyboardInterrupt):
         bflnet.run("fp-keyboard-interrupt")
+
+
+# --- what a plugin registers, checked once imported ------------------------------------------
+
+
+def _registered(config_source: str, **fields):
+    """A Scenario as a plugin would register it, its config class from ``config_source``."""
+    import dataclasses
+    from typing import ClassVar  # noqa: F401 - used by the sources
+
+    from bflnet.runs.config import param, validate  # noqa: F401
+    from bflnet.runs.registry import Scenario
+    from bflnet.runs.resources import Footprint  # noqa: F401
+
+    namespace = {**globals(), **locals()}
+    exec(config_source, namespace)
+    scenario = Scenario("fp-x", namespace["Config"], lambda config, **kw: None, "A case.")
+    return dataclasses.replace(scenario, **fields)
+
+
+GOOD_CONFIG = '''
+@dataclasses.dataclass(frozen=True)
+class Config:
+    n: int = param(2, "rows", ge=1, le=100)
+
+    def __post_init__(self):
+        validate(self)
+
+    def footprint(self):
+        return Footprint()
+'''
+
+
+@pytest.mark.parametrize("source, fields, message", [
+    (GOOD_CONFIG.replace("(frozen=True)", ""), {}, "its config class Config is not frozen"),
+    (GOOD_CONFIG.replace('param(2, "rows", ge=1, le=100)', "(1,)").replace("n: int",
+                                                                           "n: tuple"),
+     {}, "field 'n' of its config class Config is of type tuple; allowed: int, float, str, "
+     "bool (or X | None)"),
+    (GOOD_CONFIG.replace(' = param(2, "rows", ge=1, le=100)', ""), {},
+     "field 'n' of its config class Config has no default"),
+    (GOOD_CONFIG.replace("n: int", "n: 'Missing'"), {},
+     "the field types of its config class Config do not resolve: NameError"),
+    (GOOD_CONFIG.replace("param(2,", "param(0,"), {},
+     "config Config() with its defaults raised ValueError: n: must be an integer >= 1"),
+    (GOOD_CONFIG, {"run_fn": 42}, "its run function is an int"),
+    (GOOD_CONFIG, {"description": None}, "its description is a NoneType, not a string"),
+    (GOOD_CONFIG, {"columns": ["a"]}, "its columns are a list, not a Schema"),
+    (GOOD_CONFIG, {"datasets": ("no-such-data",)}, "data set 'no-such-data' is unknown"),
+    (GOOD_CONFIG, {"state_free": ("nope",)}, "its state_free must be a tuple of its config's "
+     "field names"),
+])
+def test_what_a_plugin_registers_is_checked_before_use(source, fields, message):
+    from bflnet.runs.plugin_scenario import checked
+    from bflnet.validation.errors import PluginError
+
+    with pytest.raises(PluginError) as caught:
+        checked("plugin scenario 'fp-x' (p.m, from p)", _registered(source, **fields))
+    assert str(caught.value).startswith("plugin scenario 'fp-x' (p.m, from p): ")
+    assert message in str(caught.value)
+
+
+def test_a_footprint_of_the_wrong_kind_is_refused():
+    from bflnet.runs.plugin_scenario import checked
+    from bflnet.validation.errors import PluginError
+
+    scenario = checked("plugin scenario 'fp-x' (p.m, from p)", _registered(
+        GOOD_CONFIG.replace("return Footprint()", "return {'bytes': 1}")))
+    with pytest.raises(PluginError, match=r"footprint\(\) returned dict \{'bytes': 1\}; it "
+                       r"must return a bflnet.runs.resources.Footprint"):
+        scenario.check_resources(scenario.config())

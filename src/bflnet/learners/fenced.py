@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from bflnet.learners.base import GlobalStateLearner, Update, Work, supports_weighted_merge
-from bflnet.runtime.fence import call, refusal
+from bflnet.runtime.fence import a_kind, call, refusal
 
 #: What ``evaluate`` must return, as its errors say.
 METRICS = "a mapping of str to finite real numbers"
@@ -39,7 +39,7 @@ def _metric(value: Any) -> tuple[float | int | None, str]:
     """``(value as float or int, "")``, or ``(None, what is wrong)``."""
     if isinstance(value, bool) or type(value).__name__ == "bool_" or \
             not isinstance(value, numbers.Real):
-        return None, f"a {type(value).__name__}"
+        return None, a_kind(value)
     if isinstance(value, numbers.Integral):
         number = int(value)
         if not INT64[0] <= number <= INT64[1]:
@@ -73,7 +73,7 @@ def checked_metrics(value: Any, reserved: frozenset[str]) -> tuple[dict[str, Any
 
 def _work_problem(work: Any) -> str:
     if not isinstance(work, Work):
-        return f"its work is a {type(work).__name__}, not a Work"
+        return f"its work is {a_kind(work)}, not a Work"
     steps, flops = work.steps, work.flops
     if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
         return f"its work's steps are {steps!r}, not a non-negative integer"
@@ -112,7 +112,7 @@ class FencedLearner(GlobalStateLearner):
             raise refusal(self.who, "local_update", update, "a bflnet.learners.base.Update")
         problem = _work_problem(update.work)
         if not problem and update.event is not None and not isinstance(update.event, str):
-            problem = f"its event is a {type(update.event).__name__}, not a string"
+            problem = f"its event is {a_kind(update.event)}, not a string"
         if not problem and update.metrics is not None:
             metrics, why = checked_metrics(update.metrics, self.reserved)
             problem = "" if metrics is not None else f"its metrics are not {METRICS}" + (

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from bflnet.runs.config import ValidationBug, make_config
 from bflnet.runs.resources import Footprint
 from bflnet.runs.schema import Schema
-from bflnet.runtime.fence import call, failure, fenced, raised, refusal
+from bflnet.runtime.fence import a_kind, call, failure, fenced, raised, refusal
 from bflnet.validation.errors import PluginError
 from bflnet.validation.params import base_type, field_types
 
@@ -89,7 +89,7 @@ def _config_class_errors(cls: Any) -> str | None:
     """What is wrong with ``cls`` as a config class, or ``None``."""
     name = getattr(cls, "__name__", type(cls).__name__)
     if not isinstance(cls, type):
-        return f"its config is a {type(cls).__name__}, not a class"
+        return f"its config is {a_kind(cls)}, not a class"
     if not dataclasses.is_dataclass(cls):
         return f"its config class {name} is not a dataclass"
     if not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
@@ -117,16 +117,16 @@ def _registration_errors(scenario: Any) -> str | None:
     from bflnet.data.ensure import known
 
     if not callable(scenario.run_fn):
-        return f"its run function is a {type(scenario.run_fn).__name__}"
+        return f"its run function is {a_kind(scenario.run_fn)}"
     if not isinstance(scenario.description, str):
-        return f"its description is a {type(scenario.description).__name__}, not a string"
+        return f"its description is {a_kind(scenario.description)}, not a string"
     if scenario.plot is not None and not callable(scenario.plot):
-        return f"its plot is a {type(scenario.plot).__name__}, not a function"
+        return f"its plot is {a_kind(scenario.plot)}, not a function"
     unknown = [d for d in scenario.datasets if d not in known()]
     if unknown:
         return f"data set {unknown[0]!r} is unknown; known: {', '.join(known())}"
     if scenario.columns is not None and not isinstance(scenario.columns, Schema):
-        return f"its columns are a {type(scenario.columns).__name__}, not a Schema"
+        return f"its columns are {a_kind(scenario.columns)}, not a Schema"
     if scenario.state_free is not None:
         fields = {f.name for f in dataclasses.fields(scenario.config_cls)}
         if not isinstance(scenario.state_free, tuple) or \

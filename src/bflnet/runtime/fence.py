@@ -74,6 +74,12 @@ def raised(exc: BaseException) -> str:
     return f"{name}: {text}" if text else name
 
 
+def a_kind(value: Any) -> str:
+    """``value``'s type with its article: ``an int``, ``a str``."""
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
 def shown(value: Any) -> str:
     """``value`` for an error message: its type and a short repr, one line."""
     if value is None:

@@ -10,16 +10,23 @@ A distribution declares, in its ``pyproject.toml``::
 
 ``bflnet list`` shows them without importing them (the entry points are read from the
 installed distributions' ``entry_points.txt`` files, a few milliseconds); a plugin is
-imported only when it is run or described. A plugin that fails to import, registers the
-wrong kind of object or reuses a name that is taken gives a one-line error or warning
-naming it.
+imported only when it is run or described. A plugin that reuses a name that is taken
+gives a one-line warning naming it.
+
+Every call into a plugin, its import included, runs behind a fence
+(:mod:`bflnet.runtime.fence`): a failure, ``sys.exit``, ``KeyboardInterrupt`` or a value
+of the wrong kind is one :class:`~bflnet.validation.errors.PluginError` naming the plugin,
+the hook and what it raised or returned (the command line's exit code 4). The scenarios'
+fence is :mod:`bflnet.runs.plugin_scenario`, the learners' :mod:`bflnet.learners.fenced`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 SCENARIOS = "bflnet.scenarios"
@@ -40,22 +47,51 @@ class Plugin:
         """How errors name it: ``'name' (value, from dist)``."""
         return f"{self.name!r} ({self.value}, from {self.dist})"
 
+    @property
+    def kind(self) -> str:
+        """``scenario`` or ``learner``."""
+        return "scenario" if self.group == SCENARIOS else "learner"
+
+    def who(self) -> str:
+        """How errors from its hooks name it: ``plugin scenario 'name' (value, from dist)``."""
+        return f"plugin {self.kind} {self.label()}"
+
     def load(self) -> object:
-        """Import the module and return the attribute (or the module); a one-line
-        ``ValueError`` naming the plugin if that fails."""
+        """Import the module and return the attribute (or the module), behind the fence
+        (:mod:`bflnet.runtime.fence`: anything raised there, ``sys.exit`` included, is a
+        one-line :class:`PluginError` naming the plugin). An import that takes more than
+        :data:`LOADING_NOTICE_S` seconds is named on stderr while it goes on."""
         from importlib import import_module
 
+        from bflnet.runtime.fence import fenced
+
         module, _, attribute = self.value.partition(":")
-        kind = "scenario" if self.group == SCENARIOS else "learner"
-        try:
+        with _notice(f"loading {self.who()} ...", LOADING_NOTICE_S), \
+                fenced(self.who(), "import"):
             obj: object = import_module(module.strip())
             for part in attribute.strip().split(".") if attribute.strip() else ():
                 obj = getattr(obj, part)
-        except Exception as exc:  # any failure of a third party's import is reported
-            message = " ".join(str(exc).split())
-            raise ValueError(f"plugin {kind} {self.label()} failed to load: "
-                             f"{type(exc).__name__}: {message}") from None
         return obj
+
+
+#: Seconds a plugin's import may take before stderr says which plugin is loading.
+LOADING_NOTICE_S = 0.5
+
+
+@contextlib.contextmanager
+def _notice(text: str, after_s: float) -> Iterator[None]:
+    """``bflnet: TEXT`` on stderr if the block lasts more than ``after_s`` seconds (a plugin
+    that hangs at import can then be told apart, and stopped with Ctrl-C)."""
+    import threading
+
+    timer = threading.Timer(after_s, lambda: print(f"bflnet: {text}", file=sys.stderr,
+                                                   flush=True))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def _dist_name(folder: str) -> str:

@@ -17,11 +17,18 @@ from bflnet.runs.config_file import run_request, sweep_request
 from bflnet.runs.provenance import run_record
 from bflnet.runs.registry import DEFAULT_SCENARIO, get_scenario, scenario_lines
 from bflnet.runtime.interrupt import Interrupted, catch_signals
-from bflnet.validation.errors import SimulationError, SweepError, WriteError
+from bflnet.validation.errors import PluginError, SimulationError, SweepError, WriteError
 from bflnet.validation.renames import old_names
 
+#: The exit codes, as ``bflnet --help`` lists them (see :func:`main`).
+EXIT_CODES = ("Exit codes: 0 done; 1 a run or sweep failed, a result could not be written or a "
+              "rerun's rows differ; 2 a bad argument, value or input file; 3 a bug in "
+              "bflnet; 4 a plugin failed, exited or returned the wrong thing; 130 / 143 "
+              "interrupted (Ctrl-C / SIGTERM).")
+
 app = typer.Typer(help="bflnet: wireless network simulator with Bayesian federated learning.",
-                  add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True)
+                  epilog=EXIT_CODES, add_completion=False, pretty_exceptions_enable=False,
+                  no_args_is_help=True)
 
 
 def _print_version(value: bool) -> None:
@@ -258,8 +265,9 @@ def main(argv: list[str] | None = None) -> int:
     other than ``ValueError`` from a config's validation is a bug in bflnet: one line,
     exit code 3. A result that could not be written (a full disk, ...) is one line naming
     the file and the reason, exit code 1; any other error of the operating system one line,
-    exit code 2. Ctrl-C (SIGINT) or SIGTERM: one line, exit code 128 + the signal (130,
-    143)."""
+    exit code 2. A plugin that failed, exited or returned the wrong thing: one line naming
+    it, the hook and what it raised or returned, exit code 4. Ctrl-C (SIGINT) or SIGTERM:
+    one line, exit code 128 + the signal (130, 143)."""
     try:
         with catch_signals():
             result = app(args=argv, prog_name="bflnet", standalone_mode=False)
@@ -283,6 +291,9 @@ def main(argv: list[str] | None = None) -> int:
         message = " ".join(exc.format_message().split())
         print(f"bflnet: error: {message}", file=sys.stderr)
         return 2
+    except PluginError as exc:
+        print(f"bflnet: {_one_line(str(exc))}", file=sys.stderr)
+        return 4
     except ValidationBug as exc:
         print(f"bflnet: {exc} (please report it)", file=sys.stderr)
         return 3

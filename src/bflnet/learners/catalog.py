@@ -38,37 +38,50 @@ def learner_lines() -> list[str]:
             for name in learner_names()]
 
 
+def _plugin(name: str) -> Any:
+    plugin = _plugins().get(name)
+    if plugin is None:
+        raise ValueError(f"learner: unknown learner {name!r}; known: "
+                         f"{', '.join(learner_names())}")
+    return plugin
+
+
 def learner_factory(name: str) -> Callable[..., Any]:
-    """The factory of learner ``name`` (a plugin is imported here); a one-line error for an
-    unknown name or a plugin that fails to load."""
+    """The factory of learner ``name`` (a plugin is imported here, behind the fence); a
+    one-line error for an unknown name, a ``PluginError`` for a plugin that fails to
+    load or is no factory."""
     if name in BUILT_IN:
         from importlib import import_module
 
         module, attribute = BUILT_IN[name][0].split(":")
         return getattr(import_module(module), attribute)
-    plugin = _plugins().get(name)
-    if plugin is None:
-        raise ValueError(f"learner: unknown learner {name!r}; known: "
-                         f"{', '.join(learner_names())}")
+    from bflnet.validation.errors import PluginError
+
+    plugin = _plugin(name)
     factory = plugin.load()
     if not callable(factory):
-        raise ValueError(f"plugin learner {plugin.label()}: must be a factory "
-                         f"make(K, points_per_agent, rng), got {type(factory).__name__}")
+        raise PluginError(f"{plugin.who()}: must be a factory make(K, points_per_agent, rng), "
+                          f"got {type(factory).__name__}")
     return factory
 
 
-def make_learner(name: str, K: int, points_per_agent: int, rng: Any) -> Any:
-    """Learner ``name`` for ``K`` agents; a one-line error naming it if its factory fails
-    or returns something other than a :class:`GlobalStateLearner`."""
+def make_learner(name: str, K: int, points_per_agent: int, rng: Any, *,
+                 reserved: frozenset[str] = frozenset()) -> Any:
+    """Learner ``name`` for ``K`` agents. A built-in one as its factory makes it; a
+    plugin's behind the fence (:func:`bflnet.learners.fenced.fenced_learner`: its
+    metrics may not take the ``reserved`` names, the run's own columns), a
+    ``PluginError`` naming it if its factory fails or returns something other than a
+    :class:`GlobalStateLearner`."""
     from bflnet.learners.base import GlobalStateLearner
 
     factory = learner_factory(name)
-    try:
-        learner = factory(K, points_per_agent, rng)
-    except Exception as exc:
-        raise ValueError(f"learner {name!r}: its factory failed: {type(exc).__name__}: "
-                         f"{' '.join(str(exc).split())}") from None
+    if name in BUILT_IN:
+        return factory(K, points_per_agent, rng)
+    from bflnet.learners.fenced import fenced_learner
+    from bflnet.runtime.fence import call, refusal
+
+    who = _plugin(name).who()
+    learner = call(who, "factory", factory, K, points_per_agent, rng)
     if not isinstance(learner, GlobalStateLearner):
-        raise ValueError(f"learner {name!r}: its factory must return a GlobalStateLearner, "
-                         f"got {type(learner).__name__}")
-    return learner
+        raise refusal(who, "factory", learner, "a bflnet.learners.base.GlobalStateLearner")
+    return fenced_learner(learner, who, reserved)

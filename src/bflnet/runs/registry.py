@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from bflnet.runs.config import make_config
 from bflnet.runs.resources import Footprint, check_footprint
+from bflnet.runtime.fence import surfaced
+from bflnet.validation.errors import PluginError
 from bflnet.validation.renames import rename_keys
 
 if TYPE_CHECKING:
@@ -60,16 +62,28 @@ class Scenario:
     #: Which agents the parameter server schedules each iteration, for the scenarios
     #: that run one (``bflnet describe`` shows it).
     server_schedule: str | None = None
+    #: The plugin that registered it (how its errors name it), whose code runs behind the
+    #: fence (:mod:`bflnet.runs.plugin_scenario`); ``None`` for bflnet's own.
+    plugin: str | None = None
 
     def config(self, overrides: Mapping[str, Any] | None = None) -> Any:
         """The validated config with ``overrides`` applied."""
+        if self.plugin is not None:
+            from bflnet.runs.plugin_scenario import fenced_config
+
+            return fenced_config(self, overrides)
         return make_config(self.config_cls, overrides)
 
     def check_resources(self, config: Any) -> Footprint:
         """The config's footprint; a one-line ``ValueError`` naming the fields that make it
         too large for this process (memory) or for one run (set-up work), before anything
         is allocated."""
-        footprint = config.footprint()
+        if self.plugin is not None:
+            from bflnet.runs.plugin_scenario import fenced_footprint
+
+            footprint = fenced_footprint(self, config)
+        else:
+            footprint = config.footprint()
         check_footprint(footprint)
         return footprint
 
@@ -77,7 +91,9 @@ class Scenario:
             save_state: str | Path | None = None, load_state: str | Path | None = None,
             force: bool = False) -> pd.DataFrame:
         """Run with ``config`` (defaults if ``None``) and ``seed``, once its footprint has
-        been checked (:meth:`check_resources`); ``save_state``: also write the learnt states
+        been checked (:meth:`check_resources`); a plugin's error inside (a plugin
+        learner's, reported by the protocol that called it) leaves as that
+        :class:`PluginError`; ``save_state``: also write the learnt states
         into that directory (``force``: over a saved one); ``load_state``: start from the
         states saved there (see :mod:`bflnet.runs.states`). Both are checked before
         the run."""
@@ -88,7 +104,7 @@ class Scenario:
         from bflnet.protocols.progress import setup_status  # lazily: tqdm
 
         if save_state is None and load_state is None:
-            with setup_status(self.name, footprint.summary(), progress):
+            with setup_status(self.name, footprint.summary(), progress), surfaced():
                 return self.run_fn(config, seed=seed, progress=progress)
         from bflnet.runs import states as st
         from bflnet.runs.provenance import canonical_config, run_record
@@ -107,7 +123,7 @@ class Scenario:
             if isinstance(saved.get("config"), dict):  # saved by an older bflnet: old names
                 saved["config"] = rename_keys(self.config_cls, saved["config"])
             st.check_compatible(saved, self.name, fields, seed, self.state_free)
-        with setup_status(self.name, footprint.summary(), progress):
+        with setup_status(self.name, footprint.summary(), progress), surfaced():
             frame = self.run_fn(config, seed=seed, progress=progress, states=handle)
         if save_state is not None:
             st.write_state_dir(save_state, run_record(self.name, config, seed), handle)
@@ -184,24 +200,43 @@ def plugin_scenarios() -> dict[str, Any]:
     return plugins.by_name(plugins.SCENARIOS, frozenset(_BUILT_IN))
 
 
+#: Plugin scenarios refused once imported: name -> the error (a retry gets the same one).
+_REFUSED: dict[str, str] = {}
+
+
 def _load_plugin(name: str) -> None:
-    """Import the plugin that registers scenario ``name`` (a one-line error naming it if
-    it fails or registers something else)."""
-    plugin = plugin_scenarios().get(name)
+    """Import the plugin that registers scenario ``name`` and put what it registers behind
+    the fence (:mod:`bflnet.runs.plugin_scenario`); a one-line :class:`PluginError` naming
+    it if it fails or registers something else."""
+    if name in _REFUSED:
+        raise PluginError(_REFUSED[name])
+    plugins = plugin_scenarios()
+    plugin = plugins.get(name)
     if plugin is None:
         return
+    before = set(_REGISTRY)
     with _registering():
         obj = plugin.load()
-    if name in _REGISTRY:  # the module registered it with @register
-        return
-    if isinstance(obj, Scenario):
+    if name not in _REGISTRY:  # not registered with @register when imported
+        if not isinstance(obj, Scenario):
+            raise PluginError(
+                f"{plugin.who()}: registers no scenario {name!r} (it must call "
+                f"bflnet.scenarios.register({name!r}, ...) when imported, or be a Scenario; "
+                f"got {type(obj).__name__})")
         _REGISTRY[name] = obj if obj.name == name else Scenario(
             name, obj.config_cls, obj.run_fn, obj.description, obj.plot, obj.datasets,
             obj.columns, obj.state_free, obj.server_schedule)
-        return
-    raise ValueError(f"plugin scenario {plugin.label()}: registers no scenario {name!r} "
-                     f"(it must call bflnet.scenarios.register({name!r}, ...) when imported, "
-                     f"or be a Scenario; got {type(obj).__name__})")
+    from bflnet.runs.plugin_scenario import checked
+
+    for new in sorted((set(_REGISTRY) - before) | {name}):
+        who = plugins.get(new, plugin).who()
+        try:
+            _REGISTRY[new] = checked(who, _REGISTRY[new])
+        except PluginError as exc:
+            del _REGISTRY[new]
+            _REFUSED[new] = str(exc)
+            if new == name:
+                raise
 
 
 def get_scenario(name: str) -> Scenario:

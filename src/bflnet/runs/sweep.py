@@ -82,7 +82,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from bflnet.files.atomic import write_files
-from bflnet.runs.config import make_config, parse_value
+from bflnet.runs.config import parse_value
 from bflnet.runs.output import METADATA_KEY, metadata_json, write_parquet
 from bflnet.runs.provenance import canonical_config, run_record, sweep_record
 from bflnet.runs.registry import get_scenario, run_scenario
@@ -209,7 +209,7 @@ def plan_sweep(name: str, grid: Mapping[str, Sequence[Any]], seeds: int | Sequen
     points: dict[str, dict[str, Any]] = {}
     for combo in itertools.product(*grid_values.values()):
         point = dict(zip(grid_values, combo, strict=True))
-        settings = make_config(cls, {**fixed_values, **point})
+        settings = scenario.config({**fixed_values, **point})
         try:
             scenario.check_resources(settings)
         except ValueError as exc:

@@ -6,6 +6,12 @@ class SimulationError(RuntimeError):
     """A run ended by an error; the message names the scenario, node and iteration."""
 
 
+class PluginError(RuntimeError):
+    """A plugin (another distribution's scenario or learner) failed or broke its contract:
+    raised, exited or returned the wrong thing. The message names the plugin, the hook and
+    what it raised or returned (the CLI exits with code 4)."""
+
+
 class SweepError(RuntimeError):
     """No run of a sweep succeeded."""
 

@@ -115,6 +115,9 @@ SCHEMA = Schema.of(
         "init", "round", when="protocol=gossip"),
 )
 
+#: The columns the run writes itself: a plugin learner's metrics may not take these names.
+RUN_COLUMNS = frozenset(c.name for c in SCHEMA.columns if not c.when.startswith("learner="))
+
 
 @register(NAME, CustomLearnerConfig,
           "Any registered learner (built-in or a bflnet.learners plugin) under a random walk, "
@@ -136,7 +139,7 @@ def run(config: CustomLearnerConfig, *, seed: int = 0, progress: bool = False
         graph = config.build_graph(sim.streams.numpy("graph"))
         require_connected(graph)
     learner = make_learner(config.learner, graph.number_of_nodes(), config.points_per_agent,
-                           sim.streams.numpy("data"))
+                           sim.streams.numpy("data"), reserved=RUN_COLUMNS)
     stop = StopRule(max_iterations=config.rounds)
     kwargs = config.network_kwargs(graph)
     if config.protocol == "random-walk":

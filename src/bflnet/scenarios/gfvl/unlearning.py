@@ -94,6 +94,7 @@ from bflnet.scenarios.gfvl.common import (
     progress_runs,
     run_rows,
     state_of,
+    walk_state_spec,
     with_run_id,
 )
 from bflnet.scenarios.shared.seeds import run_seeds
@@ -103,6 +104,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
+    from bflnet.runs.state_schema import Fields
     from bflnet.runs.states import States
 
 NAME = "gfvl-unlearning"
@@ -244,6 +246,26 @@ STATE_FREE = ("eval_every", "rounds", "retrain_graph", "unlearn_schedule",
               "unlearn_visits", "unlearning")
 
 
+#: What a saved run keeps of its last row before the request (its unlearning rows start
+#: there).
+ORIGIN_ROW = (*ORIGIN, "event", "node")
+
+
+def _check_saved(extra: Fields) -> None:
+    """A saved run's extra values: its last row before the request."""
+    extra.only("origin")
+    row = extra.mapping("origin")
+    row.only(*ORIGIN_ROW)
+    row.equal("iteration", row.iteration)
+    row.choice("event", ROW_EVENTS)
+    row.node("node")
+    row.clock("time_s")
+    row.bits("cum_bits", "cum_bits")
+    row.bits("cum_bits_delivered", "cum_bits_delivered")
+    row.real("eta_0")
+    row.real("eta_1")
+
+
 @register(NAME, GFVLUnlearningConfig,
           "G-FVL unlearning (paper Fig. 5): KL to the retrained posterior after a forget "
           "request, exact subtraction vs retraining from scratch.",
@@ -280,11 +302,19 @@ def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False,
     hold = config.unlearning == "iterative" and config.unlearn_schedule == "hold-token"
     request, after = config.learn_rounds, config.rounds
     rows: list[dict[str, Any]] = []
-    for r, run_seed in enumerate(progress_runs(run_seeds(seed, config.runs), progress, NAME)):
+
+    def make_learner(run_seed: int) -> GFVL:
         data = _data(config, K, forget, RngStreams(run_seed).numpy("data"))
-        learner = GFVL.beta_exponential(data, **common, unlearning=config.unlearning,
-                                        unlearn_visits=config.unlearn_visits,
-                                        forget_agents=forget, metrics="state")
+        return GFVL.beta_exponential(data, **common, unlearning=config.unlearning,
+                                     unlearn_visits=config.unlearn_visits,
+                                     forget_agents=forget, metrics="state")
+
+    seeds = run_seeds(seed, config.runs)
+    if states is not None and states.loading:  # verified before anything runs from it
+        states.verify(walk_state_spec(config.runs, graph, request, make_learner(seeds[0]),
+                                      _check_saved))
+    for r, run_seed in enumerate(progress_runs(seeds, progress, NAME)):
+        learner = make_learner(run_seed)
         plans = (("unlearning", learner, run_seed, request, request + after,
                   [ForgetRequest(forget, after_iteration=request, hold_token=hold)],
                   (graph, walk, net_kwargs)),
@@ -298,9 +328,12 @@ def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False,
                       if stateful else None)
             saving = stateful and states.saving
 
-            def keep(checkpoint: Any, sim: Any = sim, r: int = r) -> None:
+            def keep(checkpoint: Any, sim: Any = sim, r: int = r, loaded: Any = loaded) -> None:
+                if loaded is not None:  # the learning was loaded: its last row too
+                    states.keep(r, checkpoint, origin=loaded[1]["origin"])
+                    return
                 rows = [row for row in sim.recorder.rows if row["event"] in ROW_EVENTS]
-                states.keep(r, checkpoint, origin=rows[-1])
+                states.keep(r, checkpoint, origin={k: rows[-1][k] for k in ORIGIN_ROW})
 
             protocol = RandomWalkProtocol(gfvl, w, StopRule(max_iterations=last),
                                           interventions=requests,

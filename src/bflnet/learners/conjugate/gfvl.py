@@ -102,7 +102,7 @@ class GFVLAgent:
     """Agent ``k``'s private state: its local natural parameter ``eta`` (η_k), its
     iterative-unlearning factor ``nu`` (ν_k), its ``status`` (one of ``STATUSES``) and the
     visits it has spent unlearning. (The fields' metadata bound them where a saved state
-    is read back: ``bflnet.runs.state_schema``.)"""
+    is read back: ``bflnet.runs.states.schema``.)"""
 
     eta: np.ndarray
     nu: np.ndarray

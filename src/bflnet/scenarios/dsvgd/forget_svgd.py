@@ -439,7 +439,7 @@ def _loaded_network(states: States, template: Any) -> Any:
     and shape, and finite (a one-line error otherwise)."""
     import torch
 
-    from bflnet.runs.state_schema import StateSpec
+    from bflnet.runs.states.schema import StateSpec
 
     arrays = states.verify(StateSpec(arrays={PRETRAINED: template.detach().cpu().numpy()}))
     return torch.from_numpy(arrays[PRETRAINED]).to(template.device)

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from bflnet.runs.state_schema import Fields, StateSpec
+    from bflnet.runs.states.schema import Fields, StateSpec
     from bflnet.simulator.simulation import Simulation
 
 #: Row events kept in the G-FVL frames (token drops only show in time and bits).
@@ -170,11 +170,11 @@ def child_seed(seed: int, name: str) -> int:
 
 def walk_state_spec(runs: int, graph: nx.Graph, iteration: int, learner: Any,
                     extra: Callable[[Fields], None]) -> StateSpec:
-    """What the saved states of a G-FVL walk must be (:mod:`bflnet.runs.state_schema`):
+    """What the saved states of a G-FVL walk must be (:mod:`bflnet.runs.states.schema`):
     ``runs`` runs on ``graph`` (its links both ways along every edge), saved at
     ``iteration``, with ``learner``'s global and agents' states; ``extra`` checks a run's
     extra values."""
-    from bflnet.runs.state_schema import StateSpec
+    from bflnet.runs.states.schema import StateSpec
 
     links = frozenset(pair for u, v in graph.edges for pair in ((u, v), (v, u)))
     return StateSpec(runs=runs, nodes=graph.number_of_nodes(), iteration=iteration,

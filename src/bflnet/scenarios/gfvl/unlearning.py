@@ -104,8 +104,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-    from bflnet.runs.state_schema import Fields
     from bflnet.runs.states import States
+    from bflnet.runs.states.schema import Fields
 
 NAME = "gfvl-unlearning"
 UNLEARNING = ("exact", "iterative")
@@ -238,8 +238,6 @@ SCHEMA = Schema.of(
 )
 
 
-#: The fields of the request's row that a loaded run uses.
-ORIGIN = ("iteration", "time_s", "cum_bits", "cum_bits_delivered", "eta_0", "eta_1")
 #: What a run loading saved states (``--load-state``) may change: how the request is
 #: served and what follows it; the learning before it is the saved one.
 STATE_FREE = ("eval_every", "rounds", "retrain_graph", "unlearn_schedule",
@@ -247,8 +245,8 @@ STATE_FREE = ("eval_every", "rounds", "retrain_graph", "unlearn_schedule",
 
 
 #: What a saved run keeps of its last row before the request (its unlearning rows start
-#: there).
-ORIGIN_ROW = (*ORIGIN, "event", "node")
+#: there); the row's state η is the saved global state.
+ORIGIN_ROW = ("cum_bits", "cum_bits_delivered", "event", "iteration", "node", "time_s")
 
 
 def _check_saved(extra: Fields) -> None:
@@ -262,8 +260,14 @@ def _check_saved(extra: Fields) -> None:
     row.clock("time_s")
     row.bits("cum_bits", "cum_bits")
     row.bits("cum_bits_delivered", "cum_bits_delivered")
-    row.real("eta_0")
-    row.real("eta_1")
+
+
+def _origin_row(loaded: tuple[Any, Any]) -> dict[str, Any]:
+    """The last row before the request of a loaded run: the saved one, with the saved
+    global state as its η."""
+    checkpoint, extra = loaded
+    state = checkpoint.state
+    return {**extra["origin"], **{f"eta_{j}": float(state[j]) for j in range(len(state))}}
 
 
 @register(NAME, GFVLUnlearningConfig,
@@ -330,7 +334,7 @@ def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False,
 
             def keep(checkpoint: Any, sim: Any = sim, r: int = r, loaded: Any = loaded) -> None:
                 if loaded is not None:  # the learning was loaded: its last row too
-                    states.keep(r, checkpoint, origin=loaded[1]["origin"])
+                    states.keep(r, checkpoint, origin=dict(loaded[1]["origin"]))
                     return
                 rows = [row for row in sim.recorder.rows if row["event"] in ROW_EVENTS]
                 states.keep(r, checkpoint, origin={k: rows[-1][k] for k in ORIGIN_ROW})
@@ -344,7 +348,7 @@ def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False,
             recorded = [row for row in every_row if row["event"] in ROW_EVENTS]
             first = 0  # recorded[i] is iteration first + i's row
             if loaded is not None:  # learning was skipped: its last row was saved
-                recorded, first = [loaded[1].row("origin", ORIGIN), *recorded], start
+                recorded, first = [_origin_row(loaded), *recorded], start
             origin = recorded[start - first]
             keep = _evaluated(last, start, config.eval_every)
             forgotten_at = {row["node"]: row["iteration"] for row in every_row

@@ -89,8 +89,8 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from bflnet.protocols.graphs.walks import Walk
-    from bflnet.runs.state_schema import Fields
     from bflnet.runs.states import States
+    from bflnet.runs.states.schema import Fields
 
 NAME = "unlearning-latency"
 #: Most targets :func:`expected_targets_cover` accepts (2^targets visited sets).

@@ -77,7 +77,7 @@ def _is_real(value: Any) -> bool:
 def integer(path: str, value: Any, lo: int, hi: int) -> int:
     """``value``, an integer in ``lo..hi``."""
     if not _is_int(value) or not lo <= value <= hi:
-        raise refuse(path, f"an integer in {lo}..{hi}", value)
+        raise refuse(path, str(lo) if lo == hi else f"an integer in {lo}..{hi}", value)
     return value
 
 
@@ -274,7 +274,10 @@ def _check_checkpoint(path: str, ck: Any, r: int, spec: StateSpec,
         integer(at(path, "previous"), ck["previous"], 0, K - 1)
     seen = sequence(at(path, "seen"), ck["seen"], K)
     for i, k in enumerate(seen):
-        integer(at(at(path, "seen"), i), k, 0 if i == 0 else seen[i - 1] + 1, K - 1)
+        integer(at(at(path, "seen"), i), k, 0, K - 1)
+        if i and k <= seen[i - 1]:
+            raise refuse(at(at(path, "seen"), i), f"above seen[{i - 1}] = {seen[i - 1]} "
+                         f"(seen is sorted, each node once)", k)
     if type(ck["covered"]) is not bool or ck["covered"] != (len(seen) == K):
         raise refuse(at(path, "covered"), f"{str(len(seen) == K).lower()} (whether seen "
                      f"holds all {K} nodes)", ck["covered"])
@@ -282,17 +285,26 @@ def _check_checkpoint(path: str, ck: Any, r: int, spec: StateSpec,
         equal(at(at(path, "state"), "array"),
               mapping(at(path, "state"), ck["state"], ("array",))["array"], f"run{r}.state")
         expected[f"run{r}.state"] = spec.state
-    _check_agents(at(path, "agent_states"), ck["agent_states"], r, spec, expected)
+    agents = _check_agents(at(path, "agent_states"), ck["agent_states"], r, spec, expected)
+    if spec.agent is not None and agents != set(seen):
+        raise ValueError(f"--load-state: state.json: {at(path, 'agent_states')}: must hold "
+                         f"the agents of seen (the visited ones: {_ids(seen)}), holds "
+                         f"{_ids(sorted(agents))}")
     counters = mapping(at(path, "counters"), ck["counters"], tuple(sorted(COUNTERS)))
     for name in COUNTERS:
         integer(at(at(path, "counters"), name), counters[name], 0, MAX_BITS)
     links = _check_links(at(path, "links"), ck["links"], spec)
-    _check_streams(at(path, "streams"), ck["streams"], K, links)
+    _check_streams(at(path, "streams"), ck["streams"], K, links, agents)
     return ck
 
 
+def _ids(ids: list[int]) -> str:
+    text = ", ".join(map(str, ids[:10]))
+    return f"{text}, ... ({len(ids)})" if len(ids) > 10 else text or "none"
+
+
 def _check_agents(path: str, agents: Any, r: int, spec: StateSpec,
-                  expected: dict[str, np.ndarray]) -> None:
+                  expected: dict[str, np.ndarray]) -> set[int]:
     sequence(path, agents, spec.nodes)
     done: set[int] = set()
     for i, pair in enumerate(agents):
@@ -307,6 +319,7 @@ def _check_agents(path: str, agents: Any, r: int, spec: StateSpec,
             raise refuse(where, "absent (this scenario saves no agent states)", pair)
         _check_tree(at(where, 1), pair[1], spec.agent(k), f"run{r}.agent.{k}", {},
                     spec.iteration, expected)
+    return done
 
 
 def _check_tree(path: str, tree: Any, template: Any, key: str, meta: Mapping[str, Any],
@@ -372,7 +385,10 @@ def _check_links(path: str, links: Any, spec: StateSpec) -> set[tuple[int, int]]
     return pairs
 
 
-def _check_streams(path: str, streams: Any, K: int, links: set[tuple[int, int]]) -> None:
+def _check_streams(path: str, streams: Any, K: int, links: set[tuple[int, int]],
+                   agents: set[int]) -> None:
+    """The random streams: valid PCG64 states of streams this network has; agents' own
+    streams, if the learner draws from them, for exactly the agents with a state."""
     mapping(path, streams)
     if "protocol.walk" not in streams:
         raise ValueError(f"--load-state: state.json: {at(path, 'protocol.walk')}: missing")
@@ -386,6 +402,12 @@ def _check_streams(path: str, streams: Any, K: int, links: set[tuple[int, int]])
                              f"network (protocol.walk, codec.token, agent.<k>, compute.<k>, "
                              f"link.<a>.<b> of a saved link)")
         check_pcg64(where, state)
+    drawn = {int(name.split(".")[1]) for name in streams if name.startswith("agent.")}
+    if drawn and drawn != agents:
+        k = min(drawn ^ agents)
+        raise ValueError(f"--load-state: state.json: {at(path, f'agent.{k}')}: "
+                         f"{'missing' if k in agents else 'not expected'} (the agents with "
+                         f"a saved state have their own streams, the others none)")
 
 
 def check_pcg64(path: str, state: Any) -> None:

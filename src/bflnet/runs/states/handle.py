@@ -1,23 +1,6 @@
-"""State directories: a run's learnt states saved (``--save-state DIR``) and a later run
-started from them (``--load-state DIR``): learn once, unlearn many times.
-
-A state directory holds three files, written together atomically
-(:mod:`bflnet.runs.state_dir`):
-
-- ``state.json``: the scenario, its full config, the seed, the bflnet version and, per run,
-  the checkpoint's non-array parts (token position, clock, bit counters, random streams'
-  states, ...);
-- ``arrays.npz``: every array (global state, agents' states), read back without pickle:
-  nothing in the directory is ever unpickled or executed;
-- ``checksums.json``: the SHA-256 of the other two.
-
-Nothing runs from a loaded directory before it is verified: its checksums
-(:func:`~bflnet.runs.state_dir.read_state_dir`), the record and its config
-(:func:`~bflnet.runs.state_schema.check_record`), then, once the scenario knows its
-network, every saved run against the schema and the headers of the arrays against the
-dtypes and shapes they must have, before any array's data are read
-(:meth:`States.verify`); arrays holding NaN or infinity are refused.
-"""
+"""The run's side of saved states: :class:`States` collects the checkpoints a run saves
+and hands a loaded run its verified checkpoints; checkpoints to and from JSON-able data
+with their arrays apart."""
 
 from __future__ import annotations
 
@@ -31,21 +14,8 @@ from typing import Any
 import numpy as np
 
 from bflnet.protocols.checkpoint import WalkCheckpoint
-from bflnet.runs import state_dir
-from bflnet.runs.state_dir import (
-    ARRAYS_FILE,
-    CHECKSUMS_FILE,
-    STATE_FILE,
-    SavedState,
-    check_save_dir,
-    read_state_dir,
-    state_path,
-)
-from bflnet.runs.state_schema import FORMAT, Fields, StateSpec, check_record, check_runs
-
-__all__ = ["ARRAYS_FILE", "CHECKSUMS_FILE", "FORMAT", "STATE_FILE", "Fields", "SavedState",
-           "StateSpec", "States", "check_compatible", "check_record", "check_save_dir",
-           "read_state_dir", "state_path", "write_state_dir"]
+from bflnet.runs.states.directory import ARRAYS_FILE, STATE_FILE, SavedState, write_directory
+from bflnet.runs.states.schema import FORMAT, StateSpec, check_runs
 
 
 @dataclass
@@ -90,9 +60,10 @@ class States:
         arrays = {name: self.source.arrays.read(name) for name in sorted(expected)}
         for name, array in arrays.items():
             if array.dtype.kind in "fc" and not np.isfinite(array).all():
-                bad = array[~np.isfinite(array)].flat[0]
-                raise ValueError(f"{what}: the array {name!r} holds {bad!r}; saved arrays "
-                                 f"hold finite numbers")
+                where = np.unravel_index(int(np.argmin(np.isfinite(array))), array.shape)
+                raise ValueError(f"{what}: the array {name!r} holds {array[where].item()!r} "
+                                 f"(at {tuple(map(int, where))}); saved arrays hold finite "
+                                 f"numbers")
         self._loaded = arrays
         return arrays
 
@@ -254,7 +225,7 @@ def write_state_dir(path: str | Path, record: Mapping[str, Any], states: States)
     body = {"format": FORMAT, **record,
             "runs": [{"run": r, **states.kept[r]} for r in sorted(states.kept)]}
     text = json.dumps(body, sort_keys=True, indent=1) + "\n"
-    return state_dir.write_state_dir(path, text, states.arrays)
+    return write_directory(path, text, states.arrays)
 
 
 def check_compatible(record: Mapping[str, Any], scenario: str, config: Mapping[str, Any],

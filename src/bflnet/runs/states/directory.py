@@ -1,6 +1,6 @@
 """A state directory on disk: ``state.json``, ``arrays.npz`` and ``checksums.json``.
 
-:func:`write_state_dir` writes the three files together (each to a temporary file, then
+:func:`write_directory` writes the three files together (each to a temporary file, then
 all renamed into place: a directory being read by the same run is read whole before
 anything is replaced); ``checksums.json`` holds the SHA-256 of the other two.
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,7 +81,17 @@ def _sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def write_state_dir(path: str | Path, text: str, arrays: Mapping[str, np.ndarray]) -> Path:
+def write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """``arrays`` into the ``.npz`` file ``path`` as ``numpy.savez`` writes them, but
+    without the time of writing: the same arrays give the same bytes (and checksum)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, array in arrays.items():
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            with archive.open(info, "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+
+
+def write_directory(path: str | Path, text: str, arrays: Mapping[str, np.ndarray]) -> Path:
     """Write ``state.json`` (``text``), ``arrays.npz`` (``arrays``) and their checksums
     into the directory ``path`` (created), all three files or none."""
     path = Path(path)
@@ -93,8 +104,7 @@ def write_state_dir(path: str | Path, text: str, arrays: Mapping[str, np.ndarray
     digests: dict[str, str] = {STATE_FILE: hashlib.sha256(data).hexdigest()}
 
     def write_arrays(tmp: Path) -> None:
-        with open(tmp, "wb") as handle:
-            np.savez(handle, **arrays)
+        write_npz(tmp, arrays)
         digests[ARRAYS_FILE] = _sha256_file(tmp)
 
     def write_checksums(tmp: Path) -> None:

@@ -154,7 +154,7 @@ def test_gfvl_unlearning_rows_after_the_request(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("path", "value", "message"), [
     (("now",), float("nan"), "checkpoint.now: must be a finite number"),
     (("now",), -5.0, "checkpoint.now: must be a finite number"),
-    (("iteration",), "x", "checkpoint.iteration: must be an integer"),
+    (("iteration",), "x", "checkpoint.iteration: must be 20, got 'x'"),
     (("current",), 99, "checkpoint.current: must be an integer in 0..9, got 99"),
     (("streams", "protocol.walk"), {"bit_generator": "MT19937"},
      "streams['protocol.walk'].has_uint32: missing"),

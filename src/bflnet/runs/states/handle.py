@@ -114,16 +114,6 @@ class _Extra(dict):
                              f"not a finite number)")
         return value
 
-    def row(self, key: str, numbers: tuple[str, ...]) -> dict[str, Any]:
-        """The saved record row ``key``, its fields ``numbers`` checked like
-        :meth:`number`."""
-        row = self[key]
-        if not isinstance(row, dict):
-            raise ValueError(f"--load-state: state.json is malformed ({key} is not a row)")
-        for name in numbers:
-            _Extra(row).number(name)
-        return row
-
 
 # --------------------------------------------------------------------------- encoding
 def _plain(value: Any) -> Any:

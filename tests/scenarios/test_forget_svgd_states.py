@@ -4,6 +4,8 @@ byte; a load may change the unlearning settings but not what the pre-training re
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +26,15 @@ def _csv(frame) -> str:
     return frame.to_csv(index=False)
 
 
+def _savez(state: Path, **arrays: np.ndarray) -> None:
+    """Replace the saved arrays by hand, and the checksums with them."""
+    np.savez(state / "arrays.npz", **arrays)
+    digests = {name: hashlib.sha256((state / name).read_bytes()).hexdigest()
+               for name in ("arrays.npz", "state.json")}
+    (state / "checksums.json").write_text(json.dumps(
+        {"format": "bflnet-state-checksums/1", "sha256": digests}))
+
+
 def test_learn_save_load_unlearn_is_the_one_run_table(tmp_path: Path) -> None:
     scenario = get_scenario(NAME)
     config = scenario.config(TINY)
@@ -36,10 +47,10 @@ def test_learn_save_load_unlearn_is_the_one_run_table(tmp_path: Path) -> None:
         assert npz.files == ["pretrained.w"]
         w = npz["pretrained.w"]
     # the loaded network is what the run uses (not a pre-training run again)
-    np.savez(tmp_path / "s" / "arrays.npz", **{"pretrained.w": np.zeros_like(w)})
+    _savez(tmp_path / "s", **{"pretrained.w": np.zeros_like(w)})
     zeroed = scenario.run(config, seed=4, load_state=tmp_path / "s")
     assert zeroed["pretrain_accuracy"].iloc[0] != one_run["pretrain_accuracy"].iloc[0]
-    np.savez(tmp_path / "s" / "arrays.npz", **{"pretrained.w": w})
+    _savez(tmp_path / "s", **{"pretrained.w": w})
     # another unlearning request from the same learnt network: as its own one run
     other = scenario.config({**TINY, "rate_multiples": "0.5", "unlearn_rounds": 2})
     again = scenario.run(other, seed=4, load_state=tmp_path / "s")

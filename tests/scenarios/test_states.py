@@ -5,6 +5,7 @@ byte-identical to the one of the run that learnt and unlearnt in one go."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -18,6 +19,15 @@ NAME = "unlearning-latency"
 
 def _csv(frame) -> str:
     return frame.to_csv(index=False)
+
+
+def _reseal(state: Path) -> None:
+    """Write ``checksums.json`` again for the files as they are now (a hand edit that
+    also updates the checksums: the schema must still refuse what is wrong)."""
+    digests = {name: hashlib.sha256((state / name).read_bytes()).hexdigest()
+               for name in ("arrays.npz", "state.json")}
+    (state / "checksums.json").write_text(json.dumps(
+        {"format": "bflnet-state-checksums/1", "sha256": digests}))
 
 
 @pytest.mark.parametrize("params", [
@@ -36,7 +46,8 @@ def test_learn_save_load_unlearn_is_learn_then_unlearn(tmp_path: Path, params) -
     loaded = scenario.run(config, seed=5, load_state=tmp_path / "s")
     assert _csv(saved) == _csv(plain)  # saving changes nothing
     assert _csv(loaded) == _csv(plain)  # and the loaded run continues it exactly
-    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["arrays.npz", "state.json"]
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == [
+        "arrays.npz", "checksums.json", "state.json"]
 
 
 def test_unlearn_many_from_one_learnt_state(tmp_path: Path) -> None:
@@ -89,6 +100,9 @@ def test_cli_round_trip_and_refusals(tmp_path: Path, capsys) -> None:
     assert "not a directory" in _error([*base, "--save-state", str(a)], capsys)
     assert "holds no saved state" in _error([*base, "--load-state", str(tmp_path)], capsys)
     (state / "arrays.npz").write_bytes(b"junk")
+    assert "arrays.npz' was changed after it was saved" in _error(
+        [*base, "--load-state", str(state)], capsys)
+    _reseal(state)
     assert "cannot read" in _error([*base, "--load-state", str(state)], capsys)
 
 
@@ -138,14 +152,18 @@ def test_gfvl_unlearning_rows_after_the_request(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("path", "value", "message"), [
-    (("now",), float("nan"), "now: must be a finite number"),
-    (("now",), -5.0, "now: must be a finite number"),
-    (("iteration",), "x", "iteration: must be an integer"),
-    (("current",), 99, "node 99 is not in the graph"),
-    (("streams", "protocol.walk"), {"bit_generator": "MT19937"}, "not a PCG64 state"),
-    (("links",), [[0]], "does not fit"),
-    (("state",), {"array": "nope"}, "has no array 'nope'"),
-    (("agent_states",), [[0, {"fields": {"eta": {"value": 1}}}]], "fields ['eta']"),
+    (("now",), float("nan"), "checkpoint.now: must be a finite number"),
+    (("now",), -5.0, "checkpoint.now: must be a finite number"),
+    (("iteration",), "x", "checkpoint.iteration: must be 20, got 'x'"),
+    (("current",), 99, "checkpoint.current: must be an integer in 0..9, got 99"),
+    (("streams", "protocol.walk"), {"bit_generator": "MT19937"},
+     "streams['protocol.walk'].has_uint32: missing"),
+    (("streams", "protocol.walk", "bit_generator"), "MT19937",
+     "streams['protocol.walk'].bit_generator: must be 'PCG64'"),
+    (("links",), [[0]], "checkpoint.links[0]: must have 4 items"),
+    (("state",), {"array": "nope"}, "checkpoint.state.array: must be 'run0.state'"),
+    (("agent_states",), [[0, {"fields": {"eta": {"value": 1}}}]],
+     "agent_states[0][1].fields.nu: missing"),
 ])
 def test_a_tampered_state_is_one_line(tmp_path: Path, capsys, path, value, message) -> None:
     base = ["run", NAME, "--set", "runs=2", "--set", "learn_rounds=20", "--no-progress"]
@@ -157,6 +175,7 @@ def test_a_tampered_state_is_one_line(tmp_path: Path, capsys, path, value, messa
         target = target[key]
     target[path[-1]] = value
     (state / "state.json").write_text(json.dumps(record))
+    _reseal(state)
     capsys.readouterr()
     assert message in _error([*base, "--load-state", str(state)], capsys)
 

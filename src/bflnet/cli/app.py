@@ -120,10 +120,10 @@ def run(
              "except for EM-TDAMP, where threads is how many groups of clients compute "
              "at once, torch on one thread",
              show_default=False)] = None,
-    save_state: Annotated[Path | None, typer.Option(
+    save_state: Annotated[str | None, typer.Option(
         help="also save the learnt states (global and every agent's) with the config and "
              "seed into this directory (--force: over a saved one)")] = None,
-    load_state: Annotated[Path | None, typer.Option(
+    load_state: Annotated[str | None, typer.Option(
         help="start from the states saved in this directory (same scenario, seed and "
              "learning config): learn once, unlearn many")] = None,
 ) -> None:
@@ -153,7 +153,7 @@ def run(
         path = write_frame(frame, request.out,
                            run_record(scenario.name, settings, request.seed,
                                       None if load_state is None
-                                      else str(load_state.resolve())))
+                                      else str(Path(load_state).resolve())))
         typer.echo(f"wrote {len(frame)} rows to {path}", err=True)
     else:
         typer.echo(summary(frame))

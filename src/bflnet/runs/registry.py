@@ -15,7 +15,6 @@ from bflnet.runs.config import make_config
 from bflnet.runs.resources import Footprint, check_footprint
 from bflnet.runtime.fence import surfaced
 from bflnet.validation.errors import PluginError
-from bflnet.validation.renames import rename_keys
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -109,6 +108,10 @@ class Scenario:
         from bflnet.runs import states as st
         from bflnet.runs.provenance import canonical_config, run_record
 
+        if save_state is not None:
+            save_state = st.state_path(save_state, "--save-state")
+        if load_state is not None:
+            load_state = st.state_path(load_state, "--load-state")
         if self.state_free is None:
             option = "--save-state" if save_state is not None else "--load-state"
             raise ValueError(f"{option}: scenario {self.name!r} cannot save or load states; "
@@ -117,14 +120,18 @@ class Scenario:
         handle = st.States(saving=save_state is not None)
         if save_state is not None:
             st.check_save_dir(save_state, force=force)
-        if load_state is not None:
-            handle.loaded = st.read_state_dir(load_state)
-            saved = dict(handle.loaded[0])
-            if isinstance(saved.get("config"), dict):  # saved by an older bflnet: old names
-                saved["config"] = rename_keys(self.config_cls, saved["config"])
-            st.check_compatible(saved, self.name, fields, seed, self.state_free)
-        with setup_status(self.name, footprint.summary(), progress), surfaced():
-            frame = self.run_fn(config, seed=seed, progress=progress, states=handle)
+        try:
+            if load_state is not None:
+                # read whole and verified before anything runs (or is saved over it)
+                handle.source = st.read_state_dir(load_state)
+                handle.source.record = st.check_record(handle.source.record,
+                                                       self.config_cls)
+                st.check_compatible(handle.source.record, self.name, fields, seed,
+                                    self.state_free)
+            with setup_status(self.name, footprint.summary(), progress), surfaced():
+                frame = self.run_fn(config, seed=seed, progress=progress, states=handle)
+        finally:
+            handle.close()
         if save_state is not None:
             st.write_state_dir(save_state, run_record(self.name, config, seed), handle)
         return frame

@@ -61,7 +61,7 @@ agents' data excluded (the agents still forward the state).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from numbers import Real
 from typing import Any
 
@@ -101,12 +101,13 @@ def _real(value: Any) -> bool:
 class GFVLAgent:
     """Agent ``k``'s private state: its local natural parameter ``eta`` (η_k), its
     iterative-unlearning factor ``nu`` (ν_k), its ``status`` (one of ``STATUSES``) and the
-    visits it has spent unlearning."""
+    visits it has spent unlearning. (The fields' metadata bound them where a saved state
+    is read back: ``bflnet.runs.states.schema``.)"""
 
     eta: np.ndarray
     nu: np.ndarray
-    status: str = "learning"
-    unlearn_visits: int = 0
+    status: str = field(default="learning", metadata={"choices": STATUSES})
+    unlearn_visits: int = field(default=0, metadata={"ge": 0, "visits": True})
 
 
 class GFVL(GlobalStateLearner):

@@ -325,7 +325,7 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False,
         states: States | None = None) -> pd.DataFrame:
     """The table (module docs). With ``states``: save the FedAvg pre-trained network
     (``states.saving``), or start from a saved one instead of pre-training
-    (``states.loaded``); the rest of the run, and so the table, is the same."""
+    (``states.loading``); the rest of the run, and so the table, is the same."""
     import numpy as np
 
     from bflnet.data import by_label, load_fashion_mnist
@@ -361,8 +361,8 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False,
                                                lr=config.pretrain_lr,
                                                batch_size=config.batch_size))
     w = pre.init(streams.numpy("pretrain"))
-    if states is not None and states.loaded is not None:
-        w = _loaded_network(states.loaded[1], w)  # learnt once: no pre-training
+    if states is not None and states.loading:  # learnt once: no pre-training
+        w = _loaded_network(states, w)
         setup.update(config.pretrain_rounds)
     else:
         pre_rngs = {k: streams.numpy(f"pretrain.agent.{k}") for k in range(K)}
@@ -433,18 +433,13 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False,
     return tidy([frame], COLUMNS)
 
 
-def _loaded_network(arrays: dict[str, Any], template: Any) -> Any:
-    """The saved pre-trained network, as a tensor like ``template`` (a fresh ``w``); a
-    one-line error if the state directory has none or one of another shape or type."""
-    import numpy as np
+def _loaded_network(states: States, template: Any) -> Any:
+    """The saved pre-trained network, as a tensor like ``template`` (a fresh ``w``), once
+    the state directory is verified to hold exactly that array, of ``template``'s dtype
+    and shape, and finite (a one-line error otherwise)."""
     import torch
 
-    if PRETRAINED not in arrays:
-        raise ValueError(f"--load-state: the saved state has no pre-trained network "
-                         f"({PRETRAINED!r})")
-    saved = arrays[PRETRAINED]
-    want = template.detach().cpu().numpy()
-    if saved.shape != want.shape or saved.dtype != want.dtype:
-        raise ValueError(f"--load-state: the saved network is {saved.dtype} of shape "
-                         f"{saved.shape}; this config's is {want.dtype} of shape {want.shape}")
-    return torch.from_numpy(np.array(saved)).to(template.device)
+    from bflnet.runs.states.schema import StateSpec
+
+    arrays = states.verify(StateSpec(arrays={PRETRAINED: template.detach().cpu().numpy()}))
+    return torch.from_numpy(arrays[PRETRAINED]).to(template.device)

@@ -26,7 +26,7 @@ Conventions of the four G-FVL scenarios (``gfvl-beta-bernoulli``, ``gfvl-beta-ex
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,9 +37,11 @@ from bflnet.runs.resources import FLOAT64, ROW_BYTES, Footprint
 from bflnet.scenarios.shared.network_settings import GRAPHS, NetworkSettings
 
 if TYPE_CHECKING:
+    import networkx as nx
     import numpy as np
     import pandas as pd
 
+    from bflnet.runs.states.schema import Fields, StateSpec
     from bflnet.simulator.simulation import Simulation
 
 #: Row events kept in the G-FVL frames (token drops only show in time and bits).
@@ -164,6 +166,20 @@ def child_seed(seed: int, name: str) -> int:
     from bflnet.simulator.rng import RngStreams
     state = RngStreams(seed).seed_sequence(name).generate_state(1, dtype=np.uint64)[0]
     return int(state >> np.uint64(1))
+
+
+def walk_state_spec(runs: int, graph: nx.Graph, iteration: int, learner: Any,
+                    extra: Callable[[Fields], None]) -> StateSpec:
+    """What the saved states of a G-FVL walk must be (:mod:`bflnet.runs.states.schema`):
+    ``runs`` runs on ``graph`` (its links both ways along every edge), saved at
+    ``iteration``, with ``learner``'s global and agents' states; ``extra`` checks a run's
+    extra values."""
+    from bflnet.runs.states.schema import StateSpec
+
+    links = frozenset(pair for u, v in graph.edges for pair in ((u, v), (v, u)))
+    return StateSpec(runs=runs, nodes=graph.number_of_nodes(), iteration=iteration,
+                     state=learner.init(None), agent=lambda k: learner.init_agent(k, None),
+                     extra=extra, links=links)
 
 
 def run_rows(sim: Simulation, protocol: Any) -> list[dict[str, Any]]:

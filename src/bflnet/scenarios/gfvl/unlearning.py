@@ -94,6 +94,7 @@ from bflnet.scenarios.gfvl.common import (
     progress_runs,
     run_rows,
     state_of,
+    walk_state_spec,
     with_run_id,
 )
 from bflnet.scenarios.shared.seeds import run_seeds
@@ -104,6 +105,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from bflnet.runs.states import States
+    from bflnet.runs.states.schema import Fields
 
 NAME = "gfvl-unlearning"
 UNLEARNING = ("exact", "iterative")
@@ -236,12 +238,36 @@ SCHEMA = Schema.of(
 )
 
 
-#: The fields of the request's row that a loaded run uses.
-ORIGIN = ("iteration", "time_s", "cum_bits", "cum_bits_delivered", "eta_0", "eta_1")
 #: What a run loading saved states (``--load-state``) may change: how the request is
 #: served and what follows it; the learning before it is the saved one.
 STATE_FREE = ("eval_every", "rounds", "retrain_graph", "unlearn_schedule",
               "unlearn_visits", "unlearning")
+
+
+#: What a saved run keeps of its last row before the request (its unlearning rows start
+#: there); the row's state η is the saved global state.
+ORIGIN_ROW = ("cum_bits", "cum_bits_delivered", "event", "iteration", "node", "time_s")
+
+
+def _check_saved(extra: Fields) -> None:
+    """A saved run's extra values: its last row before the request."""
+    extra.only("origin")
+    row = extra.mapping("origin")
+    row.only(*ORIGIN_ROW)
+    row.equal("iteration", row.iteration)
+    row.choice("event", ROW_EVENTS)
+    row.node("node")
+    row.clock("time_s")
+    row.bits("cum_bits", "cum_bits")
+    row.bits("cum_bits_delivered", "cum_bits_delivered")
+
+
+def _origin_row(loaded: tuple[Any, Any]) -> dict[str, Any]:
+    """The last row before the request of a loaded run: the saved one, with the saved
+    global state as its η."""
+    checkpoint, extra = loaded
+    state = checkpoint.state
+    return {**extra["origin"], **{f"eta_{j}": float(state[j]) for j in range(len(state))}}
 
 
 @register(NAME, GFVLUnlearningConfig,
@@ -280,11 +306,19 @@ def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False,
     hold = config.unlearning == "iterative" and config.unlearn_schedule == "hold-token"
     request, after = config.learn_rounds, config.rounds
     rows: list[dict[str, Any]] = []
-    for r, run_seed in enumerate(progress_runs(run_seeds(seed, config.runs), progress, NAME)):
+
+    def make_learner(run_seed: int) -> GFVL:
         data = _data(config, K, forget, RngStreams(run_seed).numpy("data"))
-        learner = GFVL.beta_exponential(data, **common, unlearning=config.unlearning,
-                                        unlearn_visits=config.unlearn_visits,
-                                        forget_agents=forget, metrics="state")
+        return GFVL.beta_exponential(data, **common, unlearning=config.unlearning,
+                                     unlearn_visits=config.unlearn_visits,
+                                     forget_agents=forget, metrics="state")
+
+    seeds = run_seeds(seed, config.runs)
+    if states is not None and states.loading:  # verified before anything runs from it
+        states.verify(walk_state_spec(config.runs, graph, request, make_learner(seeds[0]),
+                                      _check_saved))
+    for r, run_seed in enumerate(progress_runs(seeds, progress, NAME)):
+        learner = make_learner(run_seed)
         plans = (("unlearning", learner, run_seed, request, request + after,
                   [ForgetRequest(forget, after_iteration=request, hold_token=hold)],
                   (graph, walk, net_kwargs)),
@@ -298,9 +332,12 @@ def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False,
                       if stateful else None)
             saving = stateful and states.saving
 
-            def keep(checkpoint: Any, sim: Any = sim, r: int = r) -> None:
+            def keep(checkpoint: Any, sim: Any = sim, r: int = r, loaded: Any = loaded) -> None:
+                if loaded is not None:  # the learning was loaded: its last row too
+                    states.keep(r, checkpoint, origin=dict(loaded[1]["origin"]))
+                    return
                 rows = [row for row in sim.recorder.rows if row["event"] in ROW_EVENTS]
-                states.keep(r, checkpoint, origin=rows[-1])
+                states.keep(r, checkpoint, origin={k: rows[-1][k] for k in ORIGIN_ROW})
 
             protocol = RandomWalkProtocol(gfvl, w, StopRule(max_iterations=last),
                                           interventions=requests,
@@ -311,7 +348,7 @@ def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False,
             recorded = [row for row in every_row if row["event"] in ROW_EVENTS]
             first = 0  # recorded[i] is iteration first + i's row
             if loaded is not None:  # learning was skipped: its last row was saved
-                recorded, first = [loaded[1].row("origin", ORIGIN), *recorded], start
+                recorded, first = [_origin_row(loaded), *recorded], start
             origin = recorded[start - first]
             keep = _evaluated(last, start, config.eval_every)
             forgotten_at = {row["node"]: row["iteration"] for row in every_row

@@ -80,6 +80,7 @@ from bflnet.scenarios.gfvl.common import (
     progress_runs,
     run_rows,
     state_of,
+    walk_state_spec,
 )
 from bflnet.scenarios.shared.seeds import run_seeds
 
@@ -89,6 +90,7 @@ if TYPE_CHECKING:
 
     from bflnet.protocols.graphs.walks import Walk
     from bflnet.runs.states import States
+    from bflnet.runs.states.schema import Fields
 
 NAME = "unlearning-latency"
 #: Most targets :func:`expected_targets_cover` accepts (2^targets visited sets).
@@ -307,6 +309,13 @@ SCHEMA = Schema.of(
 STATE_FREE = ("forget", "max_rounds", "retrain", "threshold")
 
 
+def _check_saved(extra: Fields) -> None:
+    """A saved run's extra values: where the request's time and bits are counted from."""
+    extra.only("origin_bits", "origin_time_s")
+    extra.clock("origin_time_s")
+    extra.bits("origin_bits", "cum_bits")
+
+
 @register(NAME, UnlearningLatencyConfig,
           "Iterations, seconds and bits until a forgotten agent's data are gone (exact "
           "G-FVL unlearning) vs retraining from scratch, with the Markov-chain theory.",
@@ -333,6 +342,8 @@ def run(config: UnlearningLatencyConfig, *, seed: int = 0, progress: bool = Fals
                                   alpha=config.alpha, forget_agents=forget, metrics="state")
     retrained = learner.without(forget, metrics="kl")
     request = config.learn_rounds
+    if states is not None and states.loading:  # verified before anything runs from it
+        states.verify(walk_state_spec(config.runs, graph, request, learner, _check_saved))
     requests = [ForgetRequest(forget, after_iteration=request)]
     unlearn_stop = StopRule(max_iterations=request + config.max_rounds, forgotten=True)
     retrain_stop = StopRule(max_iterations=config.max_rounds,
@@ -345,7 +356,11 @@ def run(config: UnlearningLatencyConfig, *, seed: int = 0, progress: bool = Fals
         loaded = (states.start(r, lambda k: learner.init_agent(k, None))
                   if states is not None else None)
 
-        def keep(checkpoint: Any, sim: Any = sim, r: int = r) -> None:
+        def keep(checkpoint: Any, sim: Any = sim, r: int = r, loaded: Any = loaded) -> None:
+            if loaded is not None:  # the learning was loaded: where it ended too
+                states.keep(r, checkpoint, origin_time_s=loaded[1].number("origin_time_s"),
+                            origin_bits=loaded[1].number("origin_bits"))
+                return
             origin = [row for row in sim.recorder.rows if row["event"] in ROW_EVENTS][-1]
             states.keep(r, checkpoint, origin_time_s=origin["time_s"],
                         origin_bits=origin["cum_bits"])

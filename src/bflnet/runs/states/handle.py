@@ -1,20 +1,11 @@
-"""State directories: a run's learnt states saved (``--save-state DIR``) and a later run
-started from them (``--load-state DIR``): learn once, unlearn many times.
-
-A state directory holds two files, written together atomically:
-
-- ``state.json``: the scenario, its full config, the seed, the bflnet version and, per run,
-  the checkpoint's non-array parts (token position, clock, bit counters, random streams'
-  states, ...);
-- ``arrays.npz``: every array (global state, agents' states), read back with
-  ``allow_pickle=False``: nothing in the directory is ever unpickled or executed.
-"""
+"""The run's side of saved states: :class:`States` collects the checkpoints a run saves
+and hands a loaded run its verified checkpoints; checkpoints to and from JSON-able data
+with their arrays apart."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,25 +13,59 @@ from typing import Any
 
 import numpy as np
 
-from bflnet.files.atomic import check_can_create, path_kind, write_files
-from bflnet.files.input_files import decode_text, describe_os_error, read_bytes
 from bflnet.protocols.checkpoint import WalkCheckpoint
-
-STATE_FILE, ARRAYS_FILE = "state.json", "arrays.npz"
-FORMAT = "bflnet-state/1"
-#: Largest ``state.json`` read.
-MAX_STATE_JSON = 64 * 2**20
+from bflnet.runs.states.directory import ARRAYS_FILE, STATE_FILE, SavedState, write_directory
+from bflnet.runs.states.schema import FORMAT, StateSpec, check_runs
 
 
 @dataclass
 class States:
-    """What a run saves (``saving``: :meth:`keep` collects each run's checkpoint) and
-    what it starts from (``loaded``: the record and arrays of a state directory)."""
+    """What a run saves (``saving``: :meth:`keep` collects each run's checkpoint,
+    ``arrays`` the arrays to write) and what it starts from (``source``: a state
+    directory read, its record checked; the scenario calls :meth:`verify` before it uses
+    anything of it)."""
 
     saving: bool = False
-    loaded: tuple[dict[str, Any], dict[str, np.ndarray]] | None = None
+    source: SavedState | None = None
     kept: dict[int, dict[str, Any]] = field(default_factory=dict)
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    _loaded: dict[str, np.ndarray] | None = None
+
+    @property
+    def loading(self) -> bool:
+        """Whether the run starts from a saved state."""
+        return self.source is not None
+
+    def verify(self, spec: StateSpec) -> dict[str, np.ndarray]:
+        """The saved runs checked against ``spec`` (:func:`check_runs`), the arrays'
+        headers against the dtypes and shapes they must have, then the arrays read
+        (refused if one holds NaN or infinity); returns them by name."""
+        if self.source is None:
+            raise RuntimeError("bug in bflnet: States.verify without a loaded state")
+        expected = check_runs(self.source.record["runs"], spec)
+        headers = self.source.arrays.headers
+        what = f"--load-state: {ARRAYS_FILE}"
+        for name in sorted(headers):
+            if name not in expected:
+                raise ValueError(f"{what}: holds an array {name!r} that {STATE_FILE} does "
+                                 f"not name")
+        for name in sorted(expected):
+            want, header = np.asarray(expected[name]), headers.get(name)
+            if header is None:
+                raise ValueError(f"{what}: has no array {name!r}")
+            if header.dtype != want.dtype or header.shape != want.shape:
+                raise ValueError(f"{what}: the array {name!r} is {header.dtype} of shape "
+                                 f"{_dims(header.shape)}; it must be {want.dtype} of shape "
+                                 f"{_dims(want.shape)}")
+        arrays = {name: self.source.arrays.read(name) for name in sorted(expected)}
+        for name, array in arrays.items():
+            if array.dtype.kind in "fc" and not np.isfinite(array).all():
+                where = np.unravel_index(int(np.argmin(np.isfinite(array))), array.shape)
+                raise ValueError(f"{what}: the array {name!r} holds {array[where].item()!r} "
+                                 f"(at {tuple(map(int, where))}); saved arrays hold finite "
+                                 f"numbers")
+        self._loaded = arrays
+        return arrays
 
     def keep(self, run: int, checkpoint: WalkCheckpoint, **extra: Any) -> None:
         """Keep run ``run``'s checkpoint (encoded now: later changes do not leak in)."""
@@ -49,17 +74,30 @@ class States:
                           "extra": json.loads(json.dumps(_plain(extra)))}
 
     def start(self, run: int, template: Callable[[Any], Any]
-              ) -> tuple[WalkCheckpoint, dict[str, Any]] | None:
-        """Run ``run``'s loaded checkpoint, or ``None`` when not loading."""
-        if self.loaded is None:
+              ) -> tuple[WalkCheckpoint, _Extra] | None:
+        """Run ``run``'s loaded checkpoint (verified: :meth:`verify`), or ``None`` when
+        not loading."""
+        if self.source is None:
             return None
-        record, arrays = self.loaded
-        runs = {r.get("run"): r for r in record.get("runs", []) if isinstance(r, dict)}
+        if self._loaded is None:
+            raise RuntimeError("bug in bflnet: a saved state used before States.verify")
+        runs = {r.get("run"): r for r in self.source.record.get("runs", [])
+                if isinstance(r, dict)}
         if run not in runs:
             raise ValueError(f"--load-state: the saved state has no run {run}")
         extra = runs[run].get("extra")
-        return (decode_checkpoint(runs[run].get("checkpoint") or {}, arrays, template),
+        return (decode_checkpoint(runs[run].get("checkpoint") or {}, self._loaded, template),
                 _Extra(extra if isinstance(extra, dict) else {}))
+
+    def close(self) -> None:
+        """Close the loaded state directory's files."""
+        if self.source is not None:
+            self.source.close()
+
+
+def _dims(shape: tuple[int, ...]) -> str:
+    text = str(tuple(shape))
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class _Extra(dict):
@@ -75,16 +113,6 @@ class _Extra(dict):
             raise ValueError(f"--load-state: state.json is malformed ({key} is {value!r}, "
                              f"not a finite number)")
         return value
-
-    def row(self, key: str, numbers: tuple[str, ...]) -> dict[str, Any]:
-        """The saved record row ``key``, its fields ``numbers`` checked like
-        :meth:`number`."""
-        row = self[key]
-        if not isinstance(row, dict):
-            raise ValueError(f"--load-state: state.json is malformed ({key} is not a row)")
-        for name in numbers:
-            _Extra(row).number(name)
-        return row
 
 
 # --------------------------------------------------------------------------- encoding
@@ -181,95 +209,40 @@ def decode_checkpoint(tree: Mapping[str, Any], arrays: Mapping[str, np.ndarray],
 
 
 # --------------------------------------------------------------------------- directories
-def check_save_dir(path: str | Path, *, force: bool = False) -> Path:
-    """Before a run: ``path`` is (or can be made as) a directory this process can write
-    in, without a saved state unless ``force``. A one-line ``ValueError`` otherwise."""
-    path, what = Path(path), "--save-state"
-    kind = path_kind(path, what)
-    if kind not in (None, "directory"):
-        raise ValueError(f"{what}: {str(path)!r} exists and is not a directory")
-    holds_state = kind == "directory" and path_kind(path / STATE_FILE, what) is not None
-    if holds_state and not force:
-        raise ValueError(f"{what}: {str(path)!r} already holds a saved state; pass "
-                         f"--force to overwrite it")
-    # files go into the directory itself, or into a new one made under its nearest parent
-    check_can_create(path / STATE_FILE if kind == "directory" else path, what)
-    return path
-
-
 def write_state_dir(path: str | Path, record: Mapping[str, Any], states: States) -> Path:
     """Write ``record`` (scenario, config, seed, version) and ``states``' runs into the
-    directory ``path`` (created), both files or neither."""
-    path = Path(path)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ValueError(f"--save-state: cannot create {str(path)!r} "
-                         f"({describe_os_error(exc)})") from None
+    directory ``path`` (created), with their checksums: all files or none."""
     body = {"format": FORMAT, **record,
             "runs": [{"run": r, **states.kept[r]} for r in sorted(states.kept)]}
     text = json.dumps(body, sort_keys=True, indent=1) + "\n"
-
-    def arrays(tmp: Path) -> None:
-        with open(tmp, "wb") as handle:
-            np.savez(handle, **states.arrays)
-
-    write_files([(path / ARRAYS_FILE, arrays),
-                 (path / STATE_FILE, lambda tmp: tmp.write_text(text))])
-    return path
-
-
-def read_state_dir(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The record and arrays of the state directory ``path``; a one-line ``ValueError``
-    if it is missing, not a directory, unreadable or not a bflnet state."""
-    path, what = Path(path), "--load-state"
-    kind = path_kind(path, what)
-    if kind is None:
-        raise ValueError(f"{what}: {str(path)!r} does not exist")
-    if kind != "directory":
-        raise ValueError(f"{what}: {str(path)!r} is not a directory")
-    for name in (STATE_FILE, ARRAYS_FILE):
-        if path_kind(path / name, what) != "file":
-            raise ValueError(f"{what}: {str(path)!r} holds no saved state ({name} is "
-                             f"missing; write one with --save-state)")
-    text = decode_text(read_bytes(path / STATE_FILE, what, MAX_STATE_JSON),
-                       path / STATE_FILE, what)
-    try:
-        record = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise ValueError(f"{what}: {str(path / STATE_FILE)!r} is not JSON ({exc})") from None
-    if not isinstance(record, dict) or record.get("format") != FORMAT:
-        raise ValueError(f"{what}: {str(path / STATE_FILE)!r} is not a bflnet state "
-                         f"(format {FORMAT})")
-    try:
-        with np.load(path / ARRAYS_FILE, allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
-        raise ValueError(f"{what}: cannot read {str(path / ARRAYS_FILE)!r} "
-                         f"({' '.join(reason.split())[:200]})") from None
-    return record, arrays
+    return write_directory(path, text, states.arrays)
 
 
 def check_compatible(record: Mapping[str, Any], scenario: str, config: Mapping[str, Any],
                      seed: int, free: tuple[str, ...]) -> None:
     """A one-line ``ValueError`` unless the saved state was made by ``scenario`` with
     ``seed`` and a config equal to ``config`` except in the fields ``free``."""
-    what = "--load-state"
+    what = "--load-state: state.json"
     if record.get("scenario") != scenario:
-        raise ValueError(f"{what}: the state was saved by scenario "
+        raise ValueError(f"{what}: scenario: the state was saved by scenario "
                          f"{record.get('scenario')!r}, not {scenario!r}")
     if record.get("seed") != seed:
-        raise ValueError(f"{what}: the state was saved with seed {record.get('seed')!r}; "
-                         f"run with --seed {record.get('seed')!r}")
+        raise ValueError(f"{what}: seed: the state was saved with seed "
+                         f"{record.get('seed')!r}; run with --seed {record.get('seed')!r}")
     saved = record.get("config")
     if not isinstance(saved, dict):
-        raise ValueError(f"{what}: state.json has no config")
+        raise ValueError(f"{what}: config: missing")
     for name in sorted(set(saved) | set(config)):
         if name in free:
             continue
-        if saved.get(name) != config.get(name):
-            raise ValueError(f"{what}: the state was saved with {name}="
-                             f"{saved.get(name)!r}, this run has {name}="
-                             f"{config.get(name)!r} (only {', '.join(free)} may differ)")
+        if saved.get(name) != config.get(name) or (
+                type(saved.get(name)) is not type(config.get(name))):
+            raise ValueError(f"{what}: config.{name}: the state was saved with {name}="
+                             f"{_short(saved.get(name))}, this run has {name}="
+                             f"{_short(config.get(name))} (only {', '.join(free)} may "
+                             f"differ)")
 
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.scenarios.test_plugins import SRC, bflnet, write_distribution
+from tests.runs.test_plugins import SRC, bflnet, write_distribution
 
 PACKAGE = "fenceplug"
 WHO = "plugin scenario '{name}' (fenceplug.{module}, from fenceplug)"

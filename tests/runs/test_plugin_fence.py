@@ -292,7 +292,19 @@ def test_a_real_ctrl_c_inside_a_plugin_is_an_interrupt(fence_path, tmp_path, nam
 
 @pytest.fixture()
 def on_path(fence_path, monkeypatch):
+    """The test's plugins importable in this process, and forgotten afterwards (the
+    registry and the module cache), so that later tests see the built-in registry."""
+    from bflnet.runs import registry
+
     monkeypatch.syspath_prepend(str(fence_path))
+    registry.scenario_names()  # the built-in scenarios registered first
+    modules = set(sys.modules)
+    yield
+    for name in set(registry._REGISTRY) - registry._BUILT_IN:
+        del registry._REGISTRY[name]
+    for name in set(sys.modules) - modules:  # the plugins' own modules only
+        if str(getattr(sys.modules[name], "__file__", "")).startswith(str(fence_path)):
+            del sys.modules[name]
 
 
 @pytest.mark.parametrize("name", ["fp-key-error", "fp-returns-dict", "fp-sys-exit",

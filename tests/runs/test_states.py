@@ -233,6 +233,22 @@ def test_a_load_takes_the_saved_settings_and_seed(latency_state: Path) -> None:
         bflnet.run("gfvl-unlearning", load_state=latency_state)
 
 
+def test_a_config_file_or_a_sweep_grid_is_checked_like_set(latency_state: Path, tmp_path,
+                                                           capsys) -> None:
+    file = tmp_path / "run.toml"
+    file.write_text(f'scenario = "{NAME}"\n[params]\nlearn_rounds = 21\n')
+    assert "learn_rounds: the state in" in _error(
+        ["run", "--config", str(file), "--load-state", str(latency_state)], capsys)
+    file.write_text('seed = 4\n[params]\nforget = "0"\n')
+    assert "seed: the state in" in _error(
+        ["run", "--config", str(file), "--load-state", str(latency_state)], capsys)
+    file.write_text('seeds = 2\n[grid]\nforget = ["0", "1"]\n')
+    assert "seeds: a sweep that loads" in _error(
+        ["sweep", "--config", str(file), "--load-state", str(latency_state), "--out",
+         str(tmp_path / "o")], capsys)
+    assert not (tmp_path / "o").exists()
+
+
 def test_a_sweep_that_loads_runs_the_saved_seed_only(latency_state: Path, tmp_path) -> None:
     import bflnet
     from bflnet.runs.sweep import plan_sweep

@@ -65,7 +65,7 @@ def schema_units_of(record: dict[str, Any] | None) -> dict[str, str]:
 
 def plot(
     files: Annotated[list[str], typer.Argument(
-        metavar="FILE...",
+        metavar="FILE",
         help="result tables (.parquet, .csv) or sweep directories, or glob patterns "
              "('runs/*.csv'). Several are drawn in one figure as one table with a column "
              "file (each file's name without its suffix) saying which a row comes from: "

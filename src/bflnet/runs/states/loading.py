@@ -68,8 +68,7 @@ class SavedSettings:
     def _free_text(self) -> str:
         if len(self.free) <= LISTED:
             return f"only {', '.join(self.free)}"
-        return (f"only the settings of the request and after it (bflnet describe "
-                f"{self.scenario} lists them)")
+        return f"only the {len(self.free)} settings bflnet describe {self.scenario} lists"
 
 
 def saved_scenario(path: str | Path) -> str | None:

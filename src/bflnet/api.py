@@ -34,33 +34,41 @@ def _typed(cls: type, name: str, value: Any) -> Any:
     return toml_value(cls, name, value)
 
 
-def run(name: str, seed: int = 0, *, progress: bool = False,
+def run(name: str, seed: int | None = None, *, progress: bool = False,
         save_state: str | Path | None = None, load_state: str | Path | None = None,
         force: bool = False, **params: Any) -> pd.DataFrame:
-    """Run scenario ``name`` with ``params`` (its parameters, as keywords) and ``seed``;
-    the table ``bflnet run NAME --seed SEED --set K=V ... --out FILE`` writes.
+    """Run scenario ``name`` with ``params`` (its parameters, as keywords) and ``seed``
+    (default 0); the table ``bflnet run NAME --seed SEED --set K=V ... --out FILE`` writes.
 
     ``save_state`` / ``load_state``: a directory to save the learnt states into, or to
     start from (scenarios that support it; ``force``: over a saved state), as
-    ``--save-state`` / ``--load-state``."""
+    ``--save-state`` / ``--load-state``. A load takes the saved settings and seed:
+    ``params`` may change only the settings of the request and after it (a setting of
+    the learning that differs from the saved one is a ``ValueError`` naming it)."""
     from bflnet.runs.registry import get_scenario
 
     scenario = get_scenario(name)
     cls = scenario.config_cls
     overrides = {key: _typed(cls, key, value) for key, value in params.items()}
-    return scenario.run(scenario.config(overrides), seed=_check_seed(seed), progress=progress,
-                        save_state=save_state, load_state=load_state, force=force)
+    seed = None if seed is None else _check_seed(seed)
+    if load_state is None:
+        config, seed = scenario.config(overrides), 0 if seed is None else seed
+    else:
+        config, seed = scenario.load_config(load_state, overrides, seed)
+    return scenario.run(config, seed=seed, progress=progress, save_state=save_state,
+                        load_state=load_state, force=force)
 
 
 def sweep(name: str, grid: Mapping[str, Sequence[Any]], out: str | Path, *,
           seeds: int | Sequence[int] = 1, workers: int | None = None,
           scheduler: str | None = None, progress: bool = False,
-          **params: Any) -> pd.DataFrame:
+          load_state: str | Path | None = None, **params: Any) -> pd.DataFrame:
     """Run scenario ``name`` over ``grid`` (parameter → list of values; the grid is their
     product) × ``seeds`` (a count N: seeds 0..N-1, or a list) with the fixed ``params``,
     on Dask, every run kept under ``out`` (a directory or FILE.parquet; re-running
     resumes); the full table, as ``bflnet sweep NAME --grid K=V1,V2 --set K=V --seeds N
-    --out OUT``."""
+    --out OUT``. ``load_state``: every run starts from the state saved there, with its
+    settings and its seed only (``seeds`` 1), as ``--load-state``."""
     from bflnet.runs.config_file import toml_grid
     from bflnet.runs.registry import get_scenario
     from bflnet.runs.sweep import sweep as run_sweep
@@ -73,4 +81,4 @@ def sweep(name: str, grid: Mapping[str, Sequence[Any]], out: str | Path, *,
                                  for k, v in grid.items()})
     fixed = {key: _typed(cls, key, value) for key, value in params.items()}
     return run_sweep(name, typed_grid, seeds, out, fixed=fixed, workers=workers,
-                     scheduler=scheduler, progress=progress)
+                     scheduler=scheduler, progress=progress, load_state=load_state)

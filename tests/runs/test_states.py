@@ -91,8 +91,8 @@ def test_cli_round_trip_and_refusals(tmp_path: Path, capsys) -> None:
     capsys.readouterr()
     assert "already holds a saved state" in _error([*base, "--save-state", str(state)], capsys)
     assert "--seed 0" in _error([*base, "--seed", "1", "--load-state", str(state)], capsys)
-    assert "learn_rounds=20" in _error(
-        ["run", NAME, "--set", "runs=3", "--load-state", str(state)], capsys)
+    assert "learn_rounds: the state in" in _error(
+        [*base, "--set", "learn_rounds=21", "--load-state", str(state)], capsys)
     other = _error(["run", "gfvl-beta-bernoulli", "--load-state", str(state)], capsys)
     assert "cannot save or load states" in other and NAME in other
     assert "does not exist" in _error([*base, "--load-state", str(tmp_path / "no")], capsys)
@@ -194,3 +194,109 @@ def test_rerun_of_a_loaded_run_loads_again(tmp_path: Path, capsys, name, sets) -
     capsys.readouterr()
     assert main(["rerun", str(out)]) == 0
     assert "reproduces" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def latency_state(tmp_path_factory) -> Path:
+    """An unlearning-latency state saved with runs=2, learn_rounds=20, seed 3."""
+    state = tmp_path_factory.mktemp("latency") / "s"
+    scenario = get_scenario(NAME)
+    scenario.run(scenario.config({"runs": 2, "learn_rounds": 20}), seed=3, save_state=state)
+    return state
+
+
+def test_a_load_takes_the_saved_settings_and_seed(latency_state: Path) -> None:
+    """A load repeats nothing; settings of the learning given again (old names, an
+    integer for a number) must equal the saved ones; the seed is the saved one."""
+    import bflnet
+
+    scenario = get_scenario(NAME)
+    repeated = scenario.config({"runs": 2, "learn_rounds": 20, "forget": "0"})
+    expected = _csv(scenario.run(repeated, seed=3, load_state=latency_state))
+    assert scenario.load_config(latency_state, {"forget": "0"}) == (repeated, 3)
+    assert _csv(bflnet.run(NAME, load_state=latency_state, forget="0")) == expected
+    assert _csv(bflnet.run(NAME, 3, load_state=latency_state, forget="0", runs=2,
+                           learn_iterations=20, prior_a=2, theta_true=0.3)) == expected
+    with pytest.raises(ValueError, match=r"^learn_rounds: the state in '.*' was saved with "
+                       r"learn_rounds=20, this run sets learn_rounds=21; .* may change only "
+                       r"forget, max_rounds, retrain, threshold$"):
+        bflnet.run(NAME, load_state=latency_state, learn_rounds=21)
+    with pytest.raises(ValueError, match="prior_a: .* saved with prior_a=2.0, this run sets "
+                       "prior_a=2.5"):
+        bflnet.run(NAME, load_state=latency_state, prior_a=2.5)
+    with pytest.raises(ValueError, match=r"^seed: .* saved with seed 3; .* give --seed 3\)$"):
+        bflnet.run(NAME, 0, load_state=latency_state)
+    with pytest.raises(ValueError, match="unknown parameter 'nope'"):
+        bflnet.run(NAME, load_state=latency_state, nope=1)
+    with pytest.raises(ValueError, match="saved by scenario 'unlearning-latency', not "
+                       "'gfvl-unlearning'"):
+        bflnet.run("gfvl-unlearning", load_state=latency_state)
+
+
+def test_a_config_file_or_a_sweep_grid_is_checked_like_set(latency_state: Path, tmp_path,
+                                                           capsys) -> None:
+    file = tmp_path / "run.toml"
+    file.write_text(f'scenario = "{NAME}"\n[params]\nlearn_rounds = 21\n')
+    assert "learn_rounds: the state in" in _error(
+        ["run", "--config", str(file), "--load-state", str(latency_state)], capsys)
+    file.write_text('seed = 4\n[params]\nforget = "0"\n')
+    assert "seed: the state in" in _error(
+        ["run", "--config", str(file), "--load-state", str(latency_state)], capsys)
+    file.write_text('seeds = 2\n[grid]\nforget = ["0", "1"]\n')
+    assert "seeds: a sweep that loads" in _error(
+        ["sweep", "--config", str(file), "--load-state", str(latency_state), "--out",
+         str(tmp_path / "o")], capsys)
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_sweep_that_loads_runs_the_saved_seed_only(latency_state: Path, tmp_path) -> None:
+    import bflnet
+    from bflnet.runs.sweep import plan_sweep
+
+    plan = plan_sweep(NAME, {"forget": ["0", "last"]}, 1, {"threshold": 1e-3},
+                      load_state=latency_state)
+    assert plan.seeds == (3,) and plan.load_state == str(latency_state.resolve())
+    assert [c["learn_rounds"] for c in plan.configs.values()] == [20, 20]
+    assert plan_sweep(NAME, {"forget": ["0"]}, [3], load_state=latency_state).seeds == (3,)
+    for seeds in (2, [0], [3, 4], True):
+        with pytest.raises(ValueError, match=r"^seeds: a sweep that loads a saved state "
+                           r"runs the state's seed \(3\) only"):
+            plan_sweep(NAME, {"forget": ["0"]}, seeds, load_state=latency_state)
+    with pytest.raises(ValueError, match="^learn_rounds: the state in"):
+        plan_sweep(NAME, {"learn_rounds": [20, 30]}, 1, load_state=latency_state)
+    with pytest.raises(ValueError, match="^runs: the state in"):  # nothing starts first
+        bflnet.sweep(NAME, {"forget": ["0"]}, tmp_path / "o", load_state=latency_state,
+                     runs=5)
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_sweep_record_names_its_state() -> None:
+    from bflnet.runs.provenance import sweep_record
+    from bflnet.runs.rerun import check_record
+
+    record = sweep_record(NAME, {"forget": ["0"]}, {}, [3], "/states/s")
+    assert check_record(record)["load_state"] == "/states/s"
+    with pytest.raises(ValueError, match="load_state: must be a directory name"):
+        check_record({**record, "load_state": 5})
+
+
+def test_gfvl_unlearning_chooses_who_is_forgotten_on_load(tmp_path: Path) -> None:
+    """Another forget request from the saved learning: the rows from the request on of
+    a run that learns with that request. With forget_theta the data depend on who is
+    forgotten: a load keeps the saved agents (9 is 'last' here)."""
+    scenario = get_scenario("gfvl-unlearning")
+    params = {"runs": 1, "learn_rounds": 40, "rounds": 20, "eval_every": 5, "samples": 4}
+    scenario.run(scenario.config(params), seed=1, save_state=tmp_path / "s")
+    other = scenario.config({**params, "forget": "0,3"})
+    one_go = scenario.run(other, seed=1)
+    after = one_go[(one_go["method"] == "retraining") | (one_go["since_request"] >= 0)]
+    loaded = scenario.run(other, seed=1, load_state=tmp_path / "s")
+    assert _csv(loaded) == _csv(after)
+    assert loaded["unlearned_at"].dropna().nunique() == 1
+    theta = {**params, "forget_theta": 2.0}
+    scenario.run(scenario.config(theta), seed=1, save_state=tmp_path / "t")
+    scenario.run(scenario.config({**theta, "forget": "9"}), seed=1, load_state=tmp_path / "t")
+    with pytest.raises(ValueError, match="^forget: the state was saved with forget='last', "
+                       "this run sets forget='0'; with forget_theta set"):
+        scenario.run(scenario.config({**theta, "forget": "0"}), seed=1,
+                     load_state=tmp_path / "t")

@@ -64,4 +64,23 @@ def test_a_load_may_not_change_what_the_pretraining_read(tmp_path: Path, capsys)
     assert main([*base, "--set", "pretrain_lr=0.5", "--load-state",
                  str(tmp_path / "s")]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert "the state was saved with pretrain_lr=" in err
+    assert err.startswith("bflnet: error: pretrain_lr: the state in ")
+    assert "was saved with pretrain_lr=0.1, this run sets pretrain_lr=0.5" in err
+
+
+def test_a_load_chooses_the_forgotten_labels(tmp_path: Path) -> None:
+    """forget_classes is chosen on load: the data are split by it and the last layer
+    learnt on the features of the saved network (checked as before: a tampered array is
+    still refused)."""
+    scenario = get_scenario(NAME)
+    scenario.run(scenario.config(TINY), seed=4, save_state=tmp_path / "s")
+    other = scenario.config({**TINY, "forget_classes": "1,3"})
+    loaded = scenario.run(other, seed=4, load_state=tmp_path / "s")
+    rows = loaded.dropna(subset=["acc_class_1"])
+    assert np.allclose(rows["acc_unlearned"], rows[["acc_class_1", "acc_class_3"]].mean(axis=1))
+    assert scenario.load_config(tmp_path / "s", {"forget_classes": "1,3"}) == (other, 4)
+    with np.load(tmp_path / "s" / "arrays.npz", allow_pickle=False) as npz:
+        w = npz["pretrained.w"]
+    _savez(tmp_path / "s", **{"pretrained.w": np.full_like(w, np.nan)})
+    with pytest.raises(ValueError, match="the array 'pretrained.w' holds nan"):
+        scenario.run(other, seed=4, load_state=tmp_path / "s")

@@ -90,19 +90,35 @@ def describe(name: Annotated[str, typer.Argument(help="scenario name")],
         typer.echo(f"\nparameter server's agent selection: {scenario.server_schedule}")
     if scenario.state_free is not None:
         typer.echo(f"\nsaves and loads states (--save-state DIR, --load-state DIR); a run "
-                   f"that loads may change only: {', '.join(scenario.state_free)}")
+                   f"that loads takes the other settings and the seed from the saved "
+                   f"state and may change: {', '.join(scenario.state_free)}")
     if scenario.columns is not None:
         typer.echo(f"\n(bflnet describe {name} --columns: what its output columns mean)")
 
 
 CONFIG_HELP = ("a TOML file: scenario, its \\[params] table, seed and out (the command line "
                "overrides it)")
+LOAD_STATE_HELP = ("start from the states saved in this directory, with the settings and "
+                   "seed they were saved with: --set may change only the settings of the "
+                   "request and after it (bflnet describe NAME lists them); learn once, "
+                   "unlearn many")
+
+
+def _saved_scenario(name: str | None, load_state: str | None) -> str | None:
+    """The scenario that saved the states in ``load_state``, when no ``name`` is given
+    (``None``: a name, or no load)."""
+    if name is not None or load_state is None:
+        return None
+    from bflnet.runs.states import saved_scenario
+
+    return saved_scenario(load_state)
 
 
 @app.command()
 def run(
     name: Annotated[str | None, typer.Argument(
-        help=f"scenario name (default: the --config file's, else {DEFAULT_SCENARIO})")] = None,
+        help=f"scenario name (default: the --config file's, else the --load-state's, "
+             f"else {DEFAULT_SCENARIO})")] = None,
     config: Annotated[Path | None, typer.Option(help=CONFIG_HELP)] = None,
     seed: Annotated[int | None, typer.Option(help="root random seed (default 0)")] = None,
     set_: Annotated[list[str] | None, typer.Option(
@@ -124,8 +140,7 @@ def run(
         help="also save the learnt states (global and every agent's) with the config and "
              "seed into this directory (--force: over a saved one)")] = None,
     load_state: Annotated[str | None, typer.Option(
-        help="start from the states saved in this directory (same scenario, seed and "
-             "learning config): learn once, unlearn many")] = None,
+        help=LOAD_STATE_HELP + " (the scenario too, when none is named)")] = None,
 ) -> None:
     """Run a scenario and print a summary (or write the full table with --out)."""
     from bflnet.runs.output import check_output_target, summary, write_frame
@@ -134,24 +149,29 @@ def run(
 
     if threads is not None:
         check_threads(threads)
-    request = run_request(name, config, set_ or [], seed, out)
+    request = run_request(name, config, set_ or [], seed, out, _saved_scenario(name, load_state))
     if request.out is not None:  # before the run: a bad path must not waste it
         check_output_target(request.out, force=force)
     scenario = get_scenario(request.scenario)
     overrides = dict(request.overrides)
     if threads is not None and "threads" in field_names(scenario.config_cls) \
-            and "threads" not in overrides:
+            and "threads" not in overrides \
+            and (load_state is None or "threads" in (scenario.state_free or ())):
         overrides["threads"] = threads
-    settings = scenario.config(overrides)
+    if load_state is None:
+        settings, run_seed = scenario.config(overrides), request.seed
+    else:
+        settings, run_seed = scenario.load_config(
+            load_state, overrides, request.seed if request.seed_given else None)
     if threads is not None:
         set_threads(threads)
-    frame = scenario.run(settings, seed=request.seed, progress=progress,
+    frame = scenario.run(settings, seed=run_seed, progress=progress,
                          save_state=save_state, load_state=load_state, force=force)
     if save_state is not None:
         typer.echo(f"saved the states to {save_state}", err=True)
     if request.out is not None:
         path = write_frame(frame, request.out,
-                           run_record(scenario.name, settings, request.seed,
+                           run_record(scenario.name, settings, run_seed,
                                       None if load_state is None
                                       else str(Path(load_state).resolve())))
         typer.echo(f"wrote {len(frame)} rows to {path}", err=True)
@@ -163,7 +183,7 @@ def run(
 @app.command()
 def sweep(
     name: Annotated[str | None, typer.Argument(
-        help="scenario name (default: the --config file's)")] = None,
+        help="scenario name (default: the --config file's, else the --load-state's)")] = None,
     config: Annotated[Path | None, typer.Option(
         help="a TOML file: scenario, its \\[params] and \\[grid] tables, seeds and out "
              "(the command line overrides it)")] = None,
@@ -182,13 +202,17 @@ def sweep(
         help="address of an existing Dask scheduler, e.g. tcp://host:8786 "
              "(then --workers is ignored)")] = None,
     progress: Annotated[bool, typer.Option(help="progress bar")] = True,
+    load_state: Annotated[str | None, typer.Option(
+        help=LOAD_STATE_HELP + "; every run starts there, with the saved seed only "
+             "(--seeds 1)")] = None,
 ) -> None:
     """Run a grid of parameters x seeds on Dask into one table; re-running resumes."""
     from bflnet.runs.sweep import sweep as run_sweep
-    request = sweep_request(name, config, grid or [], set_ or [], seeds, out)
+    request = sweep_request(name, config, grid or [], set_ or [], seeds, out,
+                            _saved_scenario(name, load_state))
     table = run_sweep(request.scenario, request.grid, request.seeds, request.out,
                       fixed=request.fixed, workers=workers, scheduler=scheduler,
-                      progress=progress,
+                      progress=progress, load_state=load_state,
                       warn=lambda text: typer.echo(f"bflnet: warning: {text}", err=True))
     info = table.attrs["sweep"]
     for failure in info["failed"]:

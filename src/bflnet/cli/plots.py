@@ -64,8 +64,12 @@ def schema_units_of(record: dict[str, Any] | None) -> dict[str, str]:
 
 
 def plot(
-    file: Annotated[str, typer.Argument(help="a result table (.parquet, .csv) or a sweep "
-                                        "directory")],
+    files: Annotated[list[str], typer.Argument(
+        metavar="FILE",
+        help="result tables (.parquet, .csv) or sweep directories, or glob patterns "
+             "('runs/*.csv'). Several are drawn in one figure as one table with a column "
+             "file (each file's name without its suffix) saying which a row comes from: "
+             "--hue file, --col file")],
     y: Annotated[str, typer.Option(help="the value to plot (a column)")],
     out: Annotated[str, typer.Option(help="figure file: .png, .pdf or .svg")],
     x: Annotated[str | None, typer.Option(
@@ -102,21 +106,27 @@ def plot(
     size: Annotated[str | None, typer.Option(help=SIZE_HELP)] = None,
     dpi: Annotated[int, typer.Option(help=DPI_HELP)] = 150,
 ) -> None:
-    """Plot a result table: median curves, or per-run values (distribution, vs a parameter)."""
+    """Plot result tables: median curves, or per-run values (distribution, vs a parameter)."""
     from bflnet.analysis.table_filter import check_column, parse_limits
     from bflnet.analysis.table_filter import where as keep_rows
-    from bflnet.runs.result_tables import read_table
+    from bflnet.runs.result_tables import FILE_COLUMN, read_tables
 
     _check_out(out, dpi)
     limits = parse_limits("--xlim", xlim, logx), parse_limits("--ylim", ylim, logy)
     figsize = _figure_size(size)
-    frame, record = read_table(file)
+    frame, records = read_tables(files)
     if where:
         frame = keep_rows(frame, where)
     for role, column in (("--y", y), ("--x", x), ("--hue", hue), ("--col", col),
                          ("--row", row), *(("--curve-by", c) for c in curve_by or ())):
         check_column(frame, role, column)  # before matplotlib is loaded
-    units = schema_units_of(record)
+    if len(records) > 1 and curve_by is None:  # run 0 of one file is not run 0 of another
+        from bflnet.analysis.plots import curve_key
+
+        curve_by = [FILE_COLUMN, *curve_key(frame, None)]
+    units: dict[str, str] = {}
+    for record in reversed(records):  # the first table's units win
+        units.update(schema_units_of(record))
     from bflnet.analysis.plots import save_figure
     from bflnet.analysis.table_plot import plot_table
 

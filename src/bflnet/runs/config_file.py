@@ -207,24 +207,29 @@ def scenario_name(given: str | None, file: ConfigFile | None, default: str | Non
 
 @dataclass(frozen=True)
 class RunRequest:
-    """What ``bflnet run`` runs: the scenario, typed parameter overrides, seed and output."""
+    """What ``bflnet run`` runs: the scenario, typed parameter overrides, seed (whether
+    the command line or the file gave it: ``seed_given``) and output."""
 
     scenario: str
     overrides: Mapping[str, Any]
     seed: int
     out: str | None
+    seed_given: bool = True
 
 
 def run_request(name: str | None, config: str | Path | None, sets: Sequence[str],
-                seed: int | None, out: str | None) -> RunRequest:
-    """Merge a run's config file (if any) with its command line; the command line wins."""
+                seed: int | None, out: str | None,
+                default_scenario: str | None = None) -> RunRequest:
+    """Merge a run's config file (if any) with its command line; the command line wins.
+    The scenario named by neither is ``default_scenario`` (else :data:`DEFAULT_SCENARIO`)."""
     file = read_config_file(config, RUN_KEYS) if config is not None else None
-    scenario = scenario_name(name, file, DEFAULT_SCENARIO)
+    scenario = scenario_name(name, file, default_scenario or DEFAULT_SCENARIO)
     cls = get_scenario(scenario).config_cls
     overrides = {**_file_params(cls, file), **parse_overrides(cls, sets)}
-    seed = seed if seed is not None else (file.seed if file and file.seed is not None else 0)
+    if seed is None and file is not None:
+        seed = file.seed
     out = out if out is not None else (file.out if file else None)
-    return RunRequest(scenario, overrides, seed, out)
+    return RunRequest(scenario, overrides, 0 if seed is None else seed, out, seed is not None)
 
 
 @dataclass(frozen=True)
@@ -239,13 +244,15 @@ class SweepRequest:
 
 
 def sweep_request(name: str | None, config: str | Path | None, grid: Sequence[str],
-                  sets: Sequence[str], seeds: int | None, out: str | None) -> SweepRequest:
+                  sets: Sequence[str], seeds: int | None, out: str | None,
+                  default_scenario: str | None = None) -> SweepRequest:
     """Merge a sweep's config file (if any) with its command line: ``--set K=..`` replaces
-    the file's ``K`` in ``[params]`` or ``[grid]``, ``--grid K=..`` likewise."""
+    the file's ``K`` in ``[params]`` or ``[grid]``, ``--grid K=..`` likewise. The scenario
+    named by neither is ``default_scenario`` (none: an error)."""
     from bflnet.runs.sweep import parse_grid
 
     file = read_config_file(config, SWEEP_KEYS) if config is not None else None
-    scenario = scenario_name(name, file, None)
+    scenario = scenario_name(name, file, default_scenario)
     cls = get_scenario(scenario).config_cls
     cli_fixed = parse_overrides(cls, sets)
     cli_grid = parse_grid(cls, grid)

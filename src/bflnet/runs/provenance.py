@@ -2,8 +2,9 @@
 
 A run's record names the scenario, its full validated config, the seed and the bflnet
 version; a sweep table's record names the scenario, the grid, the fixed parameters and the
-seeds. Both are plain JSON values, so :mod:`bflnet.runs.output` can store them and
-``bflnet rerun`` can make the same file again from them.
+seeds; either may name the state directory its runs started from (``load_state``). Both
+are plain JSON values, so :mod:`bflnet.runs.output` can store them and ``bflnet rerun``
+can make the same file again from them.
 
 >>> from bflnet.scenarios import get_scenario
 >>> config = get_scenario("consensus-averaging").config({"K": 4})
@@ -58,8 +59,12 @@ def run_record(scenario: str, config: Any, seed: int,
 
 
 def sweep_record(scenario: str, grid: Mapping[str, Sequence[Any]], fixed: Mapping[str, Any],
-                 seeds: Sequence[int]) -> dict[str, Any]:
-    """The record of a sweep table: what ``sweep(scenario, grid, seeds, fixed=...)`` takes."""
-    return {"bflnet": version(), "kind": SWEEP, "scenario": scenario,
-            "grid": {k: list(v) for k, v in grid.items()}, "fixed": dict(fixed),
-            "seeds": list(seeds)}
+                 seeds: Sequence[int], load_state: str | None = None) -> dict[str, Any]:
+    """The record of a sweep table: what ``sweep(scenario, grid, seeds, fixed=...,
+    load_state=...)`` takes (``load_state`` only if the runs started from saved states)."""
+    record = {"bflnet": version(), "kind": SWEEP, "scenario": scenario,
+              "grid": {k: list(v) for k, v in grid.items()}, "fixed": dict(fixed),
+              "seeds": list(seeds)}
+    if load_state is not None:
+        record["load_state"] = load_state
+    return record

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from bflnet.runs.schema import Schema
+    from bflnet.runs.states import SavedSettings
 
 RunFunction = Callable[..., "pd.DataFrame"]
 #: A scenario's default figure of its result table.
@@ -86,6 +87,31 @@ class Scenario:
         check_footprint(footprint)
         return footprint
 
+    def _check_states(self, option: str) -> None:
+        """A one-line ``ValueError`` if the scenario cannot save or load states."""
+        if self.state_free is None:
+            raise ValueError(f"{option}: scenario {self.name!r} cannot save or load states; "
+                             f"supported: {', '.join(state_scenarios())}")
+
+    def saved_settings(self, load_state: str | Path) -> SavedSettings:
+        """The settings the state in ``load_state`` was saved with (its ``state.json``
+        verified and checked as this scenario's), from which a loading run takes its
+        config and seed (:mod:`bflnet.runs.states.loading`)."""
+        from bflnet.runs.states import saved_settings
+
+        self._check_states("--load-state")
+        return saved_settings(load_state, self.name, self.config_cls,
+                              self.state_free or ())
+
+    def load_config(self, load_state: str | Path, overrides: Mapping[str, Any] | None = None,
+                    seed: int | None = None) -> tuple[Any, int]:
+        """The config and seed of a run that loads ``load_state``: the saved config with
+        ``overrides`` applied (a setting of the learning that differs from the saved one
+        is a one-line ``ValueError`` naming it) and the saved seed (``seed``, if given,
+        must be it)."""
+        saved = self.saved_settings(load_state)
+        return self.config(saved.overrides(overrides)), saved.seed_for(seed)
+
     def run(self, config: Any = None, *, seed: int = 0, progress: bool = False,
             save_state: str | Path | None = None, load_state: str | Path | None = None,
             force: bool = False) -> pd.DataFrame:
@@ -112,10 +138,7 @@ class Scenario:
             save_state = st.state_path(save_state, "--save-state")
         if load_state is not None:
             load_state = st.state_path(load_state, "--load-state")
-        if self.state_free is None:
-            option = "--save-state" if save_state is not None else "--load-state"
-            raise ValueError(f"{option}: scenario {self.name!r} cannot save or load states; "
-                             f"supported: {', '.join(state_scenarios())}")
+        self._check_states("--save-state" if save_state is not None else "--load-state")
         fields = json.loads(json.dumps(canonical_config(config)))
         handle = st.States(saving=save_state is not None)
         if save_state is not None:
@@ -291,7 +314,9 @@ def scenario_lines() -> list[str]:
 
 
 def run_scenario(name: str, overrides: Mapping[str, Any] | None = None, *, seed: int = 0,
-                 progress: bool = False) -> pd.DataFrame:
-    """Run scenario ``name`` with parameter ``overrides`` and ``seed``."""
+                 progress: bool = False, load_state: str | Path | None = None) -> pd.DataFrame:
+    """Run scenario ``name`` with parameter ``overrides`` and ``seed`` (``load_state``:
+    from the states saved there, ``overrides`` the full config the load runs with)."""
     scenario = get_scenario(name)
-    return scenario.run(scenario.config(overrides), seed=seed, progress=progress)
+    return scenario.run(scenario.config(overrides), seed=seed, progress=progress,
+                        load_state=load_state)

@@ -47,7 +47,7 @@ class RerunResult:
 
 
 #: The keys of each kind of record (see :mod:`bflnet.runs.provenance`).
-#: A run record's optional key: the state directory it started from (``--load-state``).
+#: A record's optional key: the state directory its runs started from (``--load-state``).
 LOAD_STATE = "load_state"
 RECORD_KEYS = {RUN: ("bflnet", "kind", "scenario", "seed", "config"),
                SWEEP: ("bflnet", "kind", "scenario", "grid", "fixed", "seeds")}
@@ -86,8 +86,7 @@ def check_record(record: Mapping[str, Any]) -> Mapping[str, Any]:
     for key in RECORD_KEYS[kind]:
         if key not in record:
             raise ValueError(f"lacks {key!r}")
-    unknown = [key for key in record if key not in RECORD_KEYS[kind]
-               and not (kind == RUN and key == LOAD_STATE)]
+    unknown = [key for key in record if key not in RECORD_KEYS[kind] and key != LOAD_STATE]
     if unknown and same_version:
         raise ValueError(f"unknown key {_short(unknown[0])}; a {kind} record has "
                          f"{', '.join(RECORD_KEYS[kind])}")
@@ -97,13 +96,13 @@ def check_record(record: Mapping[str, Any]) -> Mapping[str, Any]:
         cls = get_scenario(record["scenario"]).config_cls
     except ValueError as exc:
         raise ValueError(f"scenario: {exc}") from None
+    if not isinstance(record.get(LOAD_STATE, ""), str):
+        raise ValueError(f"{LOAD_STATE}: must be a directory name, got "
+                         f"{_short(record[LOAD_STATE])}")
     if kind == RUN:
         if not _is_count(record["seed"]):
             raise ValueError(f"seed: must be a non-negative integer, got "
                              f"{_short(record['seed'])}")
-        if not isinstance(record.get(LOAD_STATE, ""), str):
-            raise ValueError(f"{LOAD_STATE}: must be a directory name, got "
-                             f"{_short(record[LOAD_STATE])}")
         typed = _check_params(cls, "config", record["config"], full=same_version)
         try:
             get_scenario(record["scenario"]).config(typed)  # the config's own checks
@@ -196,7 +195,8 @@ def _rerun_sweep(record: Mapping[str, Any], target: Path, workers: int | None,
         raise ValueError(f"--out: {str(parts)!r} already holds a sweep's runs; choose a new "
                          f"file")
     return sweep(record["scenario"], record["grid"], record["seeds"], target,
-                 fixed=record["fixed"], workers=workers, progress=progress)
+                 fixed=record["fixed"], workers=workers, progress=progress,
+                 load_state=record.get(LOAD_STATE))
 
 
 def rerun(path: str | Path, out: str | Path | None = None, *, strict_version: bool = False,

@@ -52,6 +52,12 @@ with a short connect timeout before anything is written.
 Every part stores its run's record (scenario, full config, seed, bflnet version) and the
 table stores the sweep's (scenario, grid, fixed parameters, seeds, version) as Parquet
 metadata (:mod:`bflnet.runs.provenance`), so ``bflnet rerun`` can make either again.
+
+A sweep with ``load_state`` (``--load-state DIR``) starts every run from the states saved
+there: the configs are the saved one with the grid and the fixed parameters applied
+(which may change only what a load may change) and the seed is the saved one, alone
+(``seeds`` 1); the records name the directory, and a part made from another state (or
+none) is computed again.
 """
 
 from __future__ import annotations
@@ -134,6 +140,8 @@ class SweepPlan:
     seeds: tuple[int, ...]
     runs: tuple[Run, ...]
     configs: Mapping[str, Mapping[str, Any]]  # config_hash -> canonical config dict
+    #: The state directory every run starts from (resolved; ``None``: none).
+    load_state: str | None = None
 
 
 def config_hash(scenario: str, config: Mapping[str, Any]) -> str:
@@ -191,10 +199,24 @@ def _check_size(grid: Mapping[str, tuple[Any, ...]], seeds: tuple[int, ...]) -> 
                          f"have (each run is a part file)")
 
 
+def _loaded_seeds(seeds: int | Sequence[int], saved: int) -> tuple[int, ...]:
+    """A sweep that loads a saved state runs its seed ``saved`` only: ``seeds`` must be 1
+    (the count) or ``[saved]``."""
+    if (isinstance(seeds, int) and not isinstance(seeds, bool) and seeds == 1) or (
+            isinstance(seeds, Sequence) and not isinstance(seeds, str)
+            and len(seeds) == 1 and type(seeds[0]) is int and seeds[0] == saved):
+        return (saved,)
+    raise ValueError(f"seeds: a sweep that loads a saved state runs the state's seed "
+                     f"({saved}) only; give --seeds 1 or none, got {_short(seeds)}")
+
+
 def plan_sweep(name: str, grid: Mapping[str, Sequence[Any]], seeds: int | Sequence[int],
-               fixed: Mapping[str, Any] | None = None) -> SweepPlan:
+               fixed: Mapping[str, Any] | None = None,
+               load_state: str | Path | None = None) -> SweepPlan:
     """Expand and validate the grid (every point's config is built and checked here, its
-    footprint too: a point too large for this machine is refused before any run)."""
+    footprint too: a point too large for this machine is refused before any run).
+    ``load_state``: every run starts from the state saved there, with its settings and
+    seed (:meth:`~bflnet.runs.registry.Scenario.load_config`)."""
     scenario = get_scenario(name)
     cls = scenario.config_cls
     fixed_values = {k: _typed(cls, k, v) for k, v in rename_keys(cls, fixed or {}).items()}
@@ -202,14 +224,16 @@ def plan_sweep(name: str, grid: Mapping[str, Sequence[Any]], seeds: int | Sequen
     both = [k for k in grid_values if k in fixed_values]
     if both:
         raise ValueError(f"grid: {both[0]} is both swept and fixed")
-    seed_values = _check_seeds(seeds)
+    saved = None if load_state is None else scenario.saved_settings(load_state)
+    seed_values = _check_seeds(seeds) if saved is None else _loaded_seeds(seeds, saved.seed)
     _check_size(grid_values, seed_values)
     runs: list[Run] = []
     configs: dict[str, dict[str, Any]] = {}
     points: dict[str, dict[str, Any]] = {}
     for combo in itertools.product(*grid_values.values()):
         point = dict(zip(grid_values, combo, strict=True))
-        settings = scenario.config({**fixed_values, **point})
+        overrides = {**fixed_values, **point}
+        settings = scenario.config(overrides if saved is None else saved.overrides(overrides))
         try:
             scenario.check_resources(settings)
         except ValueError as exc:
@@ -220,7 +244,8 @@ def plan_sweep(name: str, grid: Mapping[str, Sequence[Any]], seeds: int | Sequen
             raise ValueError(f"grid: {points[digest]} and {point} are the same config")
         configs[digest], points[digest] = config, point
         runs.extend(Run(point, seed, digest) for seed in seed_values)
-    return SweepPlan(name, grid_values, fixed_values, seed_values, tuple(runs), configs)
+    return SweepPlan(name, grid_values, fixed_values, seed_values, tuple(runs), configs,
+                     None if saved is None else str(saved.path.resolve()))
 
 
 def parse_grid(cls: type, pairs: Sequence[str]) -> dict[str, list[Any]]:
@@ -320,7 +345,7 @@ def _remove_temporaries(paths: SweepPaths) -> None:
         path.unlink(missing_ok=True)
 
 
-_RECORD_KEYS = ("kind", "scenario", "seed", "config")
+_RECORD_KEYS = ("kind", "scenario", "seed", "config", "load_state")
 
 
 def part_problem(plan: SweepPlan, run: Run, part: Path, rows: Any) -> str | None:
@@ -336,9 +361,10 @@ def part_problem(plan: SweepPlan, run: Run, part: Path, rows: Any) -> str | None
         return f"it does not read back ({reason[:200]})"
     if isinstance(rows, int) and table.num_rows != rows:
         return f"it has {table.num_rows} rows, the manifest recorded {rows}"
-    expected = run_record(plan.scenario, plan.configs[run.config_hash], run.seed)
+    expected = run_record(plan.scenario, plan.configs[run.config_hash], run.seed,
+                          plan.load_state)
     if not isinstance(record, dict) or any(
-            metadata_json({"v": record.get(k)}) != metadata_json({"v": expected[k]})
+            metadata_json({"v": record.get(k)}) != metadata_json({"v": expected.get(k)})
             for k in _RECORD_KEYS):
         return "its stored record is not that of this run"
     return None
@@ -385,7 +411,8 @@ def _prepare(plan: SweepPlan, paths: SweepPaths, done: set[str],
     _write_text(paths.manifest, "".join(json.dumps(r) + "\n" for r in records.values()))
     spec = {"scenario": plan.scenario, "grid": {k: list(v) for k, v in plan.grid.items()},
             "fixed": dict(plan.fixed), "seeds": list(plan.seeds),
-            "runs": [_run_entry(run) for run in plan.runs]}
+            "runs": [_run_entry(run) for run in plan.runs],
+            **({} if plan.load_state is None else {"load_state": plan.load_state})}
     _write_text(paths.spec, json.dumps(spec, indent=1))
     paths.table.unlink(missing_ok=True)
 
@@ -417,13 +444,14 @@ def _worker_address() -> str | None:
 
 
 def execute_run(scenario: str, config: Mapping[str, Any], seed: int,
-                torch_threads: int = 1) -> dict[str, Any]:
-    """Run one (config, seed) on a worker; errors are returned, not raised."""
+                torch_threads: int = 1, load_state: str | None = None) -> dict[str, Any]:
+    """Run one (config, seed) on a worker (from the states saved in ``load_state``, if
+    given); errors are returned, not raised."""
     _limit_threads(torch_threads)
     start = time.perf_counter()
     outcome: dict[str, Any] = {"worker": _worker_address()}
     try:
-        frame = run_scenario(scenario, config, seed=seed)
+        frame = run_scenario(scenario, config, seed=seed, load_state=load_state)
     except Exception as exc:  # recorded in the manifest; the sweep goes on
         outcome.update(status="error", error=_one_line(exc), traceback=traceback.format_exc())
     else:
@@ -563,8 +591,9 @@ def _run_pending(plan: SweepPlan, pending: Sequence[Run], paths: SweepPaths, cli
 
     token = uuid.uuid4().hex[:8]
     futures = {client.submit(execute_run, plan.scenario, dict(plan.configs[run.config_hash]),
-                             run.seed, torch_threads, key=f"bflnet-run-{run.run_id}-{token}",
-                             pure=False): run for run in pending}
+                             run.seed, torch_threads, plan.load_state,
+                             key=f"bflnet-run-{run.run_id}-{token}", pure=False): run
+               for run in pending}
     failures = []
     with paths.manifest.open("a") as manifest:
         for future in as_completed(futures, loop=client.loop):
@@ -575,7 +604,8 @@ def _run_pending(plan: SweepPlan, pending: Sequence[Run], paths: SweepPaths, cli
                 frame = outcome.pop("frame", None)
                 if frame is not None:
                     _write_parquet(frame, paths.part(run.run_id), run_record(
-                        plan.scenario, plan.configs[run.config_hash], run.seed))
+                        plan.scenario, plan.configs[run.config_hash], run.seed,
+                        plan.load_state))
                 record = _record(plan, run, **outcome)
                 _append(manifest, record)
                 if record["status"] != "ok":
@@ -670,9 +700,14 @@ def _check_count(name: str, value: Any) -> int:
 def sweep(name: str, grid: Mapping[str, Sequence[Any]], seeds: int | Sequence[int],
           out: str | Path, *, fixed: Mapping[str, Any] | None = None,
           workers: int | None = None, scheduler: str | None = None, progress: bool = True,
-          torch_threads: int = 1, warn: Callable[[str], None] | None = None) -> pd.DataFrame:
+          torch_threads: int = 1, warn: Callable[[str], None] | None = None,
+          load_state: str | Path | None = None) -> pd.DataFrame:
     """Run scenario ``name`` over ``grid`` (key → values) × ``seeds`` (a count: 0..N-1, or
     a list) with ``fixed`` overrides; persist every run under ``out``; the full table.
+
+    ``load_state``: every run starts from the state saved in that directory, with its
+    settings and its seed: ``grid`` and ``fixed`` may change only the settings a load may
+    change, and ``seeds`` must be 1 (or the saved seed's list), the saved seed only.
 
     ``workers`` local processes (default ``min(2, cpus)``) unless ``scheduler`` (an address
     such as ``tcp://host:8786``) names an existing Dask cluster. Finished runs in ``out``
@@ -681,7 +716,7 @@ def sweep(name: str, grid: Mapping[str, Sequence[Any]], seeds: int | Sequence[in
     lists the failures; :class:`SweepError` if no run succeeded; :class:`Interrupted` on
     Ctrl-C or SIGTERM (in the main thread), every finished run kept.
     """
-    plan = plan_sweep(name, grid, seeds, fixed)
+    plan = plan_sweep(name, grid, seeds, fixed, load_state)
     workers = _check_count("workers", default_workers() if workers is None else workers)
     torch_threads = _check_count("torch_threads", torch_threads)
     paths = sweep_paths(out)
@@ -745,7 +780,7 @@ def _finish(plan: SweepPlan, paths: SweepPaths, skipped: int, pending: int,
                          f"{first['params']} seed {first['seed']}: {first['error']}")
     table = assemble(plan.runs, list(plan.grid), paths)
     _write_parquet(table, paths.table, sweep_record(plan.scenario, plan.grid, plan.fixed,
-                                                    plan.seeds))
+                                                    plan.seeds, plan.load_state))
     table.attrs["sweep"] = {
         "scenario": plan.scenario, "runs": len(plan.runs), "skipped": skipped,
         "computed": pending - len(failures), "failed": [

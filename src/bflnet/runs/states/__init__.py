@@ -17,6 +17,9 @@ Nothing runs from a loaded directory before it is verified: its checksums
 network, every saved run against the schema and the headers of the arrays against the
 dtypes and shapes they must have, before any array's data are read
 (:meth:`~bflnet.runs.states.handle.States.verify`); arrays holding NaN or infinity are refused.
+
+A loading run takes its settings and seed from the saved state; it may change only the
+settings of the request and after it (:mod:`~bflnet.runs.states.loading`).
 """
 
 from bflnet.runs.states.directory import (
@@ -26,6 +29,7 @@ from bflnet.runs.states.directory import (
     SavedState,
     check_save_dir,
     read_state_dir,
+    read_state_record,
     state_path,
 )
 from bflnet.runs.states.handle import (
@@ -35,9 +39,11 @@ from bflnet.runs.states.handle import (
     encode_checkpoint,
     write_state_dir,
 )
+from bflnet.runs.states.loading import SavedSettings, saved_scenario, saved_settings
 from bflnet.runs.states.schema import FORMAT, Fields, StateSpec, check_record, check_runs
 
-__all__ = ["ARRAYS_FILE", "CHECKSUMS_FILE", "FORMAT", "STATE_FILE", "Fields", "SavedState",
-           "StateSpec", "States", "check_compatible", "check_record", "check_runs",
-           "check_save_dir", "decode_checkpoint", "encode_checkpoint", "read_state_dir",
+__all__ = ["ARRAYS_FILE", "CHECKSUMS_FILE", "FORMAT", "STATE_FILE", "Fields", "SavedSettings",
+           "SavedState", "StateSpec", "States", "check_compatible", "check_record",
+           "check_runs", "check_save_dir", "decode_checkpoint", "encode_checkpoint",
+           "read_state_dir", "read_state_record", "saved_scenario", "saved_settings",
            "state_path", "write_state_dir"]

@@ -155,12 +155,9 @@ def _checksums(path: Path, what: str) -> dict[str, str]:
     return digests
 
 
-def read_state_dir(path: str | Path) -> SavedState:
-    """The state directory ``path``, its checksums verified; a one-line ``ValueError`` if
-    it is missing, not a directory, unreadable, changed after it was saved or not a
-    bflnet state."""
-    what = "--load-state"
-    path = state_path(path, what)
+def _read_record(path: Path, what: str) -> tuple[Any, dict[str, str]]:
+    """``state.json`` of the state directory ``path``, parsed once its checksum is
+    verified, and the digests ``checksums.json`` holds."""
     kind = path_kind(path, what)
     if kind is None:
         raise ValueError(f"{what}: {str(path)!r} does not exist")
@@ -181,6 +178,24 @@ def read_state_dir(path: str | Path) -> SavedState:
     except (ValueError, RecursionError) as exc:
         raise ValueError(f"{what}: {str(path / STATE_FILE)!r} is not JSON "
                          f"({shown(str(exc), 120)})") from None
+    return record, digests
+
+
+def read_state_record(path: str | Path) -> Any:
+    """The parsed ``state.json`` of the state directory ``path`` (its checksum verified,
+    ``arrays.npz`` not read): what a loading run takes its settings from. A one-line
+    ``ValueError`` as :func:`read_state_dir`'s."""
+    what = "--load-state"
+    return _read_record(state_path(path, what), what)[0]
+
+
+def read_state_dir(path: str | Path) -> SavedState:
+    """The state directory ``path``, its checksums verified; a one-line ``ValueError`` if
+    it is missing, not a directory, unreadable, changed after it was saved or not a
+    bflnet state."""
+    what = "--load-state"
+    path = state_path(path, what)
+    record, digests = _read_record(path, what)
     file = path / ARRAYS_FILE
 
     def check(digest: str) -> None:

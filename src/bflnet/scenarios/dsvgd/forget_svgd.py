@@ -63,6 +63,10 @@ first iteration) and the agents unlearn from the initial particles.
 - Which remaining labels suffer depends on which classes the forgotten ones are confused
   with (ascent on their loss raises those classes' logits), so results vary by seed.
 
+**Learn once, unlearn many.** ``--save-state DIR`` saves the pre-trained network;
+``--load-state DIR`` starts from it instead of pre-training, and may change every setting
+the pre-training did not read, and ``forget_classes`` (see :data:`PRETRAIN_FIELDS`).
+
 One row per (run_id, iteration), plus the ``forget_request`` rows: ``run_id`` (one timeline,
 or one scratch run), ``method``, ``rate_multiple``, ``sharing_fraction``, ``groups``,
 ``budget_bits``, ``k``, ``message_bits`` (of the compressed uplink), ``iteration`` (of the
@@ -305,10 +309,14 @@ SCHEMA = Schema.of(
 
 #: The fields the FedAvg pre-training reads (with the seed): what a saved state
 #: (``--save-state``: the pre-trained network) depends on. A run that loads it
-#: (``--load-state``) may change every other field.
-PRETRAIN_FIELDS = ("K", "n_forgetting", "forget_classes", "points_per_agent", "hidden",
-                   "pretrain_rounds", "pretrain_local_steps", "pretrain_lr", "batch_size",
-                   "threads", "device")
+#: (``--load-state``) may change every other field, and ``forget_classes``: what is
+#: forgotten is chosen on load. The pre-training read it too (the agents' data are split
+#: by it), so a load with other ``forget_classes`` splits the data by them and learns the
+#: last layer on the features of the network pre-trained on the saved split: its rows
+#: are not those of a run that pre-trains on its own split (with the saved
+#: ``forget_classes`` they are, byte for byte).
+PRETRAIN_FIELDS = ("K", "n_forgetting", "points_per_agent", "hidden", "pretrain_rounds",
+                   "pretrain_local_steps", "pretrain_lr", "batch_size", "threads", "device")
 STATE_FREE = tuple(f.name for f in dataclasses.fields(ForgetSVGDConfig)
                    if f.name not in PRETRAIN_FIELDS)
 #: The saved pre-trained network's array in the state directory.

@@ -46,11 +46,14 @@ iteration in the first 100 after the request.
 
 **Learn once, unlearn many.** ``--save-state DIR`` also saves, per run, the unlearning
 simulation as it stands at the request (global and agents' states, token position, clock,
-bit counters, random streams); ``--load-state DIR`` (same seed and config, except
-``unlearning``, ``unlearn_visits``, ``unlearn_schedule``, ``rounds``,
+bit counters, random streams); ``--load-state DIR`` (the saved seed and config; it may
+change ``forget``, ``unlearning``, ``unlearn_visits``, ``unlearn_schedule``, ``rounds``,
 ``retrain_graph``, ``eval_every``) skips the learning and continues from there: its
 unlearning rows from ``since_request = 0`` on, and its retraining rows, are byte-identical
-to the saving run's (the learning rows are not repeated).
+to those of a run that learns with the same settings (the learning rows are not
+repeated). Who is forgotten is chosen at the request: the learning does not depend on it,
+unless ``forget_theta`` gives the forgotten agents' data another mean (then the data
+depend on it, and a load keeps the saved ``forget``).
 
 With ``baseline="0"`` (the paper's c = 0) the natural-gradient η_k are so noisy that
 η − η_k can leave the Beta domain: the learner then stops the run with an error that says
@@ -238,9 +241,10 @@ SCHEMA = Schema.of(
 )
 
 
-#: What a run loading saved states (``--load-state``) may change: how the request is
-#: served and what follows it; the learning before it is the saved one.
-STATE_FREE = ("eval_every", "rounds", "retrain_graph", "unlearn_schedule",
+#: What a run loading saved states (``--load-state``) may change: who is forgotten (but
+#: with ``forget_theta``: :func:`_check_forget`), how the request is served and what
+#: follows it; the learning before it is the saved one.
+STATE_FREE = ("eval_every", "forget", "rounds", "retrain_graph", "unlearn_schedule",
               "unlearn_visits", "unlearning")
 
 
@@ -260,6 +264,19 @@ def _check_saved(extra: Fields) -> None:
     row.clock("time_s")
     row.bits("cum_bits", "cum_bits")
     row.bits("cum_bits_delivered", "cum_bits_delivered")
+
+
+def _check_forget(states: States, config: GFVLUnlearningConfig, K: int,
+                  forget: list[int]) -> None:
+    """With ``forget_theta`` the forgotten agents' data are drawn with it, so the learnt
+    state depends on who is forgotten: a load must forget the agents the state was saved
+    with (a one-line ``ValueError`` otherwise)."""
+    saved = states.source.record["config"]["forget"] if states.source else config.forget
+    if config.forget_theta is not None and forget_agents(saved, K) != forget:
+        raise ValueError(f"forget: the state was saved with forget={saved!r}, this run sets "
+                         f"forget={config.forget!r}; with forget_theta set the forgotten "
+                         f"agents' data are drawn with it, so the learning depends on who is "
+                         f"forgotten (forget_theta=none, or save a new state)")
 
 
 def _origin_row(loaded: tuple[Any, Any]) -> dict[str, Any]:
@@ -315,6 +332,7 @@ def run(config: GFVLUnlearningConfig, *, seed: int = 0, progress: bool = False,
 
     seeds = run_seeds(seed, config.runs)
     if states is not None and states.loading:  # verified before anything runs from it
+        _check_forget(states, config, K, forget)
         states.verify(walk_state_spec(config.runs, graph, request, make_learner(seeds[0]),
                                       _check_saved))
     for r, run_seed in enumerate(progress_runs(seeds, progress, NAME)):

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from bflnet.channels import FixedRateChannel
-from bflnet.learners.base import GlobalStateLearner, Update
+from bflnet.learners.base import Combines, GlobalStateLearner, Update
 from bflnet.protocols import buffered_server
 from bflnet.protocols.buffered_server import BufferedServerProtocol, staleness_weight
 from bflnet.protocols.stopping import StopRule
@@ -20,6 +20,8 @@ from bflnet.simulator.compute import LogNormalTime, TraceTime
 class PullToTargets(GlobalStateLearner):
     """State: one number; agent k's update is half the way from it to ``k``; merges
     average the deltas (weighted: ``x + (1/n) Σ a_i Δ_i``). Records the merges' weights."""
+
+    combines = Combines.AVERAGED
 
     def __init__(self):
         self.weights = []

@@ -12,6 +12,10 @@ protocols and the recorder rely on is checked where it is returned:
   run writes itself (``reserved``), to finite real numbers (they become a plain ``dict``
   of ``float``, and ``int`` where the value is an integer).
 
+- ``combines`` (read once, when the learner is wrapped) is a
+  :class:`~bflnet.learners.base.Combines`, its string value, or ``None`` (nothing
+  declared: the protocols that need a declaration refuse the learner in one line).
+
 Anything else is one :class:`~bflnet.validation.errors.PluginError` naming the plugin,
 the hook and what it returned. The protocols see a learner like any other (their own
 error reports name the node and iteration; the run then reports the plugin's error,

@@ -18,6 +18,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from bflnet.validation.errors import PluginError
 from bflnet.validation.params import (
     allowed_text,
     base_type,
@@ -162,7 +163,7 @@ def make_config(cls: type, overrides: Mapping[str, Any] | None = None) -> Any:
                          f"{_allowed_names(cls)}")
     try:
         return cls(**overrides)
-    except ValueError:
+    except (ValueError, PluginError):  # the user's value; a plugin it loads (a learner's)
         raise
     except Exception as exc:
         given = ", ".join(f"{k}={_shorten(v)}" for k, v in overrides.items()) or "defaults"

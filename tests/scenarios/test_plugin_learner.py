@@ -190,6 +190,14 @@ def unresolved(K, points_per_agent, rng, settings: "Missing"):  # noqa: F821
 
 def refusing(K, points_per_agent, rng, settings: Good):
     raise ValueError("never called")
+
+
+class Undeclared(GaussianMean):
+    combines = None
+
+
+def undeclared(K, points_per_agent, rng):
+    return Undeclared({k: rng.standard_normal(points_per_agent) for k in range(K)})
 """
 BROKEN_ENTRY_POINTS = """[bflnet.learners]
 ls-old = lsplug.learn:old
@@ -197,6 +205,7 @@ ls-unannotated = lsplug.learn:unannotated
 ls-loose = lsplug.learn:loose
 ls-unresolved = lsplug.learn:unresolved
 ls-good = lsplug.learn:refusing
+ls-undeclared = lsplug.learn:undeclared
 """
 WHO = "plugin learner '{name}' (lsplug.learn:{factory}, from lsplug)"
 
@@ -244,3 +253,21 @@ def test_old_factories_have_no_settings_and_new_ones_are_typed(broken):
     assert scenario.config({"learner": "ls-good", "learner.noise_var": 2}) == typed
     assert scenario.config({"learner": "ls-good",
                             "learner_settings": {"noise_var": 2.0}}) == typed
+
+
+def test_a_learner_that_declares_nothing_is_refused_by_gossip_in_one_line(broken, capsys,
+                                                                          tmp_path):
+    from bflnet.cli.main import main
+
+    base = ["run", "custom-learner", "--set", "learner=ls-undeclared", "--set", "K=4",
+            "--set", "rounds=8", "--no-progress"]
+    assert main([*base, "--set", "protocol=random-walk"]) == 0  # the walk needs none
+    capsys.readouterr()
+    out = tmp_path / "gossip.csv"
+    assert main([*base, "--set", "protocol=gossip", "--out", str(out)]) == 2
+    who = WHO.format(name="ls-undeclared", factory="undeclared")
+    assert capsys.readouterr().err.splitlines() == [
+        f"bflnet: error: gossip: {who} declares nothing (no combines attribute); mixing the "
+        f"nodes' copies of its state needs combines = Combines.ADDITIVE or "
+        f"Combines.AVERAGED (bflnet.learners.base.Combines)"]
+    assert not out.exists()

@@ -132,9 +132,9 @@ GAUSSIAN_MEAN_METRICS = {
 }
 #: Under gossip, what each metric m is, and the columns beside it.
 GOSSIP_STATISTICS = {
-    "_max": "the largest over the nodes of",
-    "_spread": "the largest less the smallest over the nodes of",
-    "_at_mean": "of the nodes' mean state:",
+    "_max": "the largest over the nodes of each node's {name}",
+    "_spread": "the largest less the smallest over the nodes of each node's {name}",
+    "_at_mean": "{name} of the nodes' mean state",
 }
 
 
@@ -144,7 +144,8 @@ def _learner_columns() -> list[Column]:
         columns.append(col(name, unit, f"learner=gaussian-mean: {meaning} (gossip: the "
                            f"median over the nodes of each node's own)", "init",
                            "iteration", "round", when="learner=gaussian-mean"))
-        columns += [col(name + end, unit, f"learner=gaussian-mean, gossip: {what} {name}",
+        columns += [col(name + end, unit, "learner=gaussian-mean, gossip: "
+                        + what.format(name=name),
                         "init", "round", when="learner=gaussian-mean and protocol=gossip")
                     for end, what in GOSSIP_STATISTICS.items()]
     return columns

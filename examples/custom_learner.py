@@ -10,7 +10,8 @@ hyper-parameters and data, and an update lost on the way changes nothing). The s
 learner then runs under a random walk over Rayleigh-fading D2D links, under a parameter
 server and, through ``GossipAdapter``, under gossip (every node keeps a copy of the
 posterior and mixes it with its neighbours'; the increments are scaled by K because the
-state adds the agents' contributions), and each run returns a tidy DataFrame.
+learner declares that its state adds the agents' contributions, ``combines =
+Combines.ADDITIVE``), and each run returns a tidy DataFrame.
 
 Run it:  python examples/custom_learner.py
 """
@@ -21,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from bflnet.channels import FixedRateChannel, RayleighChannel
-from bflnet.learners import GlobalStateLearner, Update
+from bflnet.learners import Combines, GlobalStateLearner, Update
 from bflnet.protocols import ParameterServerProtocol, RandomWalkProtocol, StopRule
 from bflnet.protocols.graphs.topologies import node_distance, random_geometric
 from bflnet.protocols.graphs.walks import MetropolisHastingsWalk
@@ -30,6 +31,8 @@ from bflnet.simulator import FixedStepTime, Simulation, Work
 
 class GaussianMean(GlobalStateLearner):
     """Posterior of θ with prior N(0, 1) and Gaussian noise of variance ``noise_var``."""
+
+    combines = Combines.ADDITIVE  # the state is the prior + the agents' statistics
 
     def __init__(self, data: dict[int, np.ndarray], noise_var: float, theta: float) -> None:
         self.data, self.noise_var, self.theta = data, noise_var, theta
@@ -96,7 +99,7 @@ def run_gossip(K: int = 12, rounds: int = 150, seed: int = 0) -> pd.DataFrame:
     sim.build_network(graph, channel=FixedRateChannel(rate_bps=250e3, latency_s=0.002),
                       compute=FixedStepTime(1e-4))
     learner = GaussianMean(make_data(K, seed), noise_var=1.0, theta=0.7)
-    gossip = GossipAdapter(learner, increment_scale=K)  # the same learner, consensus on it
+    gossip = GossipAdapter(learner, agents=K)  # the same learner, consensus on it
     return sim.run(ConsensusProtocol(gossip, "metropolis-hastings",
                                      StopRule(max_iterations=rounds))).frame
 

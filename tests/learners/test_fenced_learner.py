@@ -7,7 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bflnet.learners.base import GlobalStateLearner, Update, Work, supports_weighted_merge
+from bflnet.learners.base import (
+    Combines,
+    GlobalStateLearner,
+    Update,
+    Work,
+    supports_weighted_merge,
+)
 from bflnet.learners.conjugate.gaussian_mean import GaussianMean
 from bflnet.learners.fenced import fenced_learner
 from bflnet.runtime.fence import shown
@@ -41,7 +47,8 @@ class Scripted(GlobalStateLearner):
 def test_a_learner_that_keeps_the_contract_gives_the_same_results():
     data = {0: np.array([1.0, 2.0]), 1: np.array([3.0])}
     plain, fenced = GaussianMean(data), fenced_learner(GaussianMean(data), WHO)
-    assert fenced.additive and not fenced.uses_agent_streams
+    assert fenced.combines is Combines.ADDITIVE and not fenced.uses_agent_streams
+    assert fenced.label == WHO
     s, t = plain.init(None), fenced.init(None)
     for k in (0, 1):
         s = plain.merge(s, [plain.local_update(k, s, False, None)])
@@ -127,3 +134,26 @@ def test_a_value_whose_repr_fails_is_still_shown():
 
     assert shown(Bad()) == "Bad (its repr failed)"
     assert len(shown("x" * 10**6)) < 120
+
+
+@pytest.mark.parametrize("declared, kept", [
+    (Combines.AVERAGED, Combines.AVERAGED), ("additive", Combines.ADDITIVE), (None, None)])
+def test_the_combines_declaration_is_read_once_and_kept(declared, kept):
+    class Declared(Scripted):
+        combines = declared
+
+    assert fenced_learner(Declared(), WHO).combines is kept
+
+
+@pytest.mark.parametrize("declared, why", [
+    ("sum", "combines is str 'sum'"), (True, "combines is bool True")])
+def test_a_combines_that_is_no_declaration_is_one_plugin_error(declared, why):
+    class Declared(Scripted):
+        combines = declared
+
+    with pytest.raises(PluginError) as caught:
+        fenced_learner(Declared(), WHO)
+    assert str(caught.value) == (f"{WHO}: {why}; it must be one of Combines.ADDITIVE, "
+                                 f"Combines.AVERAGED, Combines.PARTICLES, "
+                                 f"Combines.SEQUENTIAL (bflnet.learners.base.Combines) or "
+                                 f"None")

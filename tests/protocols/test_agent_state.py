@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from bflnet.channels import FixedRateChannel
-from bflnet.learners.base import ConsensusLearner, GlobalStateLearner, PerNeighbour, Update, Work
+from bflnet.learners.base import (
+    Combines,
+    ConsensusLearner,
+    GlobalStateLearner,
+    PerNeighbour,
+    Update,
+    Work,
+)
 from bflnet.protocols import (
     ConsensusProtocol,
     ParameterServerProtocol,
@@ -25,6 +32,8 @@ class Counter(GlobalStateLearner):
     """The global state counts merged updates; each agent counts its own merged updates
     (its private state) and draws one number per update from its stream; a forget request
     zeroes the agent's count at its next update, which completes the forget."""
+
+    combines = Combines.ADDITIVE
 
     def init(self, rng):
         return np.zeros(1)

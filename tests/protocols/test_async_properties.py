@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from bflnet.channels import FixedRateChannel
-from bflnet.learners.base import GlobalStateLearner, Update
+from bflnet.learners.base import Combines, GlobalStateLearner, Update
 from bflnet.protocols.buffered_server import BufferedServerProtocol
 from bflnet.protocols.parameter_server import ParameterServerProtocol
 from bflnet.protocols.scheduling import UniformSelector
@@ -24,6 +24,8 @@ K = 6
 
 class PullToTargets(GlobalStateLearner):
     """One number; agent k pulls it half way to k; merges average the deltas."""
+
+    combines = Combines.AVERAGED
 
     def init(self, rng):
         return np.zeros(1)

@@ -9,17 +9,19 @@ import pandas as pd
 import pytest
 
 from bflnet.channels import FixedRateChannel
-from bflnet.learners.base import GlobalStateLearner, Update
+from bflnet.learners.base import Combines, GlobalStateLearner, Update
 from bflnet.protocols import buffered_server
 from bflnet.protocols.buffered_server import BufferedServerProtocol, staleness_weight
 from bflnet.protocols.stopping import StopRule
-from bflnet.simulator import Simulation, Work
+from bflnet.simulator import FixedStepTime, Simulation, Work
 from bflnet.simulator.compute import LogNormalTime, TraceTime
 
 
 class PullToTargets(GlobalStateLearner):
     """State: one number; agent k's update is half the way from it to ``k``; merges
     average the deltas (weighted: ``x + (1/n) Σ a_i Δ_i``). Records the merges' weights."""
+
+    combines = Combines.AVERAGED
 
     def __init__(self):
         self.weights = []
@@ -128,3 +130,18 @@ def test_a_time_limit_stops_after_the_merge_that_passes_it():
 def test_doctests():
     result = doctest.testmod(buffered_server)
     assert result.failed == 0 and result.attempted >= 2
+
+
+class Undeclared(PullToTargets):
+    combines = None
+
+
+def test_a_buffer_of_several_updates_needs_a_declaration_that_merges_several():
+    stop = StopRule(max_iterations=2)
+    assert len(run(3, stop, FixedStepTime(0.01), Undeclared(), buffer_size=1)) > 0
+    with pytest.raises(ValueError) as caught:
+        run(3, stop, FixedStepTime(0.01), Undeclared(), buffer_size=2)
+    assert str(caught.value) == (
+        "buffered server: learner Undeclared declares nothing (no combines attribute); "
+        "merging 2 updates at once needs combines = Combines.ADDITIVE or Combines.AVERAGED "
+        "or Combines.PARTICLES (bflnet.learners.base.Combines)")

@@ -24,7 +24,7 @@ import pytest
 from bflnet.channels import FixedRateChannel
 from bflnet.faults.availability import Trace
 from bflnet.faults.energy import Battery
-from bflnet.learners.base import GlobalStateLearner, Update, Work
+from bflnet.learners.base import Combines, GlobalStateLearner, Update, Work
 from bflnet.learners.gossip.averaging import ConsensusAveraging
 from bflnet.protocols import RandomWalkProtocol, StopRule
 from bflnet.protocols.async_gossip import AsyncGossipProtocol
@@ -48,6 +48,7 @@ BLINKS = Trace([(0.03 + 0.1 * k, 0.035 + 0.1 * k) for k in range(100)])
 class Mean(GlobalStateLearner):
     """Pulls the state towards each agent's own number; ``value`` is the state's mean."""
 
+    combines = Combines.AVERAGED
     uses_agent_streams = False
 
     def init(self, rng):

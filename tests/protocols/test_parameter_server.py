@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from bflnet.channels import FixedRateChannel, IdealChannel
-from bflnet.learners.base import GlobalStateLearner, Update
+from bflnet.learners.base import Combines, GlobalStateLearner, Update
 from bflnet.protocols.coding.codecs import RawCodec
 from bflnet.protocols.parameter_server import ParameterServerProtocol
 from bflnet.protocols.scheduling import AllAgents, RoundRobinSelector, UniformSelector
@@ -15,6 +15,8 @@ from bflnet.simulator import FixedStepTime, Simulation, Work
 
 class SumOfAgents(GlobalStateLearner):
     """State: one slot per agent; an agent's update adds its id + 1 to its slot."""
+
+    combines = Combines.ADDITIVE
 
     def __init__(self, K):
         self.K = K
@@ -85,3 +87,23 @@ def test_parameter_server_needs_a_server():
     sim.build_network(nx.empty_graph(2))
     with pytest.raises(ValueError, match="needs server=True"):
         sim.run(ParameterServerProtocol(SumOfAgents(2), StopRule(max_iterations=1)))
+
+
+class Undeclared(SumOfAgents):
+    combines = None
+
+
+@pytest.mark.parametrize("selector, merged", [(AllAgents(), 3), (UniformSelector(2), 2)])
+def test_a_round_of_several_agents_needs_a_declaration_that_merges_several(selector,
+                                                                          merged):
+    """One agent a round runs any learner; several merged at once need ``combines``
+    additive, averaged or particles: otherwise one line naming the learner."""
+    frame = build(3).run(ParameterServerProtocol(Undeclared(3), StopRule(max_iterations=3)))
+    assert frame.frame.total.iloc[-1] == 6.0
+    with pytest.raises(ValueError) as caught:
+        build(3).run(ParameterServerProtocol(Undeclared(3), StopRule(max_iterations=3),
+                                             selector=selector))
+    assert str(caught.value) == (
+        f"parameter server: learner Undeclared declares nothing (no combines attribute); "
+        f"merging {merged} updates at once needs combines = Combines.ADDITIVE or "
+        f"Combines.AVERAGED or Combines.PARTICLES (bflnet.learners.base.Combines)")

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from bflnet.channels import FixedRateChannel
-from bflnet.learners.base import GlobalStateLearner, Update
+from bflnet.learners.base import Combines, GlobalStateLearner, Update
 from bflnet.protocols.parameter_server import ParameterServerProtocol
 from bflnet.protocols.scheduling import AllAgents, UniformSelector
 from bflnet.protocols.stopping import StopRule
@@ -17,6 +17,8 @@ from bflnet.simulator.compute import LogNormalTime, TraceTime
 
 class SumOfAgents(GlobalStateLearner):
     """State: one slot per agent; an agent's update adds its id + 1 to its slot."""
+
+    combines = Combines.ADDITIVE
 
     def __init__(self, K):
         self.K = K

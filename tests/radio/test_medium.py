@@ -280,11 +280,12 @@ def test_moving_nodes_are_heard_at_their_live_positions():
 
 
 def test_parameter_server_runs_on_a_shared_medium_with_the_server_at_the_centre():
-    from bflnet.learners import GlobalStateLearner, Update
+    from bflnet.learners import Combines, GlobalStateLearner, Update
     from bflnet.protocols.parameter_server import ParameterServerProtocol
     from bflnet.simulator import Work
 
     class Count(GlobalStateLearner):
+        combines = Combines.AVERAGED
         uses_agent_streams = False
 
         def init(self, rng):
@@ -310,12 +311,13 @@ def test_parameter_server_runs_on_a_shared_medium_with_the_server_at_the_centre(
 
 
 def test_parameter_server_broadcasts_the_state_once_a_round_and_a_lost_reception_sits_out():
-    from bflnet.learners import GlobalStateLearner, Update
+    from bflnet.learners import Combines, GlobalStateLearner, Update
     from bflnet.protocols.parameter_server import ParameterServerProtocol
     from bflnet.protocols.scheduling import AllAgents
     from bflnet.simulator import Work
 
     class Count(GlobalStateLearner):
+        combines = Combines.AVERAGED
         uses_agent_streams = False
 
         def init(self, rng):

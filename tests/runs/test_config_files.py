@@ -229,3 +229,47 @@ def test_a_sweep_file_and_the_same_flags_give_identical_tables(tmp_path, capsys)
                  "--no-progress", "--out", str(tmp_path / "count.parquet")]) == 0
     assert (tmp_path / "count.parquet").read_bytes() == \
         (tmp_path / "flags.parquet").read_bytes()
+
+
+LEARNER_TOML = """
+scenario = "custom-learner"
+
+[params]
+K = 4
+rounds = 8
+
+[learner]
+noise_var = 2          # an integer for a number setting, as in [params]
+prior_var = 0.5
+"""
+
+
+def test_a_learner_table_is_the_same_as_its_dotted_set_flags(tmp_path, capsys):
+    from_file, from_flags = tmp_path / "file.csv", tmp_path / "flags.csv"
+    assert main(["run", "--config", write(tmp_path, LEARNER_TOML), "--out",
+                 str(from_file)]) == 0
+    assert main(["run", "custom-learner", "--set", "K=4", "--set", "rounds=8", "--set",
+                 "learner.noise_var=2.0", "--set", "learner.prior_var=0.5", "--out",
+                 str(from_flags)]) == 0
+    assert file_bytes(from_file) == file_bytes(from_flags)
+    assert b'"learner.noise_var": 2.0' in file_bytes(from_file)[1]
+    capsys.readouterr()
+    head = 'scenario = "custom-learner"\n'
+    for text, message in [
+        (head + "[learner]\nnoise_var = [1]\n",
+         "bad.toml: learner.noise_var: must be a number, a string or true / false, got [1]"),
+        (head + "[learner]\nnoise_var = 0\n",
+         "learner.noise_var: must be a finite number > 0 and <= 1e+12, got 0.0"),
+        (head + "[learner]\ncolour = 1\n", "learner.colour: unknown setting of learner "
+         "'gaussian-mean'; allowed: learner.theta, learner.noise_var, learner.prior_var"),
+        (head + "learner = 3\n", "bad.toml: learner: must be a table ([learner]), got 3"),
+        ('scenario = "consensus-averaging"\n[learner]\nnoise_var = 1\n',
+         "bad.toml: [learner]: scenario consensus-averaging has no learner settings"),
+    ]:
+        one_line_error(capsys, ["run", "--config", write(tmp_path, text, "bad.toml")],
+                       message)
+    request = sweep_request(None, write(tmp_path, head + '[learner]\nprior_var = 2\n[grid]\n'
+                                        '"learner.noise_var" = [0.5, 1]\n'), [], [], None,
+                            str(tmp_path / "s"))
+    assert request.grid == {"learner.noise_var": [0.5, 1]}
+    assert request.fixed == {"learner.prior_var": 2}

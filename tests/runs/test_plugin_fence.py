@@ -105,10 +105,11 @@ GOOD_CASES = {
 LEARNER = '''
 import numpy as np
 
-from bflnet.learners.base import GlobalStateLearner, Update, Work
+from bflnet.learners.base import Combines, GlobalStateLearner, Update, Work
 
 
 class Mean(GlobalStateLearner):
+    combines = Combines.ADDITIVE
     uses_agent_streams = False
 
     def __init__(self, data, evaluation):

@@ -11,7 +11,7 @@ import pytest
 
 from bflnet.channels import FixedRateChannel
 from bflnet.faults.energy import Battery, joules_per_bit
-from bflnet.learners.base import GlobalStateLearner, Update, Work
+from bflnet.learners.base import Combines, GlobalStateLearner, Update, Work
 from bflnet.protocols import RandomWalkProtocol, StopRule
 from bflnet.protocols.graphs.walks import MetropolisHastingsWalk
 from bflnet.protocols.parameter_server import ParameterServerProtocol
@@ -25,6 +25,7 @@ PAYLOAD = 50  # float64 values: 3200 bits
 class Sender(GlobalStateLearner):
     """Every update is ``STEPS`` steps and a fixed-size payload; the state counts merges."""
 
+    combines = Combines.ADDITIVE
     uses_agent_streams = False
 
     def init(self, rng):

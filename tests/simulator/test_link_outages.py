@@ -9,7 +9,7 @@ import simpy
 
 from bflnet.channels import FixedRateChannel
 from bflnet.faults.availability import OnOff, Trace
-from bflnet.learners.base import GlobalStateLearner, Update, Work
+from bflnet.learners.base import Combines, GlobalStateLearner, Update, Work
 from bflnet.protocols import ParameterServerProtocol, StopRule
 from bflnet.protocols.scheduling import AllAgents
 from bflnet.simulator import Simulation
@@ -105,6 +105,7 @@ def test_interrupted_is_a_five_tuple():
 
 
 class Count(GlobalStateLearner):
+    combines = Combines.ADDITIVE
     uses_agent_streams = False
 
     def init(self, rng):

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from bflnet.cli.plots import plot, plot_network
-from bflnet.runs.config import ValidationBug, describe_fields
+from bflnet.runs.config import ValidationBug, describe_fields, describe_groups
 from bflnet.runs.config_file import run_request, sweep_request
 from bflnet.runs.provenance import run_record
 from bflnet.runs.registry import DEFAULT_SCENARIO, get_scenario, scenario_lines
@@ -81,6 +81,7 @@ def describe(name: Annotated[str, typer.Argument(help="scenario name")],
         formerly = f" (old name, deprecated: {', '.join(old)})" if old else ""
         typer.echo(f"  {r['name']:<{width}}  default {r['default']!r}; {r['allowed']}. "
                    f"{r['help']}{formerly}")
+    _describe_groups(scenario.config_cls, name)
     axes = getattr(scenario.config_cls, "LIST_AXES", {})
     if axes:
         typer.echo("\ncomma lists that run several settings in one call, and --grid:")
@@ -94,6 +95,26 @@ def describe(name: Annotated[str, typer.Argument(help="scenario name")],
                    f"state and may change: {', '.join(scenario.state_free)}")
     if scenario.columns is not None:
         typer.echo(f"\n(bflnet describe {name} --columns: what its output columns mean)")
+
+
+def _describe_groups(cls: type, name: str) -> None:
+    """The settings of the config's groups (a learner's), under each choice's name."""
+    groups = describe_groups(cls)
+    for prefix in dict.fromkeys(g[0] for g in groups):
+        typer.echo(f"\n{prefix} settings (--set {prefix}.NAME=VALUE, a [{prefix}] table in "
+                   f"--config, --grid {prefix}.NAME=V1,V2), for each {prefix}:")
+        for _, choice, rows in (g for g in groups if g[0] == prefix):
+            if isinstance(rows, str):
+                typer.echo(f"  {choice}: cannot be loaded: {rows}")
+                continue
+            if not rows:
+                typer.echo(f"  {choice}: no settings")
+                continue
+            typer.echo(f"  {choice}:")
+            width = max(len(r["name"]) for r in rows)
+            for r in rows:
+                typer.echo(f"    {r['name']:<{width}}  default {r['default']!r}; "
+                           f"{r['allowed']}. {r['help']}")
 
 
 CONFIG_HELP = ("a TOML file: scenario, its \\[params] table, seed and out (the command line "

@@ -10,6 +10,7 @@ from bflnet.lazy import lazy_exports
 
 _HOMES = {
     "Array": "base",
+    "Combines": "base",
     "ConsensusLearner": "base",
     "GlobalStateLearner": "base",
     "NO_WORK": "base",
@@ -17,6 +18,7 @@ _HOMES = {
     "PerNeighbour": "base",
     "Update": "base",
     "Work": "base",
+    "GossipAdapter": "gossip.gossip_adapter",
     "ConsensusAveraging": "gossip.averaging",
     "BETA": "conjugate.expfam",
     "GAMMA": "conjugate.expfam",

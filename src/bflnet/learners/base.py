@@ -26,6 +26,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:  # torch is imported only by the learners that use it
@@ -70,10 +71,64 @@ class Update:
     event: str | None = None
 
 
+class Combines(StrEnum):
+    """How a :class:`GlobalStateLearner`'s global state combines the agents'
+    contributions: what a protocol may do with states and updates besides handing them to
+    the learner's own ``merge``. A learner declares it as the class attribute
+    ``combines``; the protocols read it (``GossipAdapter`` scales or averages by it, the
+    parameter server merges several updates in one round only if it allows that), and
+    those that need it refuse a learner that declares nothing usable, in one line.
+
+    ================  ==============================================  ===================
+    value             the global state is ...                          gossip
+    ================  ==============================================  ===================
+    ``ADDITIVE``      prior + the sum of the agents' contributions     increments × K,
+                      (natural parameters, sufficient statistics,      then averaged: every
+                      exact G-FVL); ``merge`` adds the updates         node reaches the sum
+    ``AVERAGED``      an average over the agents (FedAvg's model,      averaged as is
+                      EM-TDAMP's aggregated Gaussians); ``merge``
+                      averages the updates' deltas
+    ``PARTICLES``     a set of particles (SVGD); ``merge`` moves       refused (an average
+                      them by the mean of the updates' moves           of particle sets is
+                                                                       no particle set)
+    ``SEQUENTIAL``    only meaningful as the learner's own ``merge``   refused
+                      of one update at a time
+    ================  ==============================================  ===================
+
+    The random walk hands the state from holder to holder and merges one update at a
+    time: every declaration works there, and none is needed. The parameter server
+    merges one update per round with any declaration; a round of several agents needs
+    ``ADDITIVE``, ``AVERAGED`` or ``PARTICLES``.
+
+    >>> class Tally(GlobalStateLearner):  # counts: prior 0 + each agent's count
+    ...     combines = Combines.ADDITIVE
+    ...     def init(self, rng): return np.zeros(1)
+    ...     def local_update(self, agent, state, agent_state, rng):
+    ...         return Update(np.ones(1), agent=agent)
+    ...     def merge(self, state, updates): return state + sum(u.payload for u in updates)
+    >>> combines_of(Tally())
+    <Combines.ADDITIVE: 'additive'>
+    """
+
+    ADDITIVE = "additive"
+    AVERAGED = "averaged"
+    PARTICLES = "particles"
+    SEQUENTIAL = "sequential"
+
+
+#: The declarations under which several updates merged at once mean something.
+MERGES_SEVERAL = (Combines.ADDITIVE, Combines.AVERAGED, Combines.PARTICLES)
+
+
 class GlobalStateLearner(ABC):
     """A learner whose global state is updated by one scheduled agent at a time.
 
+    Besides its hooks a learner declares how its state combines the agents'
+    contributions (``combines``, a :class:`Combines`; the protocols read it) and whether
+    it draws from the agents' streams (``uses_agent_streams``).
+
     >>> class Mean(GlobalStateLearner):  # running mean of the agents' numbers
+    ...     combines = Combines.SEQUENTIAL  # [sum, count]: only merge() combines it
     ...     def __init__(self, values): self.values = values
     ...     def init(self, rng): return np.zeros(2)          # [sum, count]
     ...     def local_update(self, agent, state, agent_state, rng):
@@ -91,6 +146,10 @@ class GlobalStateLearner(ABC):
     #: then hand ``None`` as ``rng`` to ``init_agent`` and ``local_update`` and skip
     #: making the streams (a saving in Monte-Carlo studies of many short runs).
     uses_agent_streams: bool = True
+    #: How the global state combines the agents' contributions (:class:`Combines`);
+    #: ``None``: not declared, and the protocols that need it (gossip, a parameter-server
+    #: round of several agents) refuse the learner.
+    combines: Combines | None = None
 
     @abstractmethod
     def init(self, rng: np.random.Generator) -> Any:
@@ -129,6 +188,41 @@ class GlobalStateLearner(ABC):
         """A forget request reached ``agent``: its new private state, which makes its next
         updates unlearn its data (learners that support unlearning override)."""
         raise NotImplementedError(f"{type(self).__name__} does not support unlearning")
+
+
+def combines_of(learner: GlobalStateLearner) -> Combines | None:
+    """``learner``'s declaration (:class:`Combines`; its string value is accepted too), or
+    ``None`` if it declares nothing usable."""
+    value = getattr(learner, "combines", None)
+    if isinstance(value, Combines):
+        return value
+    try:
+        return Combines(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def learner_label(learner: Any) -> str:
+    """How errors name ``learner``: a plugin's name and origin (its ``label``), else its
+    class."""
+    label = getattr(learner, "label", None)
+    return label if isinstance(label, str) and label else \
+        f"learner {type(learner).__name__}"
+
+
+def needs_combines(learner: GlobalStateLearner, protocol: str,
+                   allowed: Sequence[Combines], why: str) -> Combines:
+    """``learner``'s declaration if it is one of ``allowed``; else a one-line
+    ``ValueError`` naming the learner, the ``protocol`` and ``why`` it needs one."""
+    declared = combines_of(learner)
+    if declared in allowed:
+        return declared  # type: ignore[return-value]
+    raw = getattr(learner, "combines", None)
+    has = "declares nothing (no combines attribute)" if raw is None else \
+        f"declares combines = {raw!r}"
+    raise ValueError(f"{protocol}: {learner_label(learner)} {has}; {why} needs combines = "
+                     f"{' or '.join(f'Combines.{c.name}' for c in allowed)} "
+                     f"(bflnet.learners.base.Combines)")
 
 
 def supports_weighted_merge(learner: GlobalStateLearner) -> bool:

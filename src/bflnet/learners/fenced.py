@@ -12,6 +12,10 @@ protocols and the recorder rely on is checked where it is returned:
   run writes itself (``reserved``), to finite real numbers (they become a plain ``dict``
   of ``float``, and ``int`` where the value is an integer).
 
+- ``combines`` (read once, when the learner is wrapped) is a
+  :class:`~bflnet.learners.base.Combines`, its string value, or ``None`` (nothing
+  declared: the protocols that need a declaration refuse the learner in one line).
+
 Anything else is one :class:`~bflnet.validation.errors.PluginError` naming the plugin,
 the hook and what it returned. The protocols see a learner like any other (their own
 error reports name the node and iteration; the run then reports the plugin's error,
@@ -26,8 +30,15 @@ import numbers
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from bflnet.learners.base import GlobalStateLearner, Update, Work, supports_weighted_merge
-from bflnet.runtime.fence import a_kind, call, refusal
+from bflnet.learners.base import (
+    Combines,
+    GlobalStateLearner,
+    Update,
+    Work,
+    supports_weighted_merge,
+)
+from bflnet.runtime.fence import a_kind, call, refusal, shown
+from bflnet.validation.errors import PluginError
 
 #: What ``evaluate`` must return, as its errors say.
 METRICS = "a mapping of str to finite real numbers"
@@ -83,6 +94,18 @@ def _work_problem(work: Any) -> str:
     return ""
 
 
+def _declared(who: str, value: Any) -> Combines | None:
+    """The plugin's ``combines`` as a :class:`Combines` (``None``: declares nothing); a
+    :class:`PluginError` for a value that is neither."""
+    if value is None or isinstance(value, Combines):
+        return value
+    if isinstance(value, str) and value in {c.value for c in Combines}:
+        return Combines(value)
+    raise PluginError(f"{who}: combines is {shown(value)}; it must be one of "
+                      f"{', '.join(f'Combines.{c.name}' for c in Combines)} "
+                      f"(bflnet.learners.base.Combines) or None")
+
+
 class FencedLearner(GlobalStateLearner):
     """``learner``'s hooks behind the fence, named ``who`` in errors (module docs)."""
 
@@ -91,10 +114,14 @@ class FencedLearner(GlobalStateLearner):
         self.learner = learner
         self.who = who
         self.reserved = frozenset(reserved)
+        #: How errors name it (:func:`bflnet.learners.base.learner_label`).
+        self.label = who
         self.uses_agent_streams = bool(call(who, "uses_agent_streams", getattr, learner,
                                             "uses_agent_streams", True))
-        #: The state adds the agents' contributions (gossip scales increments by K).
-        self.additive = bool(call(who, "additive", getattr, learner, "additive", False))
+        #: Its declaration (:class:`~bflnet.learners.base.Combines`), read once: the
+        #: protocols that need one refuse ``None`` in one line naming the plugin.
+        self.combines = _declared(who, call(who, "combines", getattr, learner, "combines",
+                                            None))
 
     def _call(self, hook: str, fn: Callable[..., Any], *args: Any) -> Any:
         return call(self.who, hook, fn, *args)

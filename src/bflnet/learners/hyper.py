@@ -271,3 +271,19 @@ class EMTDAMPParams:
         if self.sparsity_mode == "paper" and self.initial_activity >= 1:
             raise ValueError("initial_activity: must be < 1 with sparsity_mode='paper' "
                              "(rho_0 = 1 switches Module B off)")
+
+
+@dataclass(frozen=True)
+class GaussianMeanParams:
+    """The ``gaussian-mean`` learner's settings (``custom-learner``: ``--set
+    learner.noise_var=...``): its data and its prior."""
+
+    theta: float = param(0.7, "the true mean the agents' data are drawn around", ge=-1e6,
+                         le=1e6)
+    noise_var: float = param(1.0, "variance of the Gaussian noise on each data point",
+                             gt=0, le=1e12)
+    prior_var: float = param(1.0, "variance of the prior N(0, prior_var) of theta", gt=0,
+                             le=1e12)
+
+    def __post_init__(self) -> None:
+        validate(self)

@@ -22,6 +22,17 @@ def check_eval_every(eval_every: int) -> int:
     return int(eval_every)
 
 
+def check_merges_several(learner: Any, protocol: str, per_merge: int) -> None:
+    """A one-line ``ValueError`` naming ``learner`` and ``protocol`` if ``protocol`` merges
+    ``per_merge`` > 1 updates at once and the learner does not declare that this means
+    something (``combines``: :data:`~bflnet.learners.base.MERGES_SEVERAL`)."""
+    from bflnet.learners.base import MERGES_SEVERAL, needs_combines
+
+    if per_merge > 1:
+        needs_combines(learner, protocol, MERGES_SEVERAL,
+                       f"merging {per_merge} updates at once")
+
+
 def check_interventions(interventions: Iterable[Any]) -> tuple[ForgetRequest, ...]:
     out = tuple(interventions)
     for item in out:

@@ -33,7 +33,14 @@ from typing import Any
 import simpy
 
 from bflnet.learners.base import GlobalStateLearner, Update, supports_weighted_merge
-from bflnet.protocols.base import AgentSlots, IterationLoop, call, check_eval_every, start_run
+from bflnet.protocols.base import (
+    AgentSlots,
+    IterationLoop,
+    call,
+    check_eval_every,
+    check_merges_several,
+    start_run,
+)
 from bflnet.protocols.coding import wire
 from bflnet.protocols.coding.wire import CodecSpec
 from bflnet.protocols.parameter_server import serve_agent
@@ -110,6 +117,7 @@ class BufferedServerProtocol:
         if self.buffer_size > len(agents):
             raise ValueError(f"buffer_size: must be <= the number of agents ({len(agents)}), "
                              f"got {self.buffer_size}")
+        check_merges_several(learner, "buffered server", self.buffer_size)
         setup = start_run(sim, self.stop, eval_every=self.eval_every, progress=self.progress,
                           interventions=(), init_agent=learner.init_agent, agents=agents,
                           agent_streams=getattr(learner, "uses_agent_streams", True))

@@ -13,12 +13,13 @@ from bflnet.protocols.base import (
     call,
     check_eval_every,
     check_interventions,
+    check_merges_several,
     start_run,
 )
 from bflnet.protocols.coding import wire
 from bflnet.protocols.coding.wire import CodecSpec
 from bflnet.protocols.interventions import KEEP, ForgetRequest
-from bflnet.protocols.scheduling import AgentSelector, RoundRobinSelector
+from bflnet.protocols.scheduling import AgentSelector, AllAgents, RoundRobinSelector
 from bflnet.protocols.stopping import StopRule
 from bflnet.simulator.message import Message
 from bflnet.simulator.node import SERVER
@@ -45,7 +46,10 @@ class ParameterServerProtocol:
     iteration**, in turn (``RoundRobinSelector(1)``: agent 0, 1, ..., K−1, 0, ...), the
     schedule of distributed SVGD; ``AllAgents()`` gives FedAvg-style rounds of every
     agent, ``RoundRobinSelector(m)`` / ``UniformSelector(m)`` ``m`` agents at a time
-    (:mod:`bflnet.protocols.scheduling`).
+    (:mod:`bflnet.protocols.scheduling`). A round of several agents merges several updates
+    at once: the learner must declare that this means something (``combines``
+    ``ADDITIVE``, ``AVERAGED`` or ``PARTICLES``, :class:`~bflnet.learners.base.Combines`),
+    else the run is refused in one line naming it.
 
     ``interventions`` are :class:`ForgetRequest` events on the same timeline; a request's
     ``then`` phase can change the scheduled agents, the uplink codec and ``eval_every``.
@@ -108,6 +112,8 @@ class ParameterServerProtocol:
             raise ValueError("broadcast: needs a shared medium (medium=shared); independent "
                              "links carry one message each")
         agents: Sequence[Any] = net.agents
+        check_merges_several(learner, "parameter server", len(agents) if isinstance(
+            self.selector, AllAgents) else int(getattr(self.selector, "agents_per_round", 1)))
         setup = start_run(sim, self.stop, eval_every=self.eval_every, progress=self.progress,
                           interventions=self.interventions, init_agent=learner.init_agent,
                           agents=agents,

@@ -15,6 +15,10 @@ A sweep file has ``seeds`` (a count, or a list of seeds) instead of ``seed`` and
 ``[grid]`` table of lists (``graph = ["ring", "complete"]``); its ``[params]`` are fixed
 for every run.
 
+A scenario that runs a learner with settings (``custom-learner``) takes them in a
+``[learner]`` table (``noise_var = 0.1``: the same as ``--set learner.noise_var=0.1``);
+a sweep's ``[grid]`` sweeps one as ``"learner.noise_var" = [0.1, 1.0]``.
+
 Values are checked like ``--set``: the same parser and the same one-line errors naming the
 field. TOML values are typed, so each must fit its field: an integer for an integer field
 (or a whole number such as ``2e3``), an integer or a number for a number field, ``true`` /
@@ -33,12 +37,21 @@ from pathlib import Path
 from typing import Any
 
 from bflnet.files.input_files import read_bytes
-from bflnet.runs.config import describe_fields, field_types, parse_overrides, parse_value
+from bflnet.runs.config import (
+    describe_fields,
+    field_types,
+    group_key,
+    parse_overrides,
+    parse_value,
+)
 from bflnet.runs.registry import DEFAULT_SCENARIO, get_scenario
+from bflnet.validation.params import group_fields
 from bflnet.validation.renames import current_name, rename_keys
 
-RUN_KEYS = ("scenario", "seed", "out", "params")
-SWEEP_KEYS = ("scenario", "seeds", "out", "params", "grid")
+#: Tables of a group's settings a file may have (``[learner]``).
+GROUP_TABLES = ("learner",)
+RUN_KEYS = ("scenario", "seed", "out", "params", *GROUP_TABLES)
+SWEEP_KEYS = ("scenario", "seeds", "out", "params", "grid", *GROUP_TABLES)
 #: Largest config file read (a config is a few hundred bytes).
 MAX_CONFIG_BYTES = 2**20
 #: Deepest nesting of tables and arrays accepted (a config needs 3: [grid] K = [...]).
@@ -74,6 +87,8 @@ class ConfigFile:
     seed: int | None = None
     seeds: Any = None
     out: str | None = None
+    #: The group tables (``[learner]``), by prefix.
+    groups: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def read_config_file(path: str | Path, allowed: Sequence[str]) -> ConfigFile:
@@ -103,14 +118,15 @@ def read_config_file(path: str | Path, allowed: Sequence[str]) -> ConfigFile:
     for key in ("scenario", "out"):
         if key in data and not isinstance(data[key], str):
             raise ValueError(f"{path}: {key}: must be a string, got {data[key]!r}")
-    for key in ("params", "grid"):
+    for key in ("params", "grid", *GROUP_TABLES):
         if key in data and not isinstance(data[key], dict):
             raise ValueError(f"{path}: {key}: must be a table ([{key}]), got {data[key]!r}")
     seed = data.get("seed")
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
         raise ValueError(f"{path}: seed: must be a non-negative integer, got {seed!r}")
     return ConfigFile(path, data.get("scenario"), data.get("params", {}), data.get("grid"),
-                      seed, data.get("seeds"), data.get("out"))
+                      seed, data.get("seeds"), data.get("out"),
+                      {key: data[key] for key in GROUP_TABLES if key in data})
 
 
 def _is_optional(tp: Any) -> bool:
@@ -143,6 +159,13 @@ def toml_value(cls: type, name: str, value: Any) -> Any:
     ``--set name=...`` would type it; a one-line error naming the field otherwise."""
     types_ = field_types(cls)
     name = current_name(cls, name)
+    if group_key(cls, name) is not None:  # typed by the config (its settings class)
+        if isinstance(value, bool | int | float | str):
+            return value
+        raise ValueError(f"{name}: must be a number, a string or true / false, got "
+                         f"{value!r}")
+    if name in group_fields(cls).values() and name not in types_:  # e.g. from Python
+        return value
     if name not in types_:
         return parse_value(cls, name, "")  # raises the --set error for an unknown name
     tp = types_[name]
@@ -184,7 +207,18 @@ def _file_params(cls: type, file: ConfigFile | None) -> dict[str, Any]:
     if file is None:
         return {}
     with _errors_name(file.path):
-        return toml_params(cls, file.params)
+        params = toml_params(cls, file.params)
+        for prefix, table in file.groups.items():
+            if prefix not in group_fields(cls):
+                raise ValueError(f"[{prefix}]: scenario "
+                                 f"{getattr(cls, 'SCENARIO', cls.__name__)} has no "
+                                 f"{prefix} settings")
+            for name, value in table.items():
+                key = f"{prefix}.{name}"
+                if key in params:
+                    raise ValueError(f"{key}: given in [params] and in [{prefix}]")
+                params[key] = toml_value(cls, key, value)
+        return params
 
 
 def scenario_name(given: str | None, file: ConfigFile | None, default: str | None) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 
 import bflnet
 from bflnet.runs.config import field_types
+from bflnet.validation.params import group_fields
 
 RUN = "run"
 SWEEP = "sweep"
@@ -35,14 +36,25 @@ def _is_float_field(tp: Any) -> bool:
     return tp is float or float in typing.get_args(tp)
 
 
-def canonical_config(config: Any) -> dict[str, Any]:
-    """The config's fields as a dict, integers in float fields written as floats."""
+def _fields(config: Any, prefix: str = "") -> dict[str, Any]:
     out = {}
     for name, tp in field_types(type(config)).items():
         value = getattr(config, name)
         if _is_float_field(tp) and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
-        out[name] = value
+        out[prefix + name] = value
+    return out
+
+
+def canonical_config(config: Any) -> dict[str, Any]:
+    """The config's fields as a dict, integers in float fields written as floats; the
+    settings of a group (:func:`bflnet.validation.params.group`) each under its dotted
+    name (``learner.noise_var``), as ``--set`` takes them."""
+    out = _fields(config)
+    for prefix, name in group_fields(type(config)).items():
+        settings = getattr(config, name)
+        if settings is not None:
+            out.update(_fields(settings, f"{prefix}."))
     return out
 
 

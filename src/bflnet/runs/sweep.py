@@ -88,7 +88,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from bflnet.files.atomic import write_files
-from bflnet.runs.config import parse_value
+from bflnet.runs.config import group_key, parse_value
 from bflnet.runs.output import METADATA_KEY, metadata_json, write_parquet
 from bflnet.runs.provenance import canonical_config, run_record, sweep_record
 from bflnet.runs.registry import get_scenario, run_scenario
@@ -230,6 +230,7 @@ def plan_sweep(name: str, grid: Mapping[str, Sequence[Any]], seeds: int | Sequen
     runs: list[Run] = []
     configs: dict[str, dict[str, Any]] = {}
     points: dict[str, dict[str, Any]] = {}
+    typed: dict[str, dict[Any, Any]] = {}
     for combo in itertools.product(*grid_values.values()):
         point = dict(zip(grid_values, combo, strict=True))
         overrides = {**fixed_values, **point}
@@ -239,11 +240,20 @@ def plan_sweep(name: str, grid: Mapping[str, Sequence[Any]], seeds: int | Sequen
         except ValueError as exc:
             raise ValueError(f"{exc} (grid point {point})" if point else str(exc)) from None
         config = canonical_config(settings)
+        # a group's setting (learner.noise_var) is typed by the config: its typed value
+        point = {k: config.get(k, v) if group_key(cls, k) else v for k, v in point.items()}
         digest = config_hash(name, config)
         if digest in configs:
             raise ValueError(f"grid: {points[digest]} and {point} are the same config")
         configs[digest], points[digest] = config, point
         runs.extend(Run(point, seed, digest) for seed in seed_values)
+        for key, value in zip(grid_values, combo, strict=True):
+            typed.setdefault(key, {}).setdefault(value, point[key])
+    grid_values = {k: tuple(typed[k][v] for v in values) if group_key(cls, k) else values
+                   for k, values in grid_values.items()}
+    first = next(iter(configs.values()))
+    fixed_values = {k: first.get(k, v) if group_key(cls, k) else v
+                    for k, v in fixed_values.items()}
     return SweepPlan(name, grid_values, fixed_values, seed_values, tuple(runs), configs,
                      None if saved is None else str(saved.path.resolve()))
 

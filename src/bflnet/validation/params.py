@@ -5,6 +5,22 @@ parsing and sweeps.
 
 Declare fields with :func:`param`; call :func:`validate` in ``__post_init__``; every error
 is one line that names the field and what is allowed.
+
+A config may also hold a *group* of settings whose class depends on another of its
+fields (``custom-learner``'s learner settings depend on ``learner``): a :func:`group`
+field, set one setting at a time as ``PREFIX.NAME`` (``--set learner.noise_var=0.1``).
+It is not among :func:`field_types` (the plain parameters); :mod:`bflnet.runs.config`
+routes the dotted names to it.
+
+>>> from dataclasses import dataclass
+>>> @dataclass(frozen=True)
+... class NoiseSettings:  # a learner's hyper-parameters
+...     noise_var: float = param(1.0, "variance of the noise", gt=0)
+...     def __post_init__(self): validate(self)
+>>> NoiseSettings(noise_var=-1.0)
+Traceback (most recent call last):
+...
+ValueError: noise_var: must be a finite number > 0, got -1.0
 """
 
 from __future__ import annotations
@@ -43,13 +59,31 @@ def param(default: Any, help: str, *, choices: Iterable[Any] | None = None,
     return dataclasses.field(default=default, metadata=meta)
 
 
+#: The metadata key that marks a :func:`group` field (its value: the group's prefix).
+GROUP = "group"
+
+
+def group(prefix: str, help: str) -> Any:
+    """A config field holding a group of settings, each set as ``PREFIX.NAME=VALUE``; the
+    config's ``__post_init__`` turns what was given (``None``: the defaults, or a mapping
+    of name → value) into an instance of the settings class that applies
+    (:func:`bflnet.runs.config.group_value`)."""
+    return dataclasses.field(default=None, metadata={GROUP: prefix, "help": help})
+
+
+def group_fields(cls: type) -> dict[str, str]:
+    """``{prefix: field name}`` of a config class's :func:`group` fields."""
+    return {f.metadata[GROUP]: f.name for f in dataclasses.fields(cls)
+            if f.metadata.get(GROUP)}
+
+
 def field_names(cls: type) -> tuple[str, ...]:
-    """The names of a config class's fields."""
+    """The names of a config class's fields (its plain parameters and its groups)."""
     return tuple(f.name for f in dataclasses.fields(cls))
 
 
 def field_types(cls: type) -> dict[str, Any]:
-    """Resolved type hints of a config class's fields."""
+    """Resolved type hints of a config class's plain parameters (not its groups)."""
     return dict(_resolved_field_types(cls))
 
 
@@ -57,7 +91,38 @@ def field_types(cls: type) -> dict[str, Any]:
 def _resolved_field_types(cls: type) -> tuple[tuple[str, Any], ...]:
     # get_type_hints compiles every string annotation (a few ms a class): once per class
     hints = typing.get_type_hints(cls)
-    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
+    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls)
+                 if not f.metadata.get(GROUP))
+
+
+#: The field types a settings class may use (and ``X | None`` of them).
+SETTING_TYPES = (int, float, str, bool)
+
+
+def settings_class_problem(cls: Any) -> str | None:
+    """What is wrong with ``cls`` as a class of settings (a frozen dataclass of
+    :func:`param` fields of the types in :data:`SETTING_TYPES`, each with a default), or
+    ``None``."""
+    name = getattr(cls, "__name__", type(cls).__name__)
+    if not isinstance(cls, type) or not dataclasses.is_dataclass(cls):
+        return f"{name} is not a dataclass"
+    if not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+        return f"{name} is not frozen (@dataclass(frozen=True))"
+    try:
+        types_ = field_types(cls)
+    except Exception as exc:  # a plugin's annotations
+        return f"the field types of {name} do not resolve ({type(exc).__name__}: {exc})"
+    for f in dataclasses.fields(cls):
+        if f.metadata.get(GROUP):
+            return f"field {f.name!r} of {name} is a group; settings are plain values"
+        if f.default is dataclasses.MISSING:
+            return f"field {f.name!r} of {name} has no default"
+        base = base_type(types_[f.name])[0]
+        if base not in SETTING_TYPES:
+            return (f"field {f.name!r} of {name} is of type "
+                    f"{getattr(base, '__name__', base)!s}; allowed: int, float, str, bool "
+                    f"(or X | None)")
+    return None
 
 
 def base_type(tp: Any) -> tuple[type, bool]:

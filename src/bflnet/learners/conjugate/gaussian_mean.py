@@ -5,8 +5,10 @@ unknown ``theta``; the prior is ``N(0, prior_var)``. The global state is the pos
 natural parameters ``[precision·mean, precision]``; an agent adds the sufficient
 statistics of its data once, the first time it is scheduled (the conjugate G-FVL update),
 and remembers that it did in its private state. The state adds the agents'
-contributions, so under gossip (:class:`~bflnet.learners.gossip.gossip_adapter.GossipAdapter`)
-it runs with ``increment_scale=K`` (``additive = True``).
+contributions (``combines = Combines.ADDITIVE``), so under gossip
+(:class:`~bflnet.learners.gossip.gossip_adapter.GossipAdapter`) each node's increment is
+scaled by K. Its settings (:class:`~bflnet.learners.hyper.GaussianMeanParams`) are
+``custom-learner``'s ``learner.theta``, ``learner.noise_var`` and ``learner.prior_var``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from bflnet.learners.base import GlobalStateLearner, Update, Work
+from bflnet.learners.base import Combines, GlobalStateLearner, Update, Work
+from bflnet.learners.hyper import GaussianMeanParams
 
 
 class GaussianMean(GlobalStateLearner):
@@ -30,8 +33,8 @@ class GaussianMean(GlobalStateLearner):
     1.3333333333333333
     """
 
-    #: The state adds the agents' contributions (gossip scales increments by K).
-    additive = True
+    #: The state is prior + the agents' statistics (gossip scales increments by K).
+    combines = Combines.ADDITIVE
     uses_agent_streams = False
 
     def __init__(self, data: Mapping[Any, np.ndarray], noise_var: float = 1.0,
@@ -60,13 +63,21 @@ class GaussianMean(GlobalStateLearner):
         return self.init(None) + np.array([x.sum(), len(x)]) / self.noise_var
 
     def evaluate(self, state: np.ndarray) -> dict[str, float]:
+        """``posterior_mean``, ``posterior_sd``, ``mean_error`` (against the exact
+        posterior mean) and ``kl`` = KL(state's posterior ‖ exact posterior)."""
         mean, var = state[0] / state[1], 1.0 / state[1]
         exact = self.exact()
+        mean_x, var_x = exact[0] / exact[1], 1.0 / exact[1]
+        kl = 0.5 * (var / var_x + (mean - mean_x) ** 2 / var_x - 1.0 + np.log(var_x / var))
         return {"posterior_mean": float(mean), "posterior_sd": float(np.sqrt(var)),
-                "mean_error": float(abs(mean - exact[0] / exact[1]))}
+                "mean_error": float(abs(mean - mean_x)), "kl": float(max(kl, 0.0))}
 
 
-def make(K: int, points_per_agent: int, rng: np.random.Generator) -> GaussianMean:
-    """The ``gaussian-mean`` learner of ``custom-learner``: theta = 0.7, unit noise."""
-    data = {k: 0.7 + rng.standard_normal(points_per_agent) for k in range(K)}
-    return GaussianMean(data, noise_var=1.0, theta=0.7)
+def make(K: int, points_per_agent: int, rng: np.random.Generator,
+         settings: GaussianMeanParams | None = None) -> GaussianMean:
+    """The ``gaussian-mean`` learner of ``custom-learner``: ``points_per_agent`` draws of
+    N(theta, noise_var) per agent (defaults: theta = 0.7, unit noise and prior)."""
+    p = settings if settings is not None else GaussianMeanParams()
+    sd = float(np.sqrt(p.noise_var))
+    data = {k: p.theta + sd * rng.standard_normal(points_per_agent) for k in range(K)}
+    return GaussianMean(data, noise_var=p.noise_var, prior_var=p.prior_var, theta=p.theta)

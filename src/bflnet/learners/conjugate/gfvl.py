@@ -67,7 +67,7 @@ from typing import Any
 
 import numpy as np
 
-from bflnet.learners.base import NO_WORK, GlobalStateLearner, Update, Work
+from bflnet.learners.base import NO_WORK, Combines, GlobalStateLearner, Update, Work
 from bflnet.learners.conjugate.expfam import (
     BernoulliLikelihood,
     ConjugateLikelihood,
@@ -143,6 +143,9 @@ class GFVL(GlobalStateLearner):
     ``theta_mean`` = E_q[θ], and with ``forget_agents`` ``kl_retrained`` = KL(q ‖ posterior
     without those agents' data).
     """
+
+    #: How the state combines the agents' contributions: η = prior + Σ_k the agents' Δη.
+    combines = Combines.ADDITIVE
 
     def __init__(self, prior: ExpFam, likelihood: Likelihood, data: Mapping[Any, Any],
                  params: GFVLParams | None = None, *, c: float | str = 0.0,

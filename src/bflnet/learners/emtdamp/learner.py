@@ -71,7 +71,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from bflnet.learners.base import GlobalStateLearner, Update, Work
+from bflnet.learners.base import Combines, GlobalStateLearner, Update, Work
 from bflnet.learners.hyper import EMTDAMPParams
 from bflnet.learners.models.torch_utils import torch_generator
 from bflnet.runtime.devices import resolve_device
@@ -149,6 +149,10 @@ class EMTDAMP(GlobalStateLearner):
     docs/em-tdamp.md Sec. 6.6). ``threads``: how many client groups compute at once, each
     with one torch thread (module docs; the results do not depend on it).
     """
+
+    #: How the state combines the agents' contributions: the server's prior
+    #: aggregates the clients' Gaussians, weighted.
+    combines = Combines.AVERAGED
 
     def __init__(self, sizes: Sequence[int], agent_data: Mapping[Any, tuple[Any, Any]],
                  params: EMTDAMPParams | None = None, *,

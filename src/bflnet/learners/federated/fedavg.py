@@ -39,7 +39,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from bflnet.learners.base import GlobalStateLearner, Update, Work
+from bflnet.learners.base import Combines, GlobalStateLearner, Update, Work
 from bflnet.learners.hyper import OPTIMIZERS, FedAvgParams
 from bflnet.learners.models.torch_utils import (
     MinibatchSampler,
@@ -68,6 +68,10 @@ class FedAvg(GlobalStateLearner):
     >>> round(float(w), 3)                 # the MLE: the mean of all observations
     2.0
     """
+
+    #: How the state combines the agents' contributions: the model is the
+    #: average of the agents' models.
+    combines = Combines.AVERAGED
 
     def __init__(self, model: Any, agent_data: Mapping[Any, tuple[Any, Any]],
                  params: FedAvgParams | None = None, *,

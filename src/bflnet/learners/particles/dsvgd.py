@@ -77,7 +77,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from bflnet.learners.base import GlobalStateLearner, Update, Work
+from bflnet.learners.base import Combines, GlobalStateLearner, Update, Work
 from bflnet.learners.hyper import STEP_RULES, DSVGDParams
 from bflnet.learners.models.torch_utils import (
     MinibatchSampler,
@@ -129,6 +129,10 @@ class DSVGD(GlobalStateLearner):
     >>> round(float(theta.mean()), 1)     # posterior mean 10/(1/4 + 10) ≈ 0.98
     1.0
     """
+
+    #: How the state combines the agents' contributions: the particle set
+    #: moves by the mean of the updates' moves; no gossip average.
+    combines = Combines.PARTICLES
 
     def __init__(self, model: Any, agent_data: Mapping[Any, tuple[Any, Any]],
                  n_particles: int = 10, params: DSVGDParams | None = None, *,

@@ -3,19 +3,25 @@ server or gossip, over the network the settings describe.
 
 The learner is named by ``learner``: a built-in one (``gaussian-mean``) or one that an
 installed distribution registers through the ``bflnet.learners`` entry points (a factory
-``make(K, points_per_agent, rng) -> GlobalStateLearner``, :mod:`bflnet.learners.catalog`).
-The same learner object runs under each ``protocol``:
+``make(K, points_per_agent, rng[, settings]) -> GlobalStateLearner``,
+:mod:`bflnet.learners.catalog`). Its settings, if it declares any, are parameters named
+``learner.NAME`` (``--set learner.noise_var=0.1``, ``--grid``, a ``[learner]`` TOML
+table), recorded in result files like the others. The same learner object runs under
+each ``protocol``:
 
 - ``random-walk``: the global state travels with a token (the ``walk`` rule);
 - ``parameter-server``: a server schedules one agent per round, in turn (uplinks of the
   ``channel``; the D2D graph is not used);
 - ``gossip``: every node keeps a copy of the global state and mixes it with its
-  neighbours' (:class:`~bflnet.learners.gossip.gossip_adapter.GossipAdapter`; increments scaled
-  by K for a learner whose state adds the agents' contributions, ``additive = True``).
+  neighbours' (:class:`~bflnet.learners.gossip.gossip_adapter.GossipAdapter`: increments
+  scaled by K for a learner that declares ``combines = Combines.ADDITIVE``, states
+  averaged for ``Combines.AVERAGED``; any other learner is refused in one line).
 
 One row per round (``iteration``) with the learner's ``evaluate`` metrics (for
-``gaussian-mean``: ``posterior_mean``, ``posterior_sd``, ``mean_error``), ``time_s`` and
-``cum_bits``.
+``gaussian-mean``: ``posterior_mean``, ``posterior_sd``, ``mean_error``, ``kl``),
+``time_s`` and ``cum_bits``. Under gossip each metric ``m`` is the median over the nodes
+of each node's own value, with ``m_max``, ``m_spread`` and ``m_at_mean`` (the metric of
+the nodes' mean state) beside it.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from bflnet.protocols.graphs.walk_names import WALK_NAMES
 from bflnet.protocols.stopping import StopRule
-from bflnet.runs.config import param, validate
+from bflnet.runs.config import group, group_value, param, validate
 from bflnet.runs.registry import register
 from bflnet.runs.resources import FLOAT64, ROW_BYTES, Footprint
 from bflnet.runs.schema import (
@@ -36,6 +42,7 @@ from bflnet.runs.schema import (
     NODE,
     SCHEDULED,
     UPDATES,
+    Column,
     Schema,
     col,
 )
@@ -58,6 +65,14 @@ def _known_learner(name: str) -> None:
                          f"bflnet.learners plugin), got {shown(name)}")
 
 
+def _settings(name: str, given: object) -> object:
+    """Learner ``name``'s settings from what was given (module docs)."""
+    from bflnet.learners.catalog import make_settings, settings_class
+
+    return group_value("learner", f"learner {name!r}", settings_class(name), given,
+                       lambda values: make_settings(name, values))
+
+
 @dataclass(frozen=True)
 class CustomLearnerConfig(NetworkSettings):
     """Parameters of ``custom-learner``."""
@@ -76,11 +91,24 @@ class CustomLearnerConfig(NetworkSettings):
                         choices=("metropolis-hastings", "max-degree", "uniform"))
     eval_every: int = param(1, "evaluate every this many rounds (and the last)", ge=1,
                             le=10**7)
+    learner_settings: object = group("learner", "the learner's own settings "
+                                     "(learner.NAME; bflnet describe custom-learner lists "
+                                     "them)")
 
     def __post_init__(self) -> None:
         validate(self)
         self.check_network_fields()
         _known_learner(self.learner)
+        object.__setattr__(self, "learner_settings", _settings(self.learner,
+                                                               self.learner_settings))
+
+    @staticmethod
+    def group_choices(prefix: str) -> dict[str, type | str | None]:
+        """The settings class of every learner (a plugin that cannot be loaded: why),
+        for ``bflnet describe``."""
+        from bflnet.learners.catalog import settings_classes
+
+        return settings_classes()
 
     def footprint(self) -> Footprint:
         """The network, the agents' data (``points_per_agent`` float64 each) and one row
@@ -95,15 +123,37 @@ class CustomLearnerConfig(NetworkSettings):
                                                        else 1.0))
 
 
+#: gaussian-mean's metrics: name -> (unit, meaning).
+GAUSSIAN_MEAN_METRICS = {
+    "posterior_mean": ("1", "posterior mean of theta"),
+    "posterior_sd": ("1", "posterior standard deviation"),
+    "mean_error": ("1", "|posterior mean - exact posterior mean with every agent's data|"),
+    "kl": ("nats", "KL(posterior || exact posterior with every agent's data)"),
+}
+#: Under gossip, what each metric m is, and the columns beside it.
+GOSSIP_STATISTICS = {
+    "_max": "the largest over the nodes of each node's {name}",
+    "_spread": "the largest less the smallest over the nodes of each node's {name}",
+    "_at_mean": "{name} of the nodes' mean state",
+}
+
+
+def _learner_columns() -> list[Column]:
+    columns = []
+    for name, (unit, meaning) in GAUSSIAN_MEAN_METRICS.items():
+        columns.append(col(name, unit, f"learner=gaussian-mean: {meaning} (gossip: the "
+                           f"median over the nodes of each node's own)", "init",
+                           "iteration", "round", when="learner=gaussian-mean"))
+        columns += [col(name + end, unit, "learner=gaussian-mean, gossip: "
+                        + what.format(name=name),
+                        "init", "round", when="learner=gaussian-mean and protocol=gossip")
+                    for end, what in GOSSIP_STATISTICS.items()]
+    return columns
+
+
 SCHEMA = Schema.of(
     *BASE,
-    col("posterior_mean", "1", "learner=gaussian-mean: posterior mean of theta (gossip: of "
-        "the nodes' mean state)", "init", "iteration", "round",
-        when="learner=gaussian-mean"),
-    col("posterior_sd", "1", "learner=gaussian-mean: posterior standard deviation",
-        "init", "iteration", "round", when="learner=gaussian-mean"),
-    col("mean_error", "1", "learner=gaussian-mean: |posterior mean - exact posterior mean "
-        "with every agent's data|", "init", "iteration", "round", when="learner=gaussian-mean"),
+    *_learner_columns(),
     NODE.means("the token holder (random-walk) or the server (parameter-server)")
     .only_when("protocol=random-walk or protocol=parameter-server"),
     CUM_BITS_UP.only_when("protocol=parameter-server"),
@@ -139,7 +189,8 @@ def run(config: CustomLearnerConfig, *, seed: int = 0, progress: bool = False
         graph = config.build_graph(sim.streams.numpy("graph"))
         require_connected(graph)
     learner = make_learner(config.learner, graph.number_of_nodes(), config.points_per_agent,
-                           sim.streams.numpy("data"), reserved=RUN_COLUMNS)
+                           sim.streams.numpy("data"), settings=config.learner_settings,
+                           reserved=RUN_COLUMNS)
     stop = StopRule(max_iterations=config.rounds)
     kwargs = config.network_kwargs(graph)
     if config.protocol == "random-walk":
@@ -160,9 +211,9 @@ def run(config: CustomLearnerConfig, *, seed: int = 0, progress: bool = False
         from bflnet.learners.gossip.gossip_adapter import GossipAdapter
         from bflnet.protocols.consensus import ConsensusProtocol
 
-        scale = graph.number_of_nodes() if getattr(learner, "additive", False) else 1.0
+        gossip = GossipAdapter(learner, agents=graph.number_of_nodes())  # by its combines
         sim.build_network(graph, **kwargs)
-        protocol = ConsensusProtocol(GossipAdapter(learner, increment_scale=scale),
+        protocol = ConsensusProtocol(gossip,
                                      config.mixing, stop, eval_every=config.eval_every,
                                      progress=progress)
     return sim.run(protocol).frame

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from bflnet.learners.base import GlobalStateLearner, Update
+from bflnet.learners.base import Combines, GlobalStateLearner, Update
 from bflnet.protocols.stopping import StopRule
 from bflnet.runs.config import param, validate
 from bflnet.runs.registry import register
@@ -92,6 +92,8 @@ class Carrier(GlobalStateLearner):
     """A learner that only carries ``size`` float64 zeros: one local step per visit."""
 
     uses_agent_streams = False
+    #: A token with nothing to combine: only its own merge, one update at a time.
+    combines = Combines.SEQUENTIAL
 
     def __init__(self, size: int) -> None:
         self.size = size

@@ -116,7 +116,7 @@ def store(summary: pd.DataFrame, tables: dict[str, pd.DataFrame], folder: Path) 
     from bflnet.analysis.targets import Target
 
     folder.mkdir(parents=True, exist_ok=True)
-    summary.to_csv(folder / "d2d_medium.csv", index=False, float_format="%.10g")
+    summary.to_csv(folder / "d2d_medium.csv", index=False)
     for task, table in tables.items():
         columns = [*RUN_COLUMNS, Target.parse(TARGETS[task]).column, *LAST[task]]
         table[list(dict.fromkeys(columns))].to_parquet(

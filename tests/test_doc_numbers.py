@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import re
 import subprocess
 import sys
 from functools import cache
@@ -389,3 +390,357 @@ def test_a_changed_or_unread_number_fails(old, new):
     changed = flat_page.replace(old, new)
     assert problems(changed, "d2d_medium", WIRELESS_CLAIMS, D2D_SETTINGS,
                     WIRELESS_EVERYWHERE) != []
+
+
+# --- over the air: docs/tables/wflmc_gaussian.csv, ota_langevin.csv (and its runs) -----
+
+OTA = ROOT / "docs" / "reproductions" / "ota.md"
+SNR_WORDS = r"\b\d+(?:-\d+)?(?:(?:, | and )\d+)* dB"
+
+
+def _script(name: str):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+
+
+@cache
+def wflmc() -> pd.DataFrame:
+    return pd.read_csv(TABLES / "wflmc_gaussian.csv").set_index(["method", "snr_db"])
+
+
+def w(column: str, method: str, snr: int) -> float:
+    return float(wflmc().loc[(method, snr), f"{column}_last_mean"])
+
+
+def sci(value: float, digits: int = 1) -> str:
+    """``2.3e-4`` (the docs' way: no exponent padding)."""
+    mantissa, exponent = f"{value:.{digits}e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def same_at_precision(text: str, value: float) -> bool:
+    """Whether ``value`` written as precisely as ``text`` is ``text``."""
+    t = text.replace("−", "-").replace(" ", "")
+    if "e" in t:
+        mantissa = t.split("e")[0]
+        digits = len(mantissa.split(".")[1]) if "." in mantissa else 0
+        return math.isclose(float(f"{value:.{digits}e}"), float(t))
+    digits = len(t.split(".")[1]) if "." in t else 0
+    return f"{value:.{digits}f}" == t
+
+
+def _wflmc_rows() -> dict[str, object]:
+    paper = _script("plot_wflmc_gaussian")
+    snrs = list(paper.PAPER_SNR_DB)
+    return {
+        "bflnet `wflmc` (W2²)": lambda s: w("w2", "wflmc", s),
+        "paper \"without DP\" (authors' figure file)": lambda s: paper.PAPER_W2[snrs.index(s)],
+        "bflnet `noiseless` Langevin": lambda s: w("w2", "noiseless", s),
+        "paper noiseless LMC": lambda s: paper.PAPER_NOISELESS_W2,
+        "bflnet `wflmc`: channel noise / 2η": lambda s: w("channel_noise_ratio", "wflmc", s),
+        "bflnet `wflmc`: devices heard per round": lambda s: w("k_active_mean", "wflmc", s),
+        "bflnet `wflmc-full`: energy per device per round (µJ at 1 MHz)":
+            lambda s: 1e6 * w("energy_j", "wflmc-full", s),
+        "bflnet `wflmc`: the same": lambda s: 1e6 * w("energy_j", "wflmc", s),
+    }
+
+
+def test_the_wflmc_table_is_the_stored_summary():
+    """Every cell of the WFLMC table, at the precision it is written, is the summary's
+    (or the paper's value as the plotting script holds it)."""
+    rows = _wflmc_rows()
+    lines = [line for line in OTA.read_text().splitlines()
+             if line.startswith("| SNR (dB) |") or (line.split("|")[1:2] and
+             line.split("|")[1].strip() in rows)]
+    header, *body = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+    snrs = [int(c) for c in header[1:]]
+    assert [cells[0] for cells in body] == list(rows)
+    for label, *cells in body:
+        for snr, cell in zip(snrs, cells, strict=True):
+            if cell:
+                value = rows[label](snr)
+                assert same_at_precision(cell, value), (label, snr, cell, value)
+
+
+def _paper_gap() -> tuple[str, str]:
+    paper = _script("plot_wflmc_gaussian")
+    gap = max(abs(w("w2", "wflmc", s) / p - 1) for s, p in zip(
+        paper.PAPER_SNR_DB, paper.PAPER_W2, strict=True))
+    noiseless = abs(w("w2", "noiseless", 5) / paper.PAPER_NOISELESS_W2 - 1)
+    return str(math.ceil(gap * 100)), str(math.ceil(noiseless * 100))
+
+
+def _channel_supplies_the_noise():
+    assert all(w("added_noise_ratio", "wflmc", s) == 0 for s in range(5, 45, 5))
+    high = {format(w("channel_noise_ratio", "wflmc", s), ".2f") for s in range(25, 45, 5)}
+    assert len(high) == 1
+    return format(w("channel_noise_ratio", "wflmc", 20), ".2f"), high.pop()
+
+
+def _as_close_as_noiseless():
+    for s in range(20, 45, 5):
+        assert w("w2", "wflmc", s) <= w("w2", "noiseless", s)
+    return ()
+
+
+def _full_energy():
+    ratios = [w("energy_j", "wflmc-full", s) / w("energy_j", "wflmc", s)
+              for s in range(5, 45, 5)]
+    assert max(ratios) == ratios[-1]
+    return (format(ratios[-1], ".0f"),)
+
+
+WFLMC_CLAIMS = [
+    Claim(r"\((\d\.\d) and (\d\.\d) times 2η on average\)",
+          lambda: (format(w("channel_noise_ratio", "wflmc", 5), ".1f"),
+                   format(w("channel_noise_ratio", "wflmc", 10), ".1f"))),
+    Claim(r"W2² is (\d+) and (\d+) times the noiseless one",
+          lambda: tuple(format(w("w2", "wflmc", s) / w("w2", "noiseless", s), ".0f")
+                        for s in (5, 10))),
+    Claim(r"\(ratio ([\d.]+) at 20 dB, ([\d.]+) from 25 dB on; the learner adds none\)",
+          _channel_supplies_the_noise),
+    Claim(r"over-the-air Langevin is as close to the posterior as noiseless Langevin",
+          _as_close_as_noiseless),
+    Claim(r"Every over-the-air entry is within (\d+) % of the authors' curve \(the noiseless "
+          r"one within (\d+) %\)", _paper_gap),
+    Claim(r"the noiseless value is ([\de.-]+) here and ([\de.-]+) in the paper",
+          lambda: (sci(w("w2", "noiseless", 5)),
+                   sci(_script("plot_wflmc_gaussian").PAPER_NOISELESS_W2))),
+]
+WFLMC_SETTINGS = [r"\| SNR \(dB\) \| 5 \|.*?\| bflnet `wflmc`: the same(?: \| [\d.]+)+ \|",
+                  SNR_WORDS, r"W2²",
+                  r"100 runs", r"100-sample", r"d = 5", r"2η"]
+WFLMC_EVERYWHERE = [Claim(r"samples the same law at up to (\d+) times the energy at 40 dB",
+                          _full_energy)]
+
+
+def test_the_wflmc_reading_is_the_table():
+    assert problems(OTA.read_text(), "wflmc_gaussian", WFLMC_CLAIMS, WFLMC_SETTINGS,
+                    WFLMC_EVERYWHERE) == []
+
+
+@cache
+def ota() -> pd.DataFrame:
+    return pd.read_csv(TABLES / "ota_langevin.csv")
+
+
+def o(column: str, method: str, snr: int = 10, ref: str = "fald") -> float:
+    t = ota()
+    row = t[(t["reference"] == ref) & (t["method"] == method) & (t["snr_db"] == snr)]
+    return float(row[column].item())
+
+
+def margin(metric: str, snr: int, stat: str = "mean", method: str = "wfald",
+           ref: str = "fald") -> float:
+    return o(f"{metric}_last_diff_to_reference_{stat}", method, snr, ref)
+
+
+@cache
+def last_rows() -> pd.DataFrame:
+    runs = pd.read_parquet(TABLES / "ota_langevin_runs.parquet")
+    return runs[runs["iteration"] == runs["iteration"].max()].set_index(
+        ["method", "snr_db", "seed"])
+
+
+def per_seed(column: str, method: str, snr: int) -> list[float]:
+    return [float(last_rows().loc[(method, snr, s), column]) for s in (0, 1, 2)]
+
+
+def _at_40_db():
+    assert all(abs(margin(m, 40)) < margin(m, 40, "sd") for m in ("accuracy", "ece", "nll"))
+    return (format(o("channel_noise_ratio_last_mean", "wfald", 40), ".2f"),
+            format(abs(margin("accuracy", 40)) * 100, ".1f"),
+            format(abs(margin("ece", 40)), ".3f"), format(abs(margin("nll", 40)), ".3f"),
+            format(margin("accuracy", 40, "sd") * 100, ".1f"))
+
+
+def two_digits(value: float) -> str:
+    """2 significant digits, whole numbers above 100 (``1.9``, ``14``, ``143``)."""
+    return f"{value:.2g}" if abs(value) < 100 else f"{value:.0f}"
+
+
+def _hotter():
+    noise = [two_digits(o("channel_noise_ratio_last_mean", "wfald", s)) for s in (30, 20, 10)]
+    loss = [format(margin("accuracy", s) * 100, ".1f").replace("-", "−") for s in (30, 20,
+                                                                                    10)]
+    return (*noise, *loss)
+
+
+def _spread():
+    sd = {s: margin("accuracy", s, "sd") for s in (40, 30, 20, 10)}
+    assert min(sd[20], sd[10]) > max(sd[30], sd[40])
+    for s in (30, 20, 10):
+        n0, n1, n2 = per_seed("channel_noise_ratio", "wfald", s)
+        assert n0 / max(n1, n2) > 1.5 and n0 / min(n1, n2) < 2.5, s
+    for s in (40, 30, 20, 10):
+        accuracy = per_seed("accuracy", "wfald", s)
+        assert accuracy[0] == min(accuracy), s
+    return tuple(format(sd[s] * 100, ".1f") for s in (20, 10, 30, 40))
+
+
+def _calibration():
+    worst = max(abs(margin("ece", s)) for s in (40, 30, 20, 10))
+    eces = [o("ece_last_mean", "wfald", s) for s in (40, 30, 20, 10)]
+    return (format(math.ceil(worst * 1000) / 1000, ".3f"), format(min(eces), ".3f"),
+            format(max(eces), ".3f"), format(o("ece_last_mean", "fald"), ".3f"))
+
+
+def _digital_high():
+    fald = o("accuracy_last_mean", "fald")
+    digital = [o("accuracy_last_mean", "digital", s) for s in (30, 40)]
+    assert all(abs(d - fald) < 0.01 for d in digital)
+    energy = [o("energy_j_last_mean", "digital", s) / o("energy_j_last_mean", "wfald", s)
+              for s in (30, 40)]
+    air = [o("time_s_last_mean", "digital", s) / o("time_s_last_mean", "wfald", s)
+           for s in (30, 40)]
+    return (*(format(d, ".3f") for d in digital), format(fald, ".3f"),
+            format(min(energy), ".0f"), format(max(energy), ".0f"),
+            format(min(air), ".0f"), format(max(air), ".0f"))
+
+
+def _digital_20():
+    pm = _script("summarise_ota_langevin").pm
+    digital, wfald = per_seed("accuracy", "digital", 20), per_seed("accuracy", "wfald", 20)
+    ahead = [d > f for d, f in zip(digital, wfald, strict=True)]
+    assert ahead == [True, False, False]  # seed 0 alone
+    return (format(o("k_active_mean_last_mean", "digital", 20), ".1f"),
+            pm(o("accuracy_last_mean", "digital", 20), o("accuracy_last_sd", "digital", 20)),
+            pm(o("accuracy_last_mean", "wfald", 20), o("accuracy_last_sd", "wfald", 20)),
+            format(o("energy_j_last_mean", "digital", 20), ".0f"),
+            format(o("energy_j_last_mean", "wfald", 20), ".0f"),
+            format(o("time_s_last_mean", "digital", 20) / o("time_s_last_mean", "wfald", 20),
+                   ".0f"),
+            format(o("ece_last_mean", "digital", 20) / o("ece_last_mean", "wfald", 20), ".1f"),
+            format(o("ece_last_mean", "digital", 20), ".3f"))
+
+
+def _digital_10():
+    assert o("k_active_mean_last_mean", "digital", 10) == 0
+    return ()
+
+
+def _fedavg_margins():
+    close = max(abs(margin("accuracy", s, method="ota-fedavg", ref="fedavg")) for s in (40, 30))
+    assert close <= 0.001 + 1e-9 < abs(margin("accuracy", 20, method="ota-fedavg",
+                                             ref="fedavg"))
+    return (format(-margin("accuracy", 10, method="ota-fedavg", ref="fedavg") * 100, ".1f"),
+            format(margin("accuracy", 10, "sd", "ota-fedavg", "fedavg") * 100, ".1f"),
+            format(margin("nll", 10, method="ota-fedavg", ref="fedavg"), ".3f"),
+            format(margin("nll", 10, "sd", "ota-fedavg", "fedavg"), ".3f"))
+
+
+def _clips():
+    """WFALD's payload clip from the settings (η = 1e-4, K = 10, 2 local steps, gradient
+    clip 1000, d = 79 510), and the measured noise ratio its square predicts."""
+    eta_k, d = 1e-4 * 10, 79_510
+    noise = 1.5 * math.sqrt(2 * eta_k * (2 - 1) * d)
+    clip = eta_k * 2 * 1000 + noise
+    ratios = [o("channel_noise_ratio_last_mean", "wfald", s)
+              / o("channel_noise_ratio_last_mean", "ota-fedavg", s) for s in (10, 20)]
+    assert all(abs(r / clip**2 - 1) < 0.01 for r in ratios)
+    rounded = {f"{float(f'{r:.2g}'):.0f}" for r in ratios}  # 2 significant digits
+    assert len(rounded) == 1
+    return rounded.pop(), format(clip, ".1f"), format(noise, ".0f")
+
+
+def _fedavg_vs_fald():
+    return (format(o("nll_last_mean", "fedavg"), ".3f"), format(o("nll_last_mean", "fald"),
+                                                                ".3f"),
+            format(o("accuracy_last_mean", "fedavg"), ".3f"),
+            format(o("ece_last_mean", "fedavg"), ".3f"),
+            format(o("accuracy_last_mean", "fald"), ".3f"),
+            format(o("ece_last_mean", "fald"), ".3f"))
+
+
+def _fedavg_energy():
+    return (format(o("energy_j_last_mean", "ota-fedavg", 40), ".0f"),
+            format(o("energy_j_last_mean", "wfald", 40), ".0f"),
+            format(o("energy_j_last_mean", "ota-fedavg", 10), ".1f"),
+            format(o("energy_j_last_mean", "wfald", 10), ".0f"))
+
+
+OTA_CLAIMS = [
+    Claim(r"At 40 dB the channel supplies almost all of the Langevin noise \(([\d.]+) × 2η on "
+          r"average: .*?margins of ([\d.]+) accuracy points, ([\d.]+) ECE and ([\d.]+) NLL, "
+          r"each smaller than its sd over 3 seeds, .*?\(an sd of ([\d.]+) points of accuracy",
+          _at_40_db),
+    Claim(r"\(([\d.]+), (\d+) and (\d+) times at 30, 20 and 10 dB\), the chain runs hot, and "
+          r"accuracy and NLL degrade \(([−\d.]+), ([−\d.]+) and ([−\d.]+) points of accuracy\)",
+          _hotter),
+    Claim(r"with a larger seed-to-seed spread at 20 and 10 dB than at 30 and 40 dB \(sd of the "
+          r"margin ([\d.]+) and ([\d.]+) points against ([\d.]+) and ([\d.]+); seed 0, whose "
+          r"fading draws give about twice the channel noise of seeds 1 and 2 at 10-30 dB, is "
+          r"the lowest at every SNR\)", _spread),
+    Claim(r"the ECE stays within ([\d.]+) of FALD's \(([\d.]+) to ([\d.]+) against ([\d.]+)\)",
+          _calibration),
+    Claim(r"at 30-40 dB its accuracy is within 0\.01 of FALD's \(([\d.]+) and ([\d.]+) against "
+          r"([\d.]+)\) but at (\d+)-(\d+) times WFALD's energy and (\d+)-(\d+) times its air "
+          r"time", _digital_high),
+    Claim(r"\(([\d.]+) heard per round\): accuracy ([\d.]+ ± [\d.]+) against WFALD's "
+          r"([\d.]+ ± [\d.]+) \(seed 0 alone has digital ahead; over 3 seeds neither wins on "
+          r"accuracy\), with less energy \((\d+) against (\d+)\) but (\d+) times the air time "
+          r"and ([\d.]+) times the ECE \(([\d.]+)\)", _digital_20),
+    Claim(r"at 10 dB no device ever gets through", _digital_10),
+    Claim(r"`ota-fedavg` is within 0\.1 point of `fedavg` over ideal links down to 30 dB and "
+          r"loses ([\d.]+) ± ([\d.]+) points of accuracy and ([\d.]+) ± ([\d.]+) NLL at 10 dB",
+          _fedavg_margins),
+    Claim(r"its channel noise is (\d+) times smaller than WFALD's, the square of the ratio of "
+          r"the payload clips: 1 for FedAvg against WFALD's ([\d.]+), most of which "
+          r"\(1\.5·√\(2ηK·d\) ≈ (\d+)\)", _clips),
+    Claim(r"\(([\d.]+) against ([\d.]+)\) at about the same accuracy and ECE \(([\d.]+) and "
+          r"([\d.]+) against ([\d.]+) and ([\d.]+)\)", _fedavg_vs_fald),
+    Claim(r"at 40 dB it uses more energy than WFALD \((\d+) against (\d+)\), at 10 dB far less "
+          r"\(([\d.]+) against (\d+):", _fedavg_energy),
+]
+
+
+def _ota_tables() -> list[str]:
+    script = _script("summarise_ota_langevin")
+    return [*script.markdown(ota()).splitlines(), *script.markdown_margins(ota()).splitlines()]
+
+
+def test_the_ota_tables_are_the_stored_summary():
+    page = OTA.read_text().splitlines()
+    for table in (_script("summarise_ota_langevin").markdown(ota()),
+                  _script("summarise_ota_langevin").markdown_margins(ota())):
+        lines = table.splitlines()
+        start = page.index(lines[0])
+        assert page[start:start + len(lines)] == lines
+
+
+#: Fixed settings of the ota-langevin study that its passages may quote.
+OTA_SETTINGS = [SNR_WORDS, r"[Rr]ound 200", r"200 rounds", r"\b3 seeds", r"N_0 = 1 W and 1 MHz",
+                r"2η", r"4-bit payload of 318 kbit", r"seed 0", r"seeds 1 and 2"]
+
+
+def test_the_ota_reading_is_the_table():
+    """The tables' lines are checked above; every other number is a claim or a setting."""
+    tables = [re.escape(" ".join(line.split())) for line in _ota_tables()]
+    assert problems(OTA.read_text(), "ota_langevin", OTA_CLAIMS, [*tables, *OTA_SETTINGS]) == []
+
+
+def test_the_ota_summary_is_bflnet_summarize_of_the_stored_runs():
+    runs = pd.read_parquet(TABLES / "ota_langevin_runs.parquet")
+    again = _script("summarise_ota_langevin").summary(runs)
+    pd.testing.assert_frame_equal(again, ota(), check_dtype=False, rtol=1e-9)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("against WFALD's 0.74 ± 0.06", "against WFALD's 0.736 ± 0.050"),
+    ("(the noiseless one within 28 %)", "(the noiseless one within 25 %)"),
+    ("the chain is too hot and W2² is 43 and 8 times", "the chain is too hot and W2² is 40 and 8 "
+                                                       "times"),
+    ("| 10 dB | −0.28 ± 0.02 |", "| 10 dB | −0.29 ± 0.02 |"),
+    ("Over the air the Bayesian", "Over the air (3.5 times) the Bayesian"),
+])
+def test_a_changed_or_unread_ota_number_fails(old, new):
+    flat_page = " ".join(OTA.read_text().split())
+    assert old in flat_page
+    changed = flat_page.replace(old, new)
+    tables = [re.escape(" ".join(line.split())) for line in _ota_tables()]
+    found = [*problems(changed, "wflmc_gaussian", WFLMC_CLAIMS, WFLMC_SETTINGS),
+             *problems(changed, "ota_langevin", OTA_CLAIMS, [*tables, *OTA_SETTINGS])]
+    assert found != []

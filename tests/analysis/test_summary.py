@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bflnet.analysis.summary import summarize, text_table
+from bflnet.analysis.summary import describe, summarize, text_table
 from bflnet.analysis.targets import Target
 
 NAN = float("nan")
@@ -126,6 +126,8 @@ def test_curves_one_after_the_other_without_run_id_are_separate_runs():
     s = summarize(t, ["acc>=0.9"])
     assert s[["method", "runs", "time_s_to_target_mean"]].values.tolist() == [
         ["x", 1, 1.0], ["y", 1, 2.0]]
+    assert describe(s) == ("settings (--by): method; runs told apart by where iteration "
+                           "starts again; replicates: none")
 
 
 def test_a_pool_is_refused_naming_the_column():
@@ -182,6 +184,8 @@ def test_bad_tables():
         summarize(_table().iloc[:0], "acc>=1")
     with pytest.raises(ValueError, match="table: expected a DataFrame"):
         summarize([1, 2], "acc>=1")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="--target acc>=1: no row has a value of acc"):
+        summarize(_table().assign(acc=NAN), "acc>=1")
     with pytest.raises(ValueError, match="--x: the table has none of time_s"):
         summarize(_table().drop(columns=["time_s", "cum_bits"]), "acc>=1")
 

@@ -37,14 +37,16 @@ REPLICATES = ("seed", "run")
 @dataclass(frozen=True)
 class Runs:
     """The runs of a table: ``codes`` (one integer per row), the ``by`` columns of the
-    settings, the ``replicates`` columns, and ``per_run`` (one row per run, in order of
-    first appearance: the ``by`` and ``replicates`` values)."""
+    settings, the ``replicates`` columns, ``per_run`` (one row per run, in order of
+    first appearance: the ``by`` and ``replicates`` values), and whether some runs were
+    told apart where ``iteration`` starts again (``restarted``)."""
 
     codes: np.ndarray
     key: list[str]
     by: list[str]
     replicates: list[str]
     per_run: pd.DataFrame
+    restarted: bool = False
 
 
 def run_key(frame: pd.DataFrame, run_by: Sequence[str] | None) -> list[str]:
@@ -171,4 +173,6 @@ def runs_of(frame: pd.DataFrame, by: Sequence[str] | None, run_by: Sequence[str]
     replicates = [c for c in REPLICATES if c in frame.columns and c not in chosen]
     per_run = frame.iloc[first_rows(codes)][[*chosen, *replicates]].reset_index(drop=True)
     _check_replicates(frame, codes, per_run, chosen, replicates, key)
-    return Runs(codes, key, chosen, replicates, per_run)
+    groups = frame.groupby(key, sort=False, dropna=False).ngroups if key else 1
+    restarted = "iteration" in frame.columns and len(per_run) > groups
+    return Runs(codes, key, chosen, replicates, per_run, restarted)

@@ -145,6 +145,9 @@ def _per_run(frame: pd.DataFrame, runs: Runs, targets: list[Target], x: list[str
     parts = []
     for target in targets:
         first = first_crossing(frame[target.column], runs.codes, target)
+        if first.empty:
+            raise ValueError(f"--target {target.label}: no row has a value of "
+                             f"{target.column}")
         part = base.loc[first.index.to_numpy()].copy()
         part.insert(len(runs.by), "target", target.label)
         rows = first.to_numpy()
@@ -254,6 +257,7 @@ def summarize(table: pd.DataFrame, targets: str | Target | Sequence[str | Target
     out = _aggregate(per_run, keys, [*measures, *ratios, *last_measures, *diffs],
                      runs.replicates)
     out.attrs["summary"] = {"by": list(runs.by), "run_key": list(runs.key),
+                            "restarts": runs.restarted,
                             "replicates": list(runs.replicates),
                             "targets": [t.label for t in parsed], "x": x_cols,
                             "reference": dict(items), "last": last_cols}
@@ -264,7 +268,10 @@ def describe(summary: pd.DataFrame) -> str:
     """One line: what the settings, runs and replicates of ``summary`` were."""
     info = summary.attrs.get("summary", {})
     by = ", ".join(info.get("by", [])) or "none (one setting)"
-    key = ", ".join(info.get("run_key", [])) or "row order"
+    key = ", ".join(info.get("run_key", []))
+    if info.get("restarts"):
+        key = f"{key} and " * bool(key) + "where iteration starts again"
+    key = key or "one run per row"
     reps = ", ".join(info.get("replicates", [])) or "none"
     return f"settings (--by): {by}; runs told apart by {key}; replicates: {reps}"
 

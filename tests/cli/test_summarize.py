@@ -95,3 +95,15 @@ def test_bad_tables_and_an_existing_out(tmp_path: Path, table: Path):
         assert result.stderr.startswith(f"bflnet: error: {message}")
     assert (tmp_path / "s.csv").read_text() == "keep me"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv", "empty.csv", "s.csv"]
+
+
+def test_the_api_reads_files_and_filters_rows_like_the_command(table: Path, tmp_path: Path):
+    out = tmp_path / "s.parquet"
+    result = _cli(str(table), "--target", "acc>=0.8", "--where", "mac=tdma", "--out",
+                  str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    api = bflnet.summarize(str(table), ["acc>=0.8"], where=["mac=tdma"])
+    pd.testing.assert_frame_equal(pd.read_parquet(out), api, check_dtype=False)
+    assert api["runs"].tolist() == [2] and api["reached"].tolist() == [1]
+    with pytest.raises(ValueError, match="--where mac=csma: no row has this value"):
+        bflnet.summarize(str(table), "acc>=0.8", where="mac=csma")

@@ -2,7 +2,12 @@
 (the scenario's default plot) beside the paper's two curves, dashed.
 
     bflnet run wflmc-gaussian --set runs=100 --out wflmc.csv
-    python scripts/plot_wflmc_gaussian.py wflmc.csv --figure docs/figures/wflmc_gaussian.png
+    python scripts/plot_wflmc_gaussian.py wflmc.csv --figure docs/figures/wflmc_gaussian.png \\
+        --summary docs/tables/wflmc_gaussian.csv
+
+``--summary`` stores ``bflnet summarize`` of the table (one row per method and SNR: W2²,
+the noise ratios, devices heard and energy), where the numbers of
+docs/reproductions/ota.md are read from (tests/test_doc_numbers.py).
 
 The paper's values (Liu and Simeone, "Wireless Federated Langevin Monte Carlo: Repurposing
 Channel Noise for Bayesian Sampling and Privacy", the Gaussian experiment without the
@@ -26,6 +31,18 @@ PAPER_W2 = (9.3e-3, 1.9e-3, 3.1e-4, 2.0e-4, 1.9e-4, 1.9e-4, 1.9e-4, 1.9e-4)
 PAPER_NOISELESS_W2 = 1.8e-4
 
 
+#: The columns of the table the summary keeps.
+SUMMARY = ["w2", "channel_noise_ratio", "added_noise_ratio", "k_active_mean", "energy_j"]
+
+
+def summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """``bflnet summarize`` of a ``wflmc-gaussian`` table: per method and SNR, the
+    :data:`SUMMARY` columns (one run each: its value, as ``COLUMN_last_mean``)."""
+    import bflnet
+
+    return bflnet.summarize(frame, last=SUMMARY, by=["method", "snr_db"])
+
+
 def figure(frame: pd.DataFrame, runs: int | None = None):
     """The scenario's default plot with the paper's curves added (and the run count, when
     known, in the title)."""
@@ -46,6 +63,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("table", help="a `bflnet run wflmc-gaussian` table (.csv or .parquet)")
     parser.add_argument("--figure", default="out/wflmc_gaussian.png", help="PNG to write")
+    parser.add_argument("--summary", help="also store the summary here (.csv)")
     args = parser.parse_args()
     path = Path(args.table)
     if not path.is_file():
@@ -57,6 +75,10 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     figure(frame, runs).savefig(out, dpi=110)
     print(f"wrote {out}")
+    if args.summary:
+        Path(args.summary).parent.mkdir(parents=True, exist_ok=True)
+        summary(frame).to_csv(args.summary, index=False)
+        print(f"wrote {args.summary}")
 
 
 if __name__ == "__main__":

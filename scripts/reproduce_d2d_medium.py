@@ -9,10 +9,13 @@ Two resumable sweeps (``bflnet sweep``, one Dask worker process per core asked f
 
 every run holding the links reference and the four MACs x unicast / broadcast. Then
 
-* ``OUT/summary.csv`` and ``OUT/summary.md``: per task, K, MAC and broadcast, the median
-  over seeds of the simulated seconds and bits on the air to reach the target, their
-  ratio to the links reference of the same seed, how many seeds reached it, and the
-  collision rate at the end of the run;
+* ``OUT/summary.csv``: ``bflnet summarize`` of each sweep, per task, K, MAC and
+  broadcast: the simulated seconds and bits on the air to reach the target (mean, sd and
+  median over seeds), how many seeds reached it, their ratios to the links reference of
+  the same seed, and the collision rate at the end of the run; also written, with the
+  sweeps' rows it is made from, to ``docs/tables`` (``--docs-tables``), where the docs'
+  numbers are read from;
+* ``OUT/summary.md``: the docs' table (the medians);
 * ``docs/figures/d2d_medium.png`` (``--figure``): the slow-down factors against K.
 
 Targets: consensus, the largest deviation from the true mean down to 5 % of its initial
@@ -35,10 +38,20 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Consensus: max_deviation <= this fraction of its initial value.
-DEVIATION_TARGET = 0.05
-#: CD-BFL: accuracy >= this.
-ACCURACY_TARGET = 0.33
+#: The targets (``bflnet summarize --target``): consensus, the largest deviation down to
+#: 5 % of its initial value; CD-BFL, a test accuracy of 0.33.
+TARGETS = {"consensus": "max_deviation<=5%", "cdbfl": "accuracy>=0.33"}
+#: Each run's last value summarised too (``--last``): the collision rate; CD-BFL's final
+#: accuracy and the spread of the devices' samples.
+LAST = {"consensus": ["collision_rate"],
+        "cdbfl": ["collision_rate", "accuracy", "consensus_error"]}
+#: Where the summary the docs' table and numbers are read from is stored
+#: (``d2d_medium.csv``), with the sweeps' rows it is made from (``d2d_medium_TASK_runs``
+#: ``.parquet``, the columns the summary reads); tests/test_doc_numbers.py checks both.
+DOCS_TABLES = ROOT / "docs" / "tables"
+#: The columns of the sweeps' rows kept beside the summary.
+RUN_COLUMNS = ("K", "seed", "run_id", "task", "mac", "broadcast", "iteration", "event",
+               "time_s", "cum_bits")
 SWEEPS = {
     "consensus": ["--set", "tasks=consensus", "--set", "rounds=100"],
     "cdbfl": ["--set", "tasks=cdbfl", "--set", "rounds=40", "--set", "burn_in=20"],
@@ -66,7 +79,7 @@ def sweep(task: str, out: Path, ks: str, seeds: int | None, workers: int,
 
 def finished(folder: Path) -> pd.DataFrame:
     """The runs of a sweep finished so far (its table if complete, else its parts), with
-    the ``K`` and ``seed`` columns."""
+    the ``K`` and ``seed`` columns and a ``run_id`` naming each run of each part."""
     import json
 
     if (folder / "table.parquet").exists():
@@ -76,59 +89,54 @@ def finished(folder: Path) -> pd.DataFrame:
         entry = json.loads(line)
         part = folder / "runs" / f"{entry['run_id']}.parquet"
         if entry.get("status") == "ok" and part.exists():
-            parts.append(pd.read_parquet(part).assign(K=entry["params"]["K"],
-                                                      seed=entry["seed"]))
-    return pd.concat(parts, ignore_index=True).drop_duplicates(
-        ["K", "seed", "mac", "broadcast", "iteration"])
+            rows = pd.read_parquet(part)
+            parts.append(rows.assign(K=entry["params"]["K"], seed=entry["seed"],
+                                     run_id=entry["run_id"] + "/" + rows["run_id"]))
+    return pd.concat(parts, ignore_index=True)
 
 
-def reach(run: pd.DataFrame, task: str) -> tuple[float, float]:
-    """``(time_s, cum_bits)`` of the first row of ``run`` that meets the target (NaN if
-    none)."""
-    if task == "consensus":
-        start = run.loc[run["event"] == "init", "max_deviation"].iloc[0]
-        ok = run["max_deviation"] <= DEVIATION_TARGET * start
-    else:
-        ok = run["accuracy"] >= ACCURACY_TARGET
-    hit = run[ok.fillna(False).to_numpy()]
-    if hit.empty:
-        return float("nan"), float("nan")
-    return float(hit["time_s"].iloc[0]), float(hit["cum_bits"].iloc[0])
+def summarise(table: pd.DataFrame, task: str) -> pd.DataFrame:
+    """``bflnet summarize`` of one task's sweep: per K, MAC and broadcast, the seconds and
+    bits to the target (mean, sd, median over seeds; how many seeds reached it), their
+    ratios to the links reference of the same K and seed, and the last values of
+    :data:`LAST` (with their differences to the links run's)."""
+    import bflnet
+
+    summary = bflnet.summarize(table, TARGETS[task], x=["time_s", "cum_bits"],
+                               by=["K", "mac", "broadcast"],
+                               reference=["mac=links", "broadcast=false"],
+                               last=LAST[task])
+    summary.insert(0, "task", task)
+    return summary
 
 
-def per_run(table: pd.DataFrame, task: str) -> pd.DataFrame:
-    """One row per (K, seed, mac, broadcast): when it reached the target, its final
-    collision rate, and its ratios to the links run of the same K and seed."""
-    rows = []
-    for (k, seed, mac, cast), run in table.groupby(["K", "seed", "mac", "broadcast"],
-                                                   sort=False):
-        run = run.sort_values("iteration", kind="stable")
-        t, b = reach(run, task)
-        last = run.iloc[-1]
-        rows.append({"task": task, "K": k, "seed": seed, "mac": mac, "broadcast": cast,
-                     "time_s": t, "bits": b, "final_time_s": last["time_s"],
-                     "collision_rate": last["collision_rate"],
-                     "deferrals_per_packet": last["deferrals"] / max(last["transmissions"], 1)})
-    out = pd.DataFrame(rows)
-    ref = out[out["mac"] == "links"].set_index(["K", "seed"])
-    key = list(zip(out["K"], out["seed"], strict=True))
-    out["time_ratio"] = out["time_s"].to_numpy() / ref.loc[key, "time_s"].to_numpy()
-    out["bits_ratio"] = out["bits"].to_numpy() / ref.loc[key, "bits"].to_numpy()
-    return out
+def store(summary: pd.DataFrame, tables: dict[str, pd.DataFrame], folder: Path) -> None:
+    """``folder/d2d_medium.csv`` (the summary) and ``folder/d2d_medium_TASK_runs.parquet``
+    (the columns of the sweeps' rows it reads)."""
+    from bflnet.analysis.targets import Target
+
+    folder.mkdir(parents=True, exist_ok=True)
+    summary.to_csv(folder / "d2d_medium.csv", index=False)
+    for task, table in tables.items():
+        columns = [*RUN_COLUMNS, Target.parse(TARGETS[task]).column, *LAST[task]]
+        table[list(dict.fromkeys(columns))].to_parquet(
+            folder / f"d2d_medium_{task}_runs.parquet", compression="zstd", index=False)
 
 
-def summarise(runs: pd.DataFrame) -> pd.DataFrame:
-    """Medians over seeds (of the seeds that reached the target) and the count reached."""
-    g = runs.groupby(["task", "K", "mac", "broadcast"], sort=False)
-    return g.agg(seeds=("seed", "size"), reached=("time_s", lambda s: int(s.notna().sum())),
-                 time_s=("time_s", "median"), time_ratio=("time_ratio", "median"),
-                 bits=("bits", "median"), bits_ratio=("bits_ratio", "median"),
-                 collision_rate=("collision_rate", "median"),
-                 deferrals_per_packet=("deferrals_per_packet", "median")).reset_index()
+def docs_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """The columns of the docs' table (medians over seeds) from :func:`summarise`'s."""
+    return pd.DataFrame({
+        "task": summary["task"], "K": summary["K"], "mac": summary["mac"],
+        "broadcast": summary["broadcast"], "seeds": summary["runs"],
+        "reached": summary["reached"], "time_s": summary["time_s_to_target_median"],
+        "time_ratio": summary["time_s_ratio_to_reference_median"],
+        "bits": summary["cum_bits_to_target_median"],
+        "bits_ratio": summary["cum_bits_ratio_to_reference_median"],
+        "collision_rate": summary["collision_rate_last_median"]})
 
 
 def markdown(summary: pd.DataFrame) -> str:
-    """The table of docs/wireless-medium.md."""
+    """The table of docs/wireless-medium.md, from :func:`docs_table`'s columns."""
     lines = ["| task | K | MAC | broadcast | reached | time to target (s) | × links | "
              "bits to target | × links | collision rate |",
              "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -191,22 +199,32 @@ def main() -> None:
     parser.add_argument("--summary-only", action="store_true")
     parser.add_argument("--figure", default=str(ROOT / "docs" / "figures" / "d2d_medium.png"))
     parser.add_argument("--tasks", default="consensus,cdbfl")
+    parser.add_argument("--docs-tables", default=None,
+                        help="also write the summary and the sweeps' rows into this "
+                             "directory (default: docs/tables, where the docs read them, "
+                             "except with --quick; '': nowhere)")
     args = parser.parse_args()
     out = Path(args.out)
     tasks = args.tasks.split(",")
     if not args.summary_only:
         for task in tasks:
             sweep(task, out, args.K, args.seeds, args.workers, args.quick)
-    runs = pd.concat([per_run(finished(out / task), task) for task in tasks
-                      if (out / task / "manifest.jsonl").exists()], ignore_index=True)
-    summary = summarise(runs)
-    runs.to_csv(out / "runs.csv", index=False)
+    tables = {task: finished(out / task) for task in tasks
+              if (out / task / "manifest.jsonl").exists()}
+    summary = pd.concat([summarise(table, task) for task, table in tables.items()],
+                        ignore_index=True)
     summary.to_csv(out / "summary.csv", index=False)
-    text = markdown(summary)
+    stored = args.docs_tables if args.docs_tables is not None else \
+        ("" if args.quick else str(DOCS_TABLES))
+    if stored:
+        store(summary, tables, Path(stored))
+    table = docs_table(summary)
+    text = markdown(table)
     (out / "summary.md").write_text(text)
     print(text)
-    figure(summary, Path(args.figure))
-    print(f"wrote {out / 'summary.csv'}, {out / 'summary.md'} and {args.figure}")
+    figure(table, Path(args.figure))
+    print(f"wrote {out / 'summary.csv'}, {out / 'summary.md'}, {args.figure}"
+          + (f" and the tables in {stored}" if stored else ""))
 
 
 if __name__ == "__main__":

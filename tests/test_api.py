@@ -22,7 +22,7 @@ def test_import_is_cheap() -> None:
     out = subprocess.run([sys.executable, "-c", lazy], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]"
-    assert sorted(bflnet.__all__) == ["run", "sweep"]
+    assert sorted(bflnet.__all__) == ["run", "summarize", "sweep"]
 
 
 def test_run_is_the_cli_table(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""The Python API: :func:`run` and :func:`sweep`, the ``bflnet run`` and ``bflnet sweep``
-commands as functions.
+"""The Python API: :func:`run`, :func:`sweep` and :func:`summarize`, the ``bflnet run``,
+``bflnet sweep`` and ``bflnet summarize`` commands as functions.
 
 A parameter is given as a keyword and checked like ``--set`` (or a TOML file's value):
 the same types, the same one-line ``ValueError`` naming the field and what is allowed.
@@ -82,3 +82,35 @@ def sweep(name: str, grid: Mapping[str, Sequence[Any]], out: str | Path, *,
     fixed = {key: _typed(cls, key, value) for key, value in params.items()}
     return run_sweep(name, typed_grid, seeds, out, fixed=fixed, workers=workers,
                      scheduler=scheduler, progress=progress, load_state=load_state)
+
+
+def summarize(table: pd.DataFrame | str | Path,
+              targets: str | Sequence[str] = (), *, x: str | Sequence[str] | None = None,
+              reference: Mapping[str, Any] | str | Sequence[str] | None = None,
+              by: str | Sequence[str] | None = None, last: str | Sequence[str] = (),
+              where: Sequence[str] = (), run_by: str | Sequence[str] | None = None
+              ) -> pd.DataFrame:
+    """Time, bits and energy to each target per setting, over its seeds, and the ratios
+    to a ``reference`` setting: the table ``bflnet summarize TABLE --target T --x X
+    --reference C=V --by C --last C --where C=V --out FILE`` writes (one row per setting
+    and target; :mod:`bflnet.analysis.summary` names its columns).
+
+    ``table``: a result table (DataFrame, or a .csv / .parquet file or sweep directory);
+    ``targets``: ``"accuracy>=0.8"``, ``"max_deviation<=5%"`` (of the run's first value);
+    ``reference``: ``{"mac": "links"}`` or ``["mac=links"]``. Errors are one-line
+    ``ValueError`` naming the command-line option."""
+    from bflnet.analysis.summary import summarize as summarize_table
+    from bflnet.analysis.table_filter import where as keep_rows
+
+    if isinstance(table, (str, Path)):
+        from bflnet.runs.result_tables import read_table
+
+        frame, _ = read_table(str(table))
+    else:
+        frame = table
+    if where:
+        if isinstance(where, str):
+            where = [where]
+        frame = keep_rows(frame, list(where))
+    return summarize_table(frame, targets, x=x, by=by, reference=reference, last=last,
+                           run_by=run_by)

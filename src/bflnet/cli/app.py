@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from bflnet.cli.plots import plot, plot_network
+from bflnet.cli.summarize import summarize
 from bflnet.runs.config import ValidationBug, describe_fields, describe_groups
 from bflnet.runs.config_file import run_request, sweep_request
 from bflnet.runs.provenance import run_record
@@ -281,6 +282,7 @@ def rerun(
 app.command()(plot)
 app.command("plot-network")(plot_network)
 app.command("draw", help="Same as plot-network.")(plot_network)
+app.command()(summarize)
 
 
 #: Longest error line printed (a longer one is cut, saying so).

@@ -1,0 +1,746 @@
+"""Every number that docs/wireless-medium.md, the shared-medium section of
+docs/reproductions/studies.md and docs/reproductions/ota.md quote from a study is read
+here from the summary the study's script stored in docs/tables (``bflnet summarize`` of
+its runs): a re-run that changes a number fails here until the text says the new one, and
+a number in a marked passage that no table gives fails too (tests/doc_numbers.py)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import re
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import bflnet
+
+sys.path.insert(0, str(Path(__file__).parent))  # the helper module beside the tests
+from doc_numbers import Claim, problems
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLES = ROOT / "docs" / "tables"
+WIRELESS = ROOT / "docs" / "wireless-medium.md"
+STUDIES = ROOT / "docs" / "reproductions" / "studies.md"
+WORKING = ("tdma", "csma", "aloha")
+
+
+# --- d2d-medium: docs/tables/d2d_medium.csv ------------------------------------------
+
+@cache
+def d2d() -> pd.DataFrame:
+    return pd.read_csv(TABLES / "d2d_medium.csv")
+
+
+def pick(task: str | None = None, mac: str | tuple[str, ...] | None = None,
+         broadcast: bool | None = None, K: int | None = None) -> pd.DataFrame:
+    """The rows of the d2d-medium summary with these settings (``None``: any)."""
+    t = d2d()
+    keep = pd.Series(True, index=t.index)
+    if task is not None:
+        keep &= t["task"] == task
+    if mac is not None:
+        keep &= t["mac"].isin([mac] if isinstance(mac, str) else mac)
+    if broadcast is not None:
+        keep &= t["broadcast"] == broadcast
+    if K is not None:
+        keep &= t["K"] == K
+    return t[keep]
+
+
+def one(column: str, **where: object) -> float:
+    (value,) = pick(**where)[column]  # type: ignore[arg-type]
+    return float(value)
+
+
+TIME = "time_s_ratio_to_reference_median"
+BITS = "cum_bits_ratio_to_reference_median"
+COLLIDE = "collision_rate_last_median"
+
+
+def span(values: pd.Series, fmt: str, scale: float = 1.0) -> tuple[str, str]:
+    return format(values.min() * scale, fmt), format(values.max() * scale, fmt)
+
+
+def unicast_over_broadcast(task: str, mac: str) -> list[float]:
+    return [one(TIME, task=task, mac=mac, broadcast=False, K=k)
+            / one(TIME, task=task, mac=mac, broadcast=True, K=k) for k in (10, 30, 100)]
+
+
+def growing(values: list[float]) -> bool:
+    return all(a < b for a, b in itertools.pairwise(values))
+
+
+def by_k(column: str, **where: object) -> list[float]:
+    return [one(column, K=k, **where) for k in (10, 30, 100)]
+
+
+def slowest(task: str, k: int) -> str:
+    rows = pick(task=task, mac=WORKING, broadcast=False, K=k)
+    return str(rows.loc[rows[TIME].idxmax(), "mac"])
+
+
+def fastest(task: str, k: int, broadcast: bool | None = True) -> str:
+    rows = pick(task=task, mac=WORKING, broadcast=broadcast, K=k)
+    return str(rows.loc[rows[TIME].idxmin(), "mac"])
+
+
+def _factor_4_to_471():
+    return span(pick(mac=WORKING)[TIME], ".0f")
+
+
+def _consensus_factors():
+    return (*span(pick("consensus", WORKING, True)[TIME], ".0f"),
+            *span(pick("consensus", WORKING, False)[TIME], ".0f"))
+
+
+def _grows_with_k():
+    for mac, cast in (("tdma", False), ("tdma", True), ("csma", False)):
+        assert growing(by_k(TIME, task="consensus", mac=mac, broadcast=cast)), (mac, cast)
+    return ()
+
+
+def _cdbfl_factors():
+    return (*span(pick("cdbfl", WORKING, True)[TIME], ".0f"),
+            *span(pick("cdbfl", WORKING, False)[TIME], ".0f"))
+
+
+def _broadcast_bits():
+    return (*span(pick("consensus", ("tdma", "csma"), True)[BITS], ".2f"),
+            *span(pick("cdbfl", ("none", *WORKING), True)[BITS], ".2f"))
+
+
+def _broadcast_time_saving():
+    saving = [*unicast_over_broadcast("consensus", "tdma"),
+              *unicast_over_broadcast("consensus", "csma")]
+    return format(min(saving), ".0f"), format(max(saving), ".0f")
+
+
+def _broadcast_collisions():
+    return span(pick(mac=("csma", "aloha"), broadcast=True)[COLLIDE], ".0f", 100)
+
+
+def _broadcast_stalls():
+    def missed(mac: str, k: int) -> tuple[str, str]:
+        row = pick("consensus", mac, True, k).iloc[0]
+        return str(row["runs"] - row["reached"]), str(row["runs"])
+
+    assert missed("aloha", 100) == missed("aloha", 10)
+    stalled = pick("consensus", WORKING, True)
+    stalled = stalled[stalled["reached"] < stalled["runs"]]
+    assert sorted(zip(stalled["mac"], stalled["K"], strict=True)) == [
+        ("aloha", 10), ("aloha", 100), ("csma", 10)]
+    return (*missed("aloha", 10), *missed("csma", 10))
+
+
+def _aloha_saving():
+    aloha = unicast_over_broadcast("consensus", "aloha")
+    others = [*unicast_over_broadcast("consensus", "tdma"),
+              *unicast_over_broadcast("consensus", "csma")]
+    assert max(aloha) < min(others)  # "saves less"
+    return format(min(aloha), ".1f"), format(max(aloha), ".1f")
+
+
+def _tdma_unicast():
+    assert slowest("consensus", 100) == slowest("cdbfl", 100) == slowest("cdbfl", 30) == "tdma"
+    k10 = {mac: one(TIME, task="consensus", mac=mac, broadcast=False, K=10) for mac in WORKING}
+    assert k10["csma"] > k10["tdma"] and k10["aloha"] > k10["tdma"]
+    assert slowest("cdbfl", 10) == "aloha"
+    return (format(one(TIME, task="consensus", mac="tdma", broadcast=False, K=100), ".0f"),
+            format(one(TIME, task="cdbfl", mac="tdma", broadcast=False, K=100), ".0f"),
+            format(one(TIME, task="cdbfl", mac="tdma", broadcast=False, K=30), ".0f"),
+            format(k10["csma"], ".0f"), format(k10["aloha"], ".0f"), format(k10["tdma"], ".0f"),
+            format(one(TIME, task="cdbfl", mac="aloha", broadcast=False, K=10), ".0f"),
+            format(one(TIME, task="cdbfl", mac="tdma", broadcast=False, K=10), ".0f"))
+
+
+def _tdma_broadcast():
+    def r(mac: str, k: int) -> float:
+        return one(TIME, task="consensus", mac=mac, broadcast=True, K=k)
+
+    def t(mac: str, k: int) -> float:
+        return one("time_s_to_target_median", task="consensus", mac=mac, broadcast=True, K=k)
+
+    assert fastest("consensus", 10) == "tdma" and fastest("consensus", 100) == "csma"
+    assert abs(r("tdma", 30) / r("csma", 30) - 1) < 0.1  # "about as long"
+    assert abs(t("tdma", 30) / t("csma", 30) - 1) < 0.1
+    return (format(r("tdma", 10), ".1f"), format(r("csma", 10), ".1f"),
+            format(r("aloha", 10), ".1f"), format(r("tdma", 30), ".1f"),
+            format(r("csma", 30), ".1f"), format(t("tdma", 30), ".3g"),
+            format(t("csma", 30), ".3g"), format(r("csma", 100), ".1f"),
+            format(r("tdma", 100), ".1f"))
+
+
+def _tdma_bits():
+    for k in (10, 30, 100):
+        rows = pick("consensus", WORKING, True, k)
+        assert rows.loc[rows[BITS].idxmin(), "mac"] == "tdma", k
+    return tuple(format(v, ".2f") for v in by_k(BITS, task="consensus", mac="tdma",
+                                                 broadcast=True))
+
+
+def _csma_losses():
+    return span(pick(mac="csma")[COLLIDE], ".0f", 100)
+
+
+def _aloha_unicast():
+    for task in ("consensus", "cdbfl"):
+        assert growing(by_k(COLLIDE, task=task, mac="aloha", broadcast=False)), task
+        for k in (10, 30, 100):
+            rows = pick(task, WORKING, None, k)
+            assert rows.loc[rows[BITS].idxmax(), "mac"] == "aloha", (task, k)
+    rows = pick(mac="aloha", broadcast=False)
+    return (*span(rows[COLLIDE], ".0f", 100), *span(rows[BITS], ".1f"))
+
+
+def _csma_broadcast_fastest():
+    for k in (10, 30, 100):
+        assert fastest("cdbfl", k, None) == "csma", k
+        assert pick("cdbfl", "csma", True, k)[TIME].item() < pick("cdbfl", "csma", False,
+                                                                  k)[TIME].item()
+    assert fastest("consensus", 100, None) == "csma"
+    return (*span(pick("cdbfl", "csma", True)[TIME], ".0f"),
+            format(one(TIME, task="consensus", mac="csma", broadcast=True, K=100), ".0f"))
+
+
+def _no_mac_collisions():
+    unicast = span(pick(mac="none", broadcast=False)[COLLIDE], ".0f", 100)
+    assert unicast[0] == unicast[1]
+    assert (pick(mac="none", broadcast=True)[COLLIDE] == 1.0).all()
+    return unicast[:1]
+
+
+def _no_mac_consensus():
+    rows = pick("consensus", "none")
+    assert (rows["reached"] == 0).all() and rows["runs"].nunique() == 1
+    return "0", str(rows["runs"].iloc[0])
+
+
+def _no_mac_cdbfl_sooner():
+    rows = pick("cdbfl", "none")
+    assert (rows["reached"] == rows["runs"]).all()
+    return span(pick("cdbfl", "none", True)[TIME], ".2f")
+
+
+def _consensus_error():
+    rows = pick("cdbfl")
+    spread = max(g.max() / g.min() - 1 for _, g in
+                 rows.groupby("K")["consensus_error_last_mean"])
+    return (*span(rows["consensus_error_last_mean"], ".0f"),
+            format(math.ceil(spread * 1000) / 10, "g"))
+
+
+def _no_mac_accuracy():
+    lost = -pick("cdbfl", "none")["accuracy_last_diff_to_reference_mean"]
+    return (*span(lost, ".3f"), *span(pick("cdbfl")["accuracy_last_mean"], ".2f"))
+
+
+def _no_mac_collision_rates():
+    _no_mac_consensus()
+    return span(pick(mac="none")[COLLIDE], ".2f")
+
+
+def _links_accuracy():
+    return (format(one("accuracy_last_mean", task="cdbfl", mac="links", K=10), ".2f"),)
+
+
+def _seeds():
+    return tuple(str(pick(task)["runs"].unique().item()) for task in ("consensus", "cdbfl"))
+
+
+WIRELESS_CLAIMS = [
+    Claim(r"optimistic by a factor of (\d+) to (\d+) in time", _factor_4_to_471),
+    Claim(r"consensus needs (\d+) to (\d+) times longer with broadcast and (\d+) to (\d+) "
+          r"times longer with unicast", _consensus_factors),
+    Claim(r"for TDMA \(and CSMA with unicast\) the factor grows with K", _grows_with_k),
+    Claim(r"shows the same ordering: (\d+) to (\d+) times longer with broadcast and (\d+) to "
+          r"(\d+) times with unicast", _cdbfl_factors),
+    Claim(r"it needs ([\d.]+) to ([\d.]+) of the links reference's bits to reach the "
+          r"consensus target \(CD-BFL: ([\d.]+) to ([\d.]+) with every MAC\)", _broadcast_bits),
+    Claim(r"with TDMA and CSMA, (\d+) to (\d+) times less time than unicast",
+          _broadcast_time_saving),
+    Claim(r"Under CSMA and ALOHA (\d+) to (\d+) % of broadcast receptions collide",
+          _broadcast_collisions),
+    Claim(r"stalled above the target with ALOHA in (\d+) of (\d+) seeds at K = 10 and at "
+          r"K = 100, and with CSMA in (\d+) of (\d+) at K = 10", _broadcast_stalls),
+    Claim(r"ALOHA with broadcast saves less time over ALOHA with unicast \(([\d.]+) to "
+          r"([\d.]+) times\)", _aloha_saving),
+    Claim(r"With unicast it is the slowest MAC at K = 100 \((\d+) × links for consensus, "
+          r"(\d+) × for CD-BFL\) and for CD-BFL at K = 30 \((\d+) ×\), but not at K = 10, "
+          r"where CSMA and ALOHA are slower for consensus \((\d+) and (\d+) × against "
+          r"(\d+) ×\) and ALOHA for CD-BFL \((\d+) × against (\d+) ×\)", _tdma_unicast),
+    Claim(r"it is the fastest MAC for consensus at K = 10 \(([\d.]+) × links, against "
+          r"([\d.]+) × for CSMA and ([\d.]+) × for ALOHA\); at K = 30 TDMA and CSMA take "
+          r"about as long \(([\d.]+) and ([\d.]+) × links; medians ([\d.]+) and ([\d.]+) s\),"
+          r" and at K = 100 CSMA is faster \(([\d.]+) against ([\d.]+) ×\)", _tdma_broadcast),
+    Claim(r"TDMA's broadcast needs the fewest bits at every K \(([\d.]+), ([\d.]+) and "
+          r"([\d.]+) of the links reference's for consensus\)", _tdma_bits),
+    Claim(r"Under CSMA (\d+) to (\d+) % of receptions are lost", _csma_losses),
+    Claim(r"Slotted ALOHA with p = 0\.1 loses (\d+) to (\d+) % with unicast, growing with K, "
+          r"and of the MACs that work spends the most bits \(([\d.]+) to ([\d.]+) times the "
+          r"links reference\)", _aloha_unicast),
+    Claim(r"CSMA with broadcast is the fastest working setting for CD-BFL \((\d+) to (\d+) "
+          r"times links\) and for consensus at K = 100 \((\d+) times\)",
+          _csma_broadcast_fastest),
+    Claim(r"with `mac=none` (\d+) % of unicast receptions and all broadcast ones collide",
+          _no_mac_collisions),
+    Claim(r"consensus never reaches the target \((\d+) of (\d+) seeds at every K\)",
+          _no_mac_consensus),
+    Claim(r"even sooner than over links, ([\d.]+) to ([\d.]+) × links", _no_mac_cdbfl_sooner),
+    Claim(r"`consensus_error` (\d+) to (\d+) at the end, within ([\d.]+) % across the "
+          r"settings of one K", _consensus_error),
+    Claim(r"the final accuracy without MAC is only ([\d.]+) to ([\d.]+) below the links "
+          r"reference's \(([\d.]+) to ([\d.]+) in every setting, means over seeds\)",
+          _no_mac_accuracy),
+]
+#: Fixed settings of the d2d-medium study that its passages may quote.
+D2D_SETTINGS = [r"d2d-medium", r"K = (?:10, 30, 100|10 and 30|10|30|100)\b", r"\b32 µs", r"2\.5 ms",
+                r"\(60 m\)", r"\(158 m\)", r"up to 158 m", r"20 µs", r"ζ = 0\.03",
+                r"after 40 rounds", r"distance-2", r"5 % of the initial deviation"]
+WIRELESS_EVERYWHERE = [
+    Claim(r"the links reference ends at about ([\d.]+) after 40 rounds at K = 10",
+          _links_accuracy),
+    Claim(r"\*\*Seeds\.\*\* (\d+) for consensus, (\d+) for CD-BFL", _seeds),
+]
+STUDIES_CLAIMS = [
+    Claim(r"optimistic by a factor of (\d+) to (\d+) in time with a MAC that works",
+          _factor_4_to_471),
+    Claim(r"TDMA unicast ([\d.]+)-([\d.]+) × the links' time, CSMA ([\d.]+)-([\d.]+) ×",
+          lambda: (*span(pick("consensus", "tdma", False)[TIME], ".1f"),
+                   *span(pick("consensus", "csma", False)[TIME], ".1f"))),
+    Claim(r"without a MAC nearly every reception collides \(collision rate ([\d.]+)-"
+          r"([\d.]+)\) and consensus never reaches its target",
+          _no_mac_collision_rates),
+    Claim(r"cuts the bits to target to ([\d.]+)-([\d.]+) × the links'",
+          lambda: span(pick("consensus", WORKING, True)[BITS], ".2f")),
+    Claim(r"the time to target by (\d+)-(\d+) × against unicast", _broadcast_time_saving),
+]
+
+
+def test_the_wireless_medium_reading_is_the_table():
+    assert problems(WIRELESS.read_text(), "d2d_medium", WIRELESS_CLAIMS, D2D_SETTINGS,
+                    WIRELESS_EVERYWHERE) == []
+
+
+def test_the_studies_page_shared_medium_section_is_the_table():
+    assert problems(STUDIES.read_text(), "d2d_medium", STUDIES_CLAIMS, D2D_SETTINGS) == []
+
+
+def test_the_wireless_medium_table_is_the_stored_summary():
+    """Every row of the docs' table is the stored summary's, as the script writes it."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import reproduce_d2d_medium as script
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    table = script.markdown(script.docs_table(d2d())).splitlines()
+    page = WIRELESS.read_text().splitlines()
+    start = page.index(table[0])
+    assert page[start:start + len(table)] == table
+
+
+def _summarize_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    return subprocess.run([sys.executable, "-m", "bflnet.cli", "summarize", *args],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_bflnet_summarize_of_the_sweeps_rows_is_the_stored_summary(tmp_path):
+    """``bflnet summarize`` on the d2d-medium sweeps' rows (stored beside the summary)
+    gives the docs' table: the command the script runs, on the command line."""
+    out = tmp_path / "consensus.csv"
+    result = _summarize_cli(str(TABLES / "d2d_medium_consensus_runs.parquet"),
+                            "--target", "max_deviation<=5%", "--x", "time_s", "--x",
+                            "cum_bits", "--reference", "mac=links", "--reference",
+                            "broadcast=false", "--last", "collision_rate", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "settings (--by): K, mac, broadcast" in result.stderr
+    stored = d2d()[d2d()["task"] == "consensus"].drop(columns="task")
+    pd.testing.assert_frame_equal(pd.read_csv(out),
+                                  stored.dropna(axis="columns", how="all")
+                                  .reset_index(drop=True), check_dtype=False, rtol=1e-9)
+    cdbfl = bflnet.summarize(TABLES / "d2d_medium_cdbfl_runs.parquet", "accuracy>=0.33",
+                             x=["time_s", "cum_bits"], by=["K", "mac", "broadcast"],
+                             reference=["mac=links", "broadcast=false"],
+                             last=["collision_rate", "accuracy", "consensus_error"])
+    stored = d2d()[d2d()["task"] == "cdbfl"].drop(columns="task").reset_index(drop=True)
+    pd.testing.assert_frame_equal(cdbfl, stored[cdbfl.columns], check_dtype=False, rtol=1e-9)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("by a factor of 4 to 471 in time.", "by one to two and a half orders of magnitude in "
+                                         "time."),
+    ("42 to 471 times longer", "42 to 470 times longer"),
+    ("(0.26, 0.18 and 0.14 of", "(0.26, 0.18 and 0.15 of"),
+    ("Consensus is the task", "At 12 seeds, consensus is the task"),
+    ("With broadcast (one frame a round) it is the fastest MAC for consensus at K = 10",
+     "With broadcast (one frame a round) it is the fastest MAC for consensus at K = 30"),
+])
+def test_a_changed_or_unread_number_fails(old, new):
+    """The checks catch a number that differs from its table, a sentence that no longer
+    says what the table says, and a number that no table gives."""
+    page = WIRELESS.read_text()
+    flat_page = " ".join(page.split())
+    assert old in flat_page
+    changed = flat_page.replace(old, new)
+    assert problems(changed, "d2d_medium", WIRELESS_CLAIMS, D2D_SETTINGS,
+                    WIRELESS_EVERYWHERE) != []
+
+
+# --- over the air: docs/tables/wflmc_gaussian.csv, ota_langevin.csv (and its runs) -----
+
+OTA = ROOT / "docs" / "reproductions" / "ota.md"
+SNR_WORDS = r"\b\d+(?:-\d+)?(?:(?:, | and )\d+)* dB"
+
+
+def _script(name: str):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+
+
+@cache
+def wflmc() -> pd.DataFrame:
+    return pd.read_csv(TABLES / "wflmc_gaussian.csv").set_index(["method", "snr_db"])
+
+
+def w(column: str, method: str, snr: int) -> float:
+    return float(wflmc().loc[(method, snr), f"{column}_last_mean"])
+
+
+def sci(value: float, digits: int = 1) -> str:
+    """``2.3e-4`` (the docs' way: no exponent padding)."""
+    mantissa, exponent = f"{value:.{digits}e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def same_at_precision(text: str, value: float) -> bool:
+    """Whether ``value`` written as precisely as ``text`` is ``text``."""
+    t = text.replace("−", "-").replace(" ", "")
+    if "e" in t:
+        mantissa = t.split("e")[0]
+        digits = len(mantissa.split(".")[1]) if "." in mantissa else 0
+        return math.isclose(float(f"{value:.{digits}e}"), float(t))
+    digits = len(t.split(".")[1]) if "." in t else 0
+    return f"{value:.{digits}f}" == t
+
+
+def _wflmc_rows() -> dict[str, object]:
+    paper = _script("plot_wflmc_gaussian")
+    snrs = list(paper.PAPER_SNR_DB)
+    return {
+        "bflnet `wflmc` (W2²)": lambda s: w("w2", "wflmc", s),
+        "paper \"without DP\" (authors' figure file)": lambda s: paper.PAPER_W2[snrs.index(s)],
+        "bflnet `noiseless` Langevin": lambda s: w("w2", "noiseless", s),
+        "paper noiseless LMC": lambda s: paper.PAPER_NOISELESS_W2,
+        "bflnet `wflmc`: channel noise / 2η": lambda s: w("channel_noise_ratio", "wflmc", s),
+        "bflnet `wflmc`: devices heard per round": lambda s: w("k_active_mean", "wflmc", s),
+        "bflnet `wflmc-full`: energy per device per round (µJ at 1 MHz)":
+            lambda s: 1e6 * w("energy_j", "wflmc-full", s),
+        "bflnet `wflmc`: the same": lambda s: 1e6 * w("energy_j", "wflmc", s),
+    }
+
+
+def test_the_wflmc_table_is_the_stored_summary():
+    """Every cell of the WFLMC table, at the precision it is written, is the summary's
+    (or the paper's value as the plotting script holds it)."""
+    rows = _wflmc_rows()
+    lines = [line for line in OTA.read_text().splitlines()
+             if line.startswith("| SNR (dB) |") or (line.split("|")[1:2] and
+             line.split("|")[1].strip() in rows)]
+    header, *body = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+    snrs = [int(c) for c in header[1:]]
+    assert [cells[0] for cells in body] == list(rows)
+    for label, *cells in body:
+        for snr, cell in zip(snrs, cells, strict=True):
+            if cell:
+                value = rows[label](snr)
+                assert same_at_precision(cell, value), (label, snr, cell, value)
+
+
+def _paper_gap() -> tuple[str, str]:
+    paper = _script("plot_wflmc_gaussian")
+    gap = max(abs(w("w2", "wflmc", s) / p - 1) for s, p in zip(
+        paper.PAPER_SNR_DB, paper.PAPER_W2, strict=True))
+    noiseless = abs(w("w2", "noiseless", 5) / paper.PAPER_NOISELESS_W2 - 1)
+    return str(math.ceil(gap * 100)), str(math.ceil(noiseless * 100))
+
+
+def _channel_supplies_the_noise():
+    assert all(w("added_noise_ratio", "wflmc", s) == 0 for s in range(5, 45, 5))
+    high = {format(w("channel_noise_ratio", "wflmc", s), ".2f") for s in range(25, 45, 5)}
+    assert len(high) == 1
+    return format(w("channel_noise_ratio", "wflmc", 20), ".2f"), high.pop()
+
+
+def _as_close_as_noiseless():
+    for s in range(20, 45, 5):
+        assert w("w2", "wflmc", s) <= w("w2", "noiseless", s)
+    return ()
+
+
+def _full_energy():
+    ratios = [w("energy_j", "wflmc-full", s) / w("energy_j", "wflmc", s)
+              for s in range(5, 45, 5)]
+    assert max(ratios) == ratios[-1]
+    return (format(ratios[-1], ".0f"),)
+
+
+WFLMC_CLAIMS = [
+    Claim(r"\((\d\.\d) and (\d\.\d) times 2η on average\)",
+          lambda: (format(w("channel_noise_ratio", "wflmc", 5), ".1f"),
+                   format(w("channel_noise_ratio", "wflmc", 10), ".1f"))),
+    Claim(r"W2² is (\d+) and (\d+) times the noiseless one",
+          lambda: tuple(format(w("w2", "wflmc", s) / w("w2", "noiseless", s), ".0f")
+                        for s in (5, 10))),
+    Claim(r"\(ratio ([\d.]+) at 20 dB, ([\d.]+) from 25 dB on; the learner adds none\)",
+          _channel_supplies_the_noise),
+    Claim(r"over-the-air Langevin is as close to the posterior as noiseless Langevin",
+          _as_close_as_noiseless),
+    Claim(r"Every over-the-air entry is within (\d+) % of the authors' curve \(the noiseless "
+          r"one within (\d+) %\)", _paper_gap),
+    Claim(r"the noiseless value is ([\de.-]+) here and ([\de.-]+) in the paper",
+          lambda: (sci(w("w2", "noiseless", 5)),
+                   sci(_script("plot_wflmc_gaussian").PAPER_NOISELESS_W2))),
+]
+WFLMC_SETTINGS = [r"\| SNR \(dB\) \| 5 \|.*?\| bflnet `wflmc`: the same(?: \| [\d.]+)+ \|",
+                  SNR_WORDS, r"W2²",
+                  r"100 runs", r"100-sample", r"d = 5", r"2η"]
+WFLMC_EVERYWHERE = [Claim(r"samples the same law at up to (\d+) times the energy at 40 dB",
+                          _full_energy)]
+
+
+def test_the_wflmc_reading_is_the_table():
+    assert problems(OTA.read_text(), "wflmc_gaussian", WFLMC_CLAIMS, WFLMC_SETTINGS,
+                    WFLMC_EVERYWHERE) == []
+
+
+@cache
+def ota() -> pd.DataFrame:
+    return pd.read_csv(TABLES / "ota_langevin.csv")
+
+
+def o(column: str, method: str, snr: int = 10, ref: str = "fald") -> float:
+    t = ota()
+    row = t[(t["reference"] == ref) & (t["method"] == method) & (t["snr_db"] == snr)]
+    return float(row[column].item())
+
+
+def margin(metric: str, snr: int, stat: str = "mean", method: str = "wfald",
+           ref: str = "fald") -> float:
+    return o(f"{metric}_last_diff_to_reference_{stat}", method, snr, ref)
+
+
+@cache
+def last_rows() -> pd.DataFrame:
+    runs = pd.read_parquet(TABLES / "ota_langevin_runs.parquet")
+    return runs[runs["iteration"] == runs["iteration"].max()].set_index(
+        ["method", "snr_db", "seed"])
+
+
+def per_seed(column: str, method: str, snr: int) -> list[float]:
+    return [float(last_rows().loc[(method, snr, s), column]) for s in (0, 1, 2)]
+
+
+def _at_40_db():
+    assert all(abs(margin(m, 40)) < margin(m, 40, "sd") for m in ("accuracy", "ece", "nll"))
+    return (format(o("channel_noise_ratio_last_mean", "wfald", 40), ".2f"),
+            format(abs(margin("accuracy", 40)) * 100, ".1f"),
+            format(abs(margin("ece", 40)), ".3f"), format(abs(margin("nll", 40)), ".3f"),
+            format(margin("accuracy", 40, "sd") * 100, ".1f"))
+
+
+def two_digits(value: float) -> str:
+    """2 significant digits, whole numbers above 100 (``1.9``, ``14``, ``143``)."""
+    return f"{value:.2g}" if abs(value) < 100 else f"{value:.0f}"
+
+
+def _hotter():
+    noise = [two_digits(o("channel_noise_ratio_last_mean", "wfald", s)) for s in (30, 20, 10)]
+    loss = [format(margin("accuracy", s) * 100, ".1f").replace("-", "−") for s in (30, 20,
+                                                                                    10)]
+    return (*noise, *loss)
+
+
+def _spread():
+    sd = {s: margin("accuracy", s, "sd") for s in (40, 30, 20, 10)}
+    assert min(sd[20], sd[10]) > max(sd[30], sd[40])
+    for s in (30, 20, 10):
+        n0, n1, n2 = per_seed("channel_noise_ratio", "wfald", s)
+        assert n0 / max(n1, n2) > 1.5 and n0 / min(n1, n2) < 2.5, s
+    for s in (40, 30, 20, 10):
+        accuracy = per_seed("accuracy", "wfald", s)
+        assert accuracy[0] == min(accuracy), s
+    return tuple(format(sd[s] * 100, ".1f") for s in (20, 10, 30, 40))
+
+
+def _calibration():
+    worst = max(abs(margin("ece", s)) for s in (40, 30, 20, 10))
+    eces = [o("ece_last_mean", "wfald", s) for s in (40, 30, 20, 10)]
+    return (format(math.ceil(worst * 1000) / 1000, ".3f"), format(min(eces), ".3f"),
+            format(max(eces), ".3f"), format(o("ece_last_mean", "fald"), ".3f"))
+
+
+def _digital_high():
+    fald = o("accuracy_last_mean", "fald")
+    digital = [o("accuracy_last_mean", "digital", s) for s in (30, 40)]
+    assert all(abs(d - fald) < 0.01 for d in digital)
+    energy = [o("energy_j_last_mean", "digital", s) / o("energy_j_last_mean", "wfald", s)
+              for s in (30, 40)]
+    air = [o("time_s_last_mean", "digital", s) / o("time_s_last_mean", "wfald", s)
+           for s in (30, 40)]
+    return (*(format(d, ".3f") for d in digital), format(fald, ".3f"),
+            format(min(energy), ".0f"), format(max(energy), ".0f"),
+            format(min(air), ".0f"), format(max(air), ".0f"))
+
+
+def _digital_20():
+    pm = _script("summarise_ota_langevin").pm
+    digital, wfald = per_seed("accuracy", "digital", 20), per_seed("accuracy", "wfald", 20)
+    ahead = [d > f for d, f in zip(digital, wfald, strict=True)]
+    assert ahead == [True, False, False]  # seed 0 alone
+    return (format(o("k_active_mean_last_mean", "digital", 20), ".1f"),
+            pm(o("accuracy_last_mean", "digital", 20), o("accuracy_last_sd", "digital", 20)),
+            pm(o("accuracy_last_mean", "wfald", 20), o("accuracy_last_sd", "wfald", 20)),
+            format(o("energy_j_last_mean", "digital", 20), ".0f"),
+            format(o("energy_j_last_mean", "wfald", 20), ".0f"),
+            format(o("time_s_last_mean", "digital", 20) / o("time_s_last_mean", "wfald", 20),
+                   ".0f"),
+            format(o("ece_last_mean", "digital", 20) / o("ece_last_mean", "wfald", 20), ".1f"),
+            format(o("ece_last_mean", "digital", 20), ".3f"))
+
+
+def _digital_10():
+    assert o("k_active_mean_last_mean", "digital", 10) == 0
+    return ()
+
+
+def _fedavg_margins():
+    close = max(abs(margin("accuracy", s, method="ota-fedavg", ref="fedavg")) for s in (40, 30))
+    assert close <= 0.001 + 1e-9 < abs(margin("accuracy", 20, method="ota-fedavg",
+                                             ref="fedavg"))
+    return (format(-margin("accuracy", 10, method="ota-fedavg", ref="fedavg") * 100, ".1f"),
+            format(margin("accuracy", 10, "sd", "ota-fedavg", "fedavg") * 100, ".1f"),
+            format(margin("nll", 10, method="ota-fedavg", ref="fedavg"), ".3f"),
+            format(margin("nll", 10, "sd", "ota-fedavg", "fedavg"), ".3f"))
+
+
+def _clips():
+    """WFALD's payload clip from the settings (η = 1e-4, K = 10, 2 local steps, gradient
+    clip 1000, d = 79 510), and the measured noise ratio its square predicts."""
+    eta_k, d = 1e-4 * 10, 79_510
+    noise = 1.5 * math.sqrt(2 * eta_k * (2 - 1) * d)
+    clip = eta_k * 2 * 1000 + noise
+    ratios = [o("channel_noise_ratio_last_mean", "wfald", s)
+              / o("channel_noise_ratio_last_mean", "ota-fedavg", s) for s in (10, 20)]
+    assert all(abs(r / clip**2 - 1) < 0.01 for r in ratios)
+    rounded = {f"{float(f'{r:.2g}'):.0f}" for r in ratios}  # 2 significant digits
+    assert len(rounded) == 1
+    return rounded.pop(), format(clip, ".1f"), format(noise, ".0f")
+
+
+def _fedavg_vs_fald():
+    return (format(o("nll_last_mean", "fedavg"), ".3f"), format(o("nll_last_mean", "fald"),
+                                                                ".3f"),
+            format(o("accuracy_last_mean", "fedavg"), ".3f"),
+            format(o("ece_last_mean", "fedavg"), ".3f"),
+            format(o("accuracy_last_mean", "fald"), ".3f"),
+            format(o("ece_last_mean", "fald"), ".3f"))
+
+
+def _fedavg_energy():
+    return (format(o("energy_j_last_mean", "ota-fedavg", 40), ".0f"),
+            format(o("energy_j_last_mean", "wfald", 40), ".0f"),
+            format(o("energy_j_last_mean", "ota-fedavg", 10), ".1f"),
+            format(o("energy_j_last_mean", "wfald", 10), ".0f"))
+
+
+OTA_CLAIMS = [
+    Claim(r"At 40 dB the channel supplies almost all of the Langevin noise \(([\d.]+) × 2η on "
+          r"average: .*?margins of ([\d.]+) accuracy points, ([\d.]+) ECE and ([\d.]+) NLL, "
+          r"each smaller than its sd over 3 seeds, .*?\(an sd of ([\d.]+) points of accuracy",
+          _at_40_db),
+    Claim(r"\(([\d.]+), (\d+) and (\d+) times at 30, 20 and 10 dB\), the chain runs hot, and "
+          r"accuracy and NLL degrade \(([−\d.]+), ([−\d.]+) and ([−\d.]+) points of accuracy\)",
+          _hotter),
+    Claim(r"with a larger seed-to-seed spread at 20 and 10 dB than at 30 and 40 dB \(sd of the "
+          r"margin ([\d.]+) and ([\d.]+) points against ([\d.]+) and ([\d.]+); seed 0, whose "
+          r"fading draws give about twice the channel noise of seeds 1 and 2 at 10-30 dB, is "
+          r"the lowest at every SNR\)", _spread),
+    Claim(r"the ECE stays within ([\d.]+) of FALD's \(([\d.]+) to ([\d.]+) against ([\d.]+)\)",
+          _calibration),
+    Claim(r"at 30-40 dB its accuracy is within 0\.01 of FALD's \(([\d.]+) and ([\d.]+) against "
+          r"([\d.]+)\) but at (\d+)-(\d+) times WFALD's energy and (\d+)-(\d+) times its air "
+          r"time", _digital_high),
+    Claim(r"\(([\d.]+) heard per round\): accuracy ([\d.]+ ± [\d.]+) against WFALD's "
+          r"([\d.]+ ± [\d.]+) \(seed 0 alone has digital ahead; over 3 seeds neither wins on "
+          r"accuracy\), with less energy \((\d+) against (\d+)\) but (\d+) times the air time "
+          r"and ([\d.]+) times the ECE \(([\d.]+)\)", _digital_20),
+    Claim(r"at 10 dB no device ever gets through", _digital_10),
+    Claim(r"`ota-fedavg` is within 0\.1 point of `fedavg` over ideal links down to 30 dB and "
+          r"loses ([\d.]+) ± ([\d.]+) points of accuracy and ([\d.]+) ± ([\d.]+) NLL at 10 dB",
+          _fedavg_margins),
+    Claim(r"its channel noise is (\d+) times smaller than WFALD's, the square of the ratio of "
+          r"the payload clips: 1 for FedAvg against WFALD's ([\d.]+), most of which "
+          r"\(1\.5·√\(2ηK·d\) ≈ (\d+)\)", _clips),
+    Claim(r"\(([\d.]+) against ([\d.]+)\) at about the same accuracy and ECE \(([\d.]+) and "
+          r"([\d.]+) against ([\d.]+) and ([\d.]+)\)", _fedavg_vs_fald),
+    Claim(r"at 40 dB it uses more energy than WFALD \((\d+) against (\d+)\), at 10 dB far less "
+          r"\(([\d.]+) against (\d+):", _fedavg_energy),
+]
+
+
+def _ota_tables() -> list[str]:
+    script = _script("summarise_ota_langevin")
+    return [*script.markdown(ota()).splitlines(), *script.markdown_margins(ota()).splitlines()]
+
+
+def test_the_ota_tables_are_the_stored_summary():
+    page = OTA.read_text().splitlines()
+    for table in (_script("summarise_ota_langevin").markdown(ota()),
+                  _script("summarise_ota_langevin").markdown_margins(ota())):
+        lines = table.splitlines()
+        start = page.index(lines[0])
+        assert page[start:start + len(lines)] == lines
+
+
+#: Fixed settings of the ota-langevin study that its passages may quote.
+OTA_SETTINGS = [SNR_WORDS, r"[Rr]ound 200", r"200 rounds", r"\b3 seeds", r"N_0 = 1 W and 1 MHz",
+                r"2η", r"4-bit payload of 318 kbit", r"seed 0", r"seeds 1 and 2"]
+
+
+def test_the_ota_reading_is_the_table():
+    """The tables' lines are checked above; every other number is a claim or a setting."""
+    tables = [re.escape(" ".join(line.split())) for line in _ota_tables()]
+    assert problems(OTA.read_text(), "ota_langevin", OTA_CLAIMS, [*tables, *OTA_SETTINGS]) == []
+
+
+def test_the_ota_summary_is_bflnet_summarize_of_the_stored_runs():
+    runs = pd.read_parquet(TABLES / "ota_langevin_runs.parquet")
+    again = _script("summarise_ota_langevin").summary(runs)
+    pd.testing.assert_frame_equal(again, ota(), check_dtype=False, rtol=1e-9)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("against WFALD's 0.74 ± 0.06", "against WFALD's 0.736 ± 0.050"),
+    ("(the noiseless one within 28 %)", "(the noiseless one within 25 %)"),
+    ("the chain is too hot and W2² is 43 and 8 times", "the chain is too hot and W2² is 40 and 8 "
+                                                       "times"),
+    ("| 10 dB | −0.28 ± 0.02 |", "| 10 dB | −0.29 ± 0.02 |"),
+    ("Over the air the Bayesian", "Over the air (3.5 times) the Bayesian"),
+])
+def test_a_changed_or_unread_ota_number_fails(old, new):
+    flat_page = " ".join(OTA.read_text().split())
+    assert old in flat_page
+    changed = flat_page.replace(old, new)
+    tables = [re.escape(" ".join(line.split())) for line in _ota_tables()]
+    found = [*problems(changed, "wflmc_gaussian", WFLMC_CLAIMS, WFLMC_SETTINGS),
+             *problems(changed, "ota_langevin", OTA_CLAIMS, [*tables, *OTA_SETTINGS])]
+    assert found != []

@@ -3,6 +3,9 @@
 
 A parameter is given as a keyword and checked like ``--set`` (or a TOML file's value):
 the same types, the same one-line ``ValueError`` naming the field and what is allowed.
+The functions' own arguments (the scenario's name, the seed, paths, flags, the grid, the
+workers, the scheduler) are checked before anything runs too: a one-line ``TypeError``
+(a wrong type) or ``ValueError`` (a value not allowed) naming the argument.
 
 >>> import bflnet
 >>> table = bflnet.run("cover-time", seed=1, K=5, runs=3)  # doctest: +SKIP
@@ -22,6 +25,27 @@ def _check_seed(seed: Any) -> int:
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed: must be a non-negative integer, got {seed!r}")
     return seed
+
+
+def _check_scheduler(scheduler: Any) -> str | None:
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise TypeError(f"scheduler: must be a Dask scheduler's address (a str such as "
+                        f"'tcp://host:8786') or None, got {type(scheduler).__name__}")
+    if scheduler is not None and not scheduler.strip():
+        raise ValueError(f"scheduler: must be a Dask scheduler's address such as "
+                         f"'tcp://host:8786' or None, got {scheduler!r}")
+    return scheduler
+
+
+def _check_grid(grid: Any) -> Mapping[str, Any]:
+    if not isinstance(grid, Mapping):
+        raise TypeError(f"grid: must be a mapping of parameter to a list of values, got "
+                        f"{type(grid).__name__}")
+    for key in grid:
+        if not isinstance(key, str):
+            raise TypeError(f"grid: its keys must be parameter names (str), got "
+                            f"{type(key).__name__} {key!r:.60}")
+    return grid
 
 
 def _typed(cls: type, name: str, value: Any) -> Any:
@@ -46,17 +70,21 @@ def run(name: str, seed: int | None = None, *, progress: bool = False,
     ``params`` may change only the settings of the request and after it (a setting of
     the learning that differs from the saved one is a ``ValueError`` naming it)."""
     from bflnet.runs.registry import get_scenario
+    from bflnet.validation.arguments import check_flag, check_name, check_path
 
-    scenario = get_scenario(name)
+    scenario = get_scenario(check_name("name", name, "a scenario name"))
+    seed = None if seed is None else _check_seed(seed)
+    progress, force = check_flag("progress", progress), check_flag("force", force)
+    save = check_path("save_state", save_state, optional=True)
+    load = check_path("load_state", load_state, optional=True)
     cls = scenario.config_cls
     overrides = {key: _typed(cls, key, value) for key, value in params.items()}
-    seed = None if seed is None else _check_seed(seed)
-    if load_state is None:
+    if load is None:
         config, seed = scenario.config(overrides), 0 if seed is None else seed
     else:
-        config, seed = scenario.load_config(load_state, overrides, seed)
-    return scenario.run(config, seed=seed, progress=progress, save_state=save_state,
-                        load_state=load_state, force=force)
+        config, seed = scenario.load_config(load, overrides, seed)
+    return scenario.run(config, seed=seed, progress=progress, save_state=save,
+                        load_state=load, force=force)
 
 
 def sweep(name: str, grid: Mapping[str, Sequence[Any]], out: str | Path, *,
@@ -71,17 +99,23 @@ def sweep(name: str, grid: Mapping[str, Sequence[Any]], out: str | Path, *,
     settings and its seed only (``seeds`` 1), as ``--load-state``."""
     from bflnet.runs.config_file import toml_grid
     from bflnet.runs.registry import get_scenario
+    from bflnet.runs.sweep import check_workers
     from bflnet.runs.sweep import sweep as run_sweep
+    from bflnet.validation.arguments import check_flag, check_name, check_path
 
-    cls = get_scenario(name).config_cls
-    if not isinstance(grid, Mapping):
-        raise ValueError(f"grid: must be a mapping of parameter to a list of values, got "
-                         f"{type(grid).__name__}")
+    cls = get_scenario(check_name("name", name, "a scenario name")).config_cls
+    grid = _check_grid(grid)
+    path = check_path("out", out)
+    if workers is not None:
+        check_workers(workers)
+    scheduler = _check_scheduler(scheduler)
+    progress = check_flag("progress", progress)
+    load = check_path("load_state", load_state, optional=True)
     typed_grid = toml_grid(cls, {k: list(v) if isinstance(v, (list, tuple)) else v
                                  for k, v in grid.items()})
     fixed = {key: _typed(cls, key, value) for key, value in params.items()}
-    return run_sweep(name, typed_grid, seeds, out, fixed=fixed, workers=workers,
-                     scheduler=scheduler, progress=progress, load_state=load_state)
+    return run_sweep(name, typed_grid, seeds, path, fixed=fixed, workers=workers,
+                     scheduler=scheduler, progress=progress, load_state=load)
 
 
 def summarize(table: pd.DataFrame | str | Path,

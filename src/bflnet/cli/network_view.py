@@ -7,8 +7,8 @@
 * a result table written by bflnet (``.csv`` with its sidecar, ``.parquet``, or a sweep):
   the graph of the config and seed stored with it, and the table's events for one run
   (the random walk's token holders, gossip exchanges, node and link outages);
-* a graph file (``.graphml``, ``.txt``, ``.edgelist``, ``.csv`` edge list): the graph
-  alone, at the positions the file gives (GraphML ``x``/``y``).
+* a graph file (``.graphml``, ``.gml``, ``.txt``, ``.edgelist``, ``.csv`` edge list): the
+  graph alone, at the positions the file gives (``x``/``y`` or ``pos``, checked).
 
 Link quality, where the config makes it differ between links, is the mean SNR of each
 link in dB at its length (fading channels or ``medium=shared`` on a graph with
@@ -28,9 +28,13 @@ import pandas as pd
 
 from bflnet.analysis.network_plot import MAX_NODES, NetworkPicture
 from bflnet.analysis.table_filter import format_value, where
-from bflnet.protocols.graphs.topologies import EDGE_LIST_SUFFIXES, GRAPHML_SUFFIXES
+from bflnet.protocols.graphs.topologies import (
+    EDGE_LIST_SUFFIXES,
+    GML_SUFFIXES,
+    GRAPHML_SUFFIXES,
+)
 
-GRAPH_FILE_SUFFIXES = EDGE_LIST_SUFFIXES + GRAPHML_SUFFIXES
+GRAPH_FILE_SUFFIXES = EDGE_LIST_SUFFIXES + GRAPHML_SUFFIXES + GML_SUFFIXES
 TABLE_SUFFIXES = (".csv", ".parquet")
 #: Columns that tell the runs of a table apart, shown in the panel's title.
 RUN_COLUMNS = ("run_id", "seed", "run")

@@ -142,7 +142,7 @@ def plot_network(
         help="a scenario name (its graph from its config, --set and --seed; nothing is "
              "learnt), a result table written by bflnet (.parquet, .csv, sweep directory: "
              "the graph of its stored config and one run's walk, exchanges and outages), "
-             "or a graph file (.graphml, .txt, .edgelist)")],
+             "or a graph file (.graphml, .gml, .txt, .edgelist)")],
     out: Annotated[str, typer.Option(help="figure file: .png, .pdf or .svg")],
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="a scenario: override a parameter, key=value (repeatable)")] = None,

@@ -99,8 +99,8 @@ def check_connectable(K: int, radius_m: float, area_m: float, share: float) -> N
 def count_graph_file(path: str) -> tuple[float, float]:
     """``(nodes, edges)`` upper estimates of a graph file, counted without building it: an
     edge list's lines (nodes: at most two per edge); GraphML's ``<node`` and ``<edge``
-    tags. Anything but a readable regular file counts as empty (loading it gives the error
-    that names it).
+    tags; GML's ``node`` and ``edge`` words. Anything but a readable regular file counts as
+    empty (loading it gives the error that names it).
 
     Reading is in chunks of 1 MiB, so a file without line breaks costs no memory."""
     p = Path(path)
@@ -109,6 +109,8 @@ def count_graph_file(path: str) -> tuple[float, float]:
             return 0.0, 0.0
         if p.suffix.lower() == ".graphml":
             return float(_count_bytes(p, b"<node")), float(_count_bytes(p, b"<edge"))
+        if p.suffix.lower() == ".gml":  # each node and edge is a "node [" / "edge [" block
+            return float(_count_bytes(p, b"node")), float(_count_bytes(p, b"edge"))
         edges = _count_bytes(p, b"\n") + 1
     except OSError:
         return 0.0, 0.0

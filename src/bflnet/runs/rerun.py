@@ -206,7 +206,12 @@ def rerun(path: str | Path, out: str | Path | None = None, *, strict_version: bo
     the same format, removed afterwards) and compare it with the original. An existing
     ``out`` is refused unless ``force``. The stored record is checked first
     (:func:`check_record`). A version warning is also passed to ``warn`` at once, before
-    the (maybe long) run."""
+    the (maybe long) run. ``workers`` (a sweep table's local worker processes) is checked
+    first, whatever the file holds."""
+    if workers is not None:
+        from bflnet.runs.sweep import check_workers
+
+        check_workers(workers)
     path = Path(path)
     try:
         record = check_record(read_metadata(path))

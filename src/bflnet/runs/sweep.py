@@ -98,6 +98,7 @@ from bflnet.runtime.interrupt import (
     children_ignore_signals,
     deferred,
 )
+from bflnet.runtime.threads import available_cpus
 from bflnet.validation.errors import SweepError
 from bflnet.validation.renames import rename_keys
 
@@ -109,9 +110,33 @@ CONNECT_TIMEOUT_S = 5.0  # to an existing scheduler
 STOP_TIMEOUT_S = 2.0  # for a killed local worker to be reaped
 
 
+#: Local worker processes a sweep may start per CPU this process may run on (each is a
+#: Python process of its own, with its own copy of the scenario's imports and data).
+WORKERS_PER_CPU = 4
+#: Most local worker processes of one sweep, however many CPUs the machine has.
+MAX_WORKERS = 256
+
+
 def default_workers() -> int:
     """``min(2, cpu count)``: the local worker processes used when none is given."""
-    return min(2, os.cpu_count() or 1)
+    return min(2, available_cpus())
+
+
+def max_workers() -> int:
+    """The most local worker processes a sweep may start here: :data:`WORKERS_PER_CPU` per
+    CPU this process may run on, at most :data:`MAX_WORKERS`."""
+    return min(MAX_WORKERS, WORKERS_PER_CPU * available_cpus())
+
+
+def check_workers(value: Any) -> int:
+    """``value`` as a number of local worker processes in 1..:func:`max_workers`, else a
+    one-line ``ValueError`` naming ``workers`` and the bound (before anything starts)."""
+    limit = max_workers()
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+        raise ValueError(f"workers: must be an integer >= 1 and <= {limit} ({WORKERS_PER_CPU}"
+                         f" local worker processes per CPU, {available_cpus()} CPUs here; at "
+                         f"most {MAX_WORKERS}), got {_short(value)}")
+    return value
 
 
 # --- the plan: grid expansion, validation, config hashes ---------------------------------
@@ -719,15 +744,16 @@ def sweep(name: str, grid: Mapping[str, Sequence[Any]], seeds: int | Sequence[in
     settings and its seed: ``grid`` and ``fixed`` may change only the settings a load may
     change, and ``seeds`` must be 1 (or the saved seed's list), the saved seed only.
 
-    ``workers`` local processes (default ``min(2, cpus)``) unless ``scheduler`` (an address
-    such as ``tcp://host:8786``) names an existing Dask cluster. Finished runs in ``out``
+    ``workers`` local processes (default ``min(2, cpus)``; at most :func:`max_workers`:
+    4 per CPU, 256 in all) unless ``scheduler`` (an address such as ``tcp://host:8786``)
+    names an existing Dask cluster. Finished runs in ``out``
     are skipped; failed runs are retried; a damaged part is computed again and reported to
     ``warn`` (default :func:`warnings.warn`). ``table.attrs["sweep"]`` counts the runs and
     lists the failures; :class:`SweepError` if no run succeeded; :class:`Interrupted` on
     Ctrl-C or SIGTERM (in the main thread), every finished run kept.
     """
+    workers = check_workers(default_workers() if workers is None else workers)
     plan = plan_sweep(name, grid, seeds, fixed, load_state)
-    workers = _check_count("workers", default_workers() if workers is None else workers)
     torch_threads = _check_count("torch_threads", torch_threads)
     paths = sweep_paths(out)
     with catch_signals():

@@ -1,10 +1,10 @@
 """Communication graphs: NetworkX builders with one convention.
 
 Every graph returned here is an undirected ``networkx.Graph`` whose nodes are the integers
-``0..K-1``. Graphs with a geometry (``random_geometric``, or a GraphML file carrying ``x``/``y``
-node attributes) keep each node's position in metres as the node attribute ``"pos"`` (a tuple),
-so channel models can turn links into distances (:func:`node_distance`). All randomness comes
-from a passed ``numpy.random.Generator``.
+``0..K-1``. Graphs with a geometry (``random_geometric``, or a GraphML or GML file carrying
+``x``/``y`` node attributes) keep each node's position in metres as the node attribute
+``"pos"`` (a tuple), so channel models can turn links into distances
+(:func:`node_distance`). All randomness comes from a passed ``numpy.random.Generator``.
 
 >>> import numpy as np
 >>> g = make_graph("grid", 6, np.random.default_rng(0))
@@ -43,6 +43,7 @@ GRAPH_NAMES: tuple[str, ...] = (
 
 EDGE_LIST_SUFFIXES: tuple[str, ...] = (".txt", ".edgelist", ".csv")
 GRAPHML_SUFFIXES: tuple[str, ...] = (".graphml",)
+GML_SUFFIXES: tuple[str, ...] = (".gml",)
 
 # ------------------------------------------------------------------ validation helpers
 
@@ -237,29 +238,91 @@ def _read_graphml(p: Path) -> nx.Graph:
     except Exception as exc:  # networkx/lxml raise many kinds of parse errors
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ValueError(f"path: cannot parse GraphML file {str(p)!r} ({msg})") from None
+    return _simple_graph(raw, p)
+
+
+def _read_gml(p: Path) -> nx.Graph:
+    text = read_text(p, "path")
+    try:
+        raw = nx.parse_gml(text, label="id")  # node ids, whatever the labels say
+    except Exception as exc:  # networkx raises many kinds of parse errors
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"path: cannot parse GML file {str(p)!r} ({msg[:200]})") from None
+    return _simple_graph(raw, p)
+
+
+def _simple_graph(raw: nx.Graph, p: Path) -> nx.Graph:
+    """A parsed GraphML or GML graph as an undirected simple graph without self-loops,
+    with integer node ids where the file's ids all are distinct integers."""
     g = nx.Graph(raw)  # undirected, simple
     loops = list(nx.selfloop_edges(g))
     if loops:
         raise ValueError(f"path: {str(p)!r} has self-loop(s), e.g. {loops[0]!r}")
-    # GraphML ids are strings; restore integer ids when they all are distinct integers
     ids = list(g.nodes)
     as_int = [_parse_label(str(n)) for n in ids]
     if all(isinstance(x, int) for x in as_int) and len(set(as_int)) == len(as_int):
         g = nx.relabel_nodes(g, dict(zip(ids, as_int, strict=True)))
-    # positions stored as numeric x, y node attributes become "pos"
-    attrs = g.nodes(data=True)
-    if len(g) and all(
-        isinstance(d.get("x"), numbers.Real) and isinstance(d.get("y"), numbers.Real)
-        for _, d in attrs
-    ):
-        for n, d in attrs:
-            x, y = float(d["x"]), float(d["y"])
-            if not (abs(x) <= MAX_COORD_M and abs(y) <= MAX_COORD_M):
-                raise ValueError(f"path: graph file {str(p)!r}: node {n!r} must have a finite "
-                                 f"position x, y within +-{MAX_COORD_M:g} m, got ({x!r}, "
-                                 f"{y!r})")
-            d["pos"] = (x, y)
     return g
+
+
+def _coordinate(value: Any) -> float | None:
+    """``value`` as a coordinate in metres: a finite real number within
+    +-:data:`MAX_COORD_M` (not a bool, not text), else ``None``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    try:
+        x = float(value)
+    except (OverflowError, ValueError):
+        return None
+    return x if abs(x) <= MAX_COORD_M else None
+
+
+def _node_position(n: Any, d: dict[str, Any], p: Path) -> tuple[float, float] | None:
+    """The position a graph file gives node ``n``: its numeric ``x`` and ``y`` attributes,
+    or its ``pos`` of two numbers; ``None`` if it gives none; a one-line ``ValueError``
+    naming the file and the node for one that is not 2 finite numbers in range."""
+    where = f"path: graph file {str(p)!r}: node {n!r}"
+    if "x" in d or "y" in d:
+        x, y = _coordinate(d.get("x")), _coordinate(d.get("y"))
+        if x is None or y is None:
+            raise ValueError(f"{where} must have a finite position x, y within "
+                             f"+-{MAX_COORD_M:g} m, got ({_cut(d.get('x'))}, "
+                             f"{_cut(d.get('y'))})")
+    if "pos" in d:
+        pos = d["pos"]
+        xy = ([_coordinate(c) for c in pos] if isinstance(pos, list | tuple) and len(pos) == 2
+              else [None])
+        if None in xy:
+            raise ValueError(f"{where} must have a position pos of 2 finite numbers within "
+                             f"+-{MAX_COORD_M:g} m, got pos={_cut(pos)}")
+        if "x" not in d and "y" not in d:
+            return xy[0], xy[1]  # type: ignore[return-value]
+    if "x" in d or "y" in d:
+        return float(d["x"]), float(d["y"])
+    return None
+
+
+def _cut(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _check_positions(g: nx.Graph, p: Path) -> None:
+    """Every node position in the file (numeric ``x``/``y`` node attributes, or a ``pos``
+    of two numbers) must be 2 finite numbers within +-:data:`MAX_COORD_M` m, and either
+    every node has one or none does; each becomes the node's ``"pos"`` tuple (one-line
+    errors naming the file and the node)."""
+    positions = {n: _node_position(n, d, p) for n, d in g.nodes(data=True)}
+    given = [n for n, xy in positions.items() if xy is not None]
+    if not given:
+        return
+    missing = next((n for n, xy in positions.items() if xy is None), None)
+    if missing is not None:
+        raise ValueError(f"path: graph file {str(p)!r}: node {missing!r} has no position "
+                         f"while node {given[0]!r} has one (give every node x and y, or "
+                         f"none)")
+    for n, xy in positions.items():
+        g.nodes[n]["pos"] = xy
 
 
 def _check_weights(g: nx.Graph, p: Path) -> None:
@@ -276,25 +339,34 @@ def _check_weights(g: nx.Graph, p: Path) -> None:
 
 def load_graph(path: str | Path) -> nx.Graph:
     """Load a graph from an edge list (``.txt``, ``.edgelist``, ``.csv``: one ``u v`` per
-    line, optional numeric weight, ``#`` comments) or a ``.graphml`` file.
+    line, optional numeric weight, ``#`` comments), a ``.graphml`` or a ``.gml`` file.
 
     Nodes are relabelled ``0..K-1`` in sorted label order; the original label is kept as the
-    node attribute ``"label"``. GraphML nodes with numeric ``x``/``y`` get ``"pos"``. The
-    graph is not required to be connected (protocols check that themselves).
+    node attribute ``"label"``. GraphML and GML nodes with numeric ``x``/``y`` (or a
+    ``pos`` of two numbers) get ``"pos"``: every node or none, each 2 finite numbers
+    within +-:data:`MAX_COORD_M` m, like the edge weights finite numbers (one-line errors
+    naming the file and the node or edge). The graph is not required to be connected
+    (protocols check that themselves).
     """
     p = Path(path)
     suffix = p.suffix.lower()
-    allowed = EDGE_LIST_SUFFIXES + GRAPHML_SUFFIXES
+    allowed = EDGE_LIST_SUFFIXES + GRAPHML_SUFFIXES + GML_SUFFIXES
     if suffix not in allowed:
         raise ValueError(
             f"path: unsupported graph file {str(p)!r}; allowed suffixes: {', '.join(allowed)}"
         )
     if not p.is_file():
         raise ValueError(f"path: graph file {str(p)!r} does not exist or is not a file")
-    g = _read_graphml(p) if suffix in GRAPHML_SUFFIXES else _read_edge_list(p)
+    if suffix in GRAPHML_SUFFIXES:
+        g = _read_graphml(p)
+    elif suffix in GML_SUFFIXES:
+        g = _read_gml(p)
+    else:
+        g = _read_edge_list(p)
     if g.number_of_edges() == 0:
         raise ValueError(f"path: graph file {str(p)!r} has no edges")
     _check_weights(g, p)
+    _check_positions(g, p)
     labels = list(g.nodes)
     sortable = all(isinstance(x, int) for x in labels) or all(isinstance(x, str) for x in labels)
     return nx.convert_node_labels_to_integers(

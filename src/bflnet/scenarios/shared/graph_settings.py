@@ -61,7 +61,7 @@ class GraphSettings:
     area_m: float = param(100.0, "side of the square area in metres (random-geometric; "
                           "medium=shared: where nodes without positions are laid out, a "
                           "server at its centre)", gt=0, le=MAX_METRES)
-    graph_file: str | None = param(None, "edge list or GraphML file (graph=file)")
+    graph_file: str | None = param(None, "edge list, GraphML or GML file (graph=file)")
 
     def graphs_in_use(self) -> tuple[str, ...]:
         """The topologies the run builds (``()``: no D2D graph, e.g. a parameter server)."""

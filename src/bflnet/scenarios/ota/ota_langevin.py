@@ -239,7 +239,7 @@ SCHEMA = Schema.of(
     CUM_BITS.means("uplink bits so far (0 over the air: analog)"),
     CUM_BITS_DELIVERED.means("uplink bits delivered so far"),
     METHOD.means("wfald, digital, fald, ota-fedavg or fedavg"),
-    col("snr_db", "1", "transmit power over noise power, in dB"),
+    col("snr_db", "dB", "transmit power over noise power", label="SNR"),
     ACCURACY.means("test accuracy of the posterior predictive"),
     ECE.means("test ECE of the posterior predictive (10 bins)"),
     NLL.means("test NLL of the posterior predictive"),

@@ -247,3 +247,20 @@ def test_the_d2d_medium_figure_draws_nothing_at_zero_on_its_log_axes():
         assert (np.asarray(line.get_xdata(), float) > 0).all()
     assert "the initial state (0 s, 0 bits) is off the log axes" in fig.texts[0].get_text()
     assert seconds.get_ylabel() == "max deviation from the mean"
+
+
+@pytest.mark.parametrize(("options", "text"), [
+    (["--hue", "mac", "--average", "nope"], "--average: unknown column 'nope'; available: "),
+    (["--hue", "mac", "--average", "mac"], "--average mac: mac is on the figure (colour)"),
+    (["--x", "mac", "--stat", "median"], "--stat: must be one of last, max, min, mean"),
+    (["--x", "mac", "--style", "broadcast"], "--style: only for curves"),
+    (["--x", "time_s", "--stat", "max"], "--stat: only for a value per run"),
+])
+def test_bad_placement_options_are_one_line_and_exit_code_2(tables, capsys, tmp_path,
+                                                           options, text):
+    out = tmp_path / "f.png"
+    assert main(["plot", tables["d2d"], "--y", "max_deviation", *options,
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"bflnet: error: {text}"), err
+    assert not out.exists()

@@ -293,10 +293,6 @@ def plot_metric(frame: pd.DataFrame, x: str, y: str, hue: str | None = None,
                             average, skip=(x, y),
                             split=curve_by is None and "run_id" not in key, clock=x)
     everywhere, reference = reference_rows(rows, facts.references, lines, [col, row])
-    if report is not None:
-        report(placement.line() + ("" if reference is None else
-                                   f"; {reference} = {facts.references[reference]} (the "
-                                   f"reference) in every panel"))
     hues = facet_values(rows, "--hue", hue, MAX_HUES)
     styles = facet_values(rows, "--style", style, MAX_STYLES)
     colors = hue_colors(hues, facts.references.get(hue) if hue else None)
@@ -360,6 +356,10 @@ def plot_metric(frame: pd.DataFrame, x: str, y: str, hue: str | None = None,
     finish_panels(fig, panels, facts.label(x), facts.label(y),
                   legend_title=None if hue is None else facts.label(hue),
                   title=_title(runs, seeds if with_seeds else None, placement, band))
+    if report is not None:  # once the figure is made: no note before an error
+        report(placement.line() + ("" if reference is None else
+                                   f"; {reference} = {facts.references[reference]} (the "
+                                   f"reference) in every panel"))
     return fig
 
 

@@ -145,18 +145,14 @@ def _theory_value(group: pd.DataFrame, column: str) -> float | None:
 
 
 def _placed(frame: pd.DataFrame, y: str, mapped: Mapping[str, str | None],
-            average: Sequence[str], placement: Placement | None,
-            report: Callable[[str], None] | None, element: str
+            average: Sequence[str], placement: Placement | None, element: str
             ) -> tuple[pd.DataFrame, Placement]:
     """The rows (one per run) with their :data:`RUN` numbers, and where their settings
     go (:func:`bflnet.analysis.placement.place`), unless ``placement`` is given."""
     if placement is not None and RUN in frame.columns:
         return frame, placement
-    frame, placement = place(frame, curve_key(frame, None), mapped, average, skip=(y,),
-                             per_run=True, flags=FLAGS, element=element)
-    if report is not None:
-        report(placement.line())
-    return frame, placement
+    return place(frame, curve_key(frame, None), mapped, average, skip=(y,), per_run=True,
+                 flags=FLAGS, element=element)
 
 
 def _pooled_label(label: str, placement: Placement, groups: Sequence[pd.DataFrame]) -> str:
@@ -184,7 +180,8 @@ def plot_distribution(frame: pd.DataFrame, y: str, hue: str | None = None,
     within the run's limit) are left out and counted in the title. A setting that varies
     within one histogram or box must be in ``average``
     (:mod:`bflnet.analysis.placement`; ``placement``: already placed by the caller);
-    ``x_prefix`` goes before the value's label (``"last "``)."""
+    ``report`` gets one line saying where the varying settings went; ``x_prefix`` goes
+    before the value's label (``"last "``)."""
     check_column(frame, "--y", y, numeric=True)
     check_column(frame, "--hue", hue)
     _check_kind(kind, DISTRIBUTION_KINDS)
@@ -195,7 +192,7 @@ def plot_distribution(frame: pd.DataFrame, y: str, hue: str | None = None,
     if rows.empty:
         raise ValueError(f"--y: no row has a value of {y!r}")
     rows, placement = _placed(rows, y, {"hue": hue, "col": col, "row": row}, average,
-                              placement, report, "distribution")
+                              placement, "distribution")
     hues = facet_values(rows, "--hue", hue, MAX_HUES)
     everywhere, _ = reference_rows(rows, facts.references, [hue], [col, row])
     fig, panels = facet_panels(rows, row, col, figsize=figsize, sharey=kind == "box",
@@ -264,6 +261,8 @@ def plot_distribution(frame: pd.DataFrame, y: str, hue: str | None = None,
     finish_panels(fig, panels, xlabel, ylabel,
                   legend_title=facts.label(hue) if hue and kind == "hist" else None,
                   title=title + _averaged(placement))
+    if report is not None:
+        report(placement.line())
     return fig
 
 
@@ -288,7 +287,8 @@ def plot_against(frame: pd.DataFrame, x: str, y: str, hue: str | None = None,
     ``row`` value. A setting that varies within one point must be in ``average``
     (:mod:`bflnet.analysis.placement`). ``y_prefix`` goes before the y label (``"last
     "``); ``rows_are_runs=False`` counts table rows, not runs, in the title (a table of one
-    row per setting, each summarising several runs)."""
+    row per setting, each summarising several runs); ``report`` gets one line saying where
+    the varying settings went."""
     check_column(frame, "--x", x)
     check_column(frame, "--y", y, numeric=True)
     check_column(frame, "--hue", hue)
@@ -299,7 +299,7 @@ def plot_against(frame: pd.DataFrame, x: str, y: str, hue: str | None = None,
     if rows.empty:
         raise ValueError(f"--y: no row has values of both {x!r} and {y!r}")
     rows, placement = _placed(rows, y, {"x": x, "hue": hue, "col": col, "row": row},
-                              average, placement, report, "point")
+                              average, placement, "point")
     xs = facet_values(rows, "--x", x, MAX_X_VALUES)
     hues = facet_values(rows, "--hue", hue, MAX_HUES)
     numeric_x = _numeric(rows[x]) and kind == "points"
@@ -380,6 +380,8 @@ def plot_against(frame: pd.DataFrame, x: str, y: str, hue: str | None = None,
                   title=_against_title(counts, seeds if seeds_of(rows, placement) is not None
                                        else None, kind, scales, rows_are_runs)
                   + _averaged(placement))
+    if report is not None:
+        report(placement.line())
     return fig
 
 

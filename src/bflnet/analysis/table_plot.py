@@ -126,9 +126,10 @@ def plot_table(frame: pd.DataFrame, y: str, x: str | None = None, *,
             return plot_distribution(frame, y, kind=kind or "hist", theory=None, xlim=xlim,
                                      logy=logy, average=average, report=report, **common)
         rows, placement, prefix = _per_run(frame, y, None, hue, col, row, curve_by,
-                                           average, stat, report, "distribution")
+                                           average, stat, "distribution")
         return plot_distribution(rows, y, kind=kind or "hist", theory=None, xlim=xlim,
-                                 logy=logy, placement=placement, x_prefix=prefix, **common)
+                                 logy=logy, placement=placement, x_prefix=prefix,
+                                 report=report, **common)
     if kind not in (None, "points", "box"):
         raise ValueError(f"--kind {kind}: {y} against {x} is drawn as points or box")
     assert x is not None
@@ -136,16 +137,15 @@ def plot_table(frame: pd.DataFrame, y: str, x: str | None = None, *,
         return plot_against(frame, x, y, kind=kind or "points", logx=logx, logy=logy,
                             xlim=xlim, ylim=ylim, average=average, report=report, **common)
     rows, placement, prefix = _per_run(frame, y, x, hue, col, row, curve_by, average, stat,
-                                       report, "point")
+                                       "point")
     return plot_against(rows, x, y, kind=kind or "points", logx=logx, logy=logy,
                         y_prefix=prefix, xlim=xlim, ylim=ylim, placement=placement,
-                        rows_are_runs=placement.word == "runs", **common)
+                        rows_are_runs=placement.word == "runs", report=report, **common)
 
 
 def _per_run(frame: pd.DataFrame, y: str, x: str | None, hue: str | None, col: str | None,
              row: str | None, curve_by: Sequence[str] | None, average: Sequence[str],
-             stat: str | None, report: Callable[[str], None] | None, element: str
-             ) -> tuple[pd.DataFrame, Any, str]:
+             stat: str | None, element: str) -> tuple[pd.DataFrame, Any, str]:
     """One row per run of a table of curves: its ``stat`` of ``y`` (``last`` by default),
     its settings placed; and the label prefix naming the statistic (empty when every run
     has one value of ``y``)."""
@@ -157,8 +157,6 @@ def _per_run(frame: pd.DataFrame, y: str, x: str | None, hue: str | None, col: s
     rows, placement = place(rows, key, {"x": x, "hue": hue, "col": col, "row": row},
                             average, skip=(y,), split=curve_by is None and "run_id" not in key,
                             flags=FLAGS, element=element)
-    if report is not None:
-        report(placement.line())
     keep = [*(c for c in (x, hue, col, row) if c is not None), *placement.averaged,
             *(c for c in REPLICATES if c in rows.columns), *theory_columns(frame, y)]
     values, several = run_values(rows, y, stat or "last", keep)

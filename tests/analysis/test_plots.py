@@ -180,3 +180,19 @@ def test_facets_one_panel_per_value_with_shared_axes():
     assert titles == ["graph = complete", "graph = ring"]
     assert all(len(ax.lines) == 1 for ax in fig.axes)
     assert fig.axes[1].get_ylabel() == ""  # the y label on the left column only
+
+
+def test_a_result_constant_within_a_run_is_not_a_setting():
+    # `gap` is constant within each run but differs from seed to seed (a spectral gap of
+    # a random graph): a result, pooled into the median; `K` recurs for every seed: a
+    # setting, refused until placed
+    rows = [{"run_id": f"{k}-{seed}", "seed": seed, "K": k, "gap": 0.1 * seed + 0.01 * k,
+             "iteration": i, "y": float(k * i + seed)}
+            for k in (4, 8) for seed in range(3) for i in range(4)]
+    frame = pd.DataFrame(rows)
+    with pytest.raises(ValueError, match=r"^K \(4, 8\) varies within a line"):
+        plot_metric(frame, "iteration", "y")
+    notes = []
+    fig = plot_metric(frame, "iteration", "y", hue="K", report=notes.append)
+    assert notes == ["6 runs; on the figure: K (colour); each line over seed (3 values)"]
+    assert fig.texts[0].get_text() == "median over 3 seeds, 75% band"

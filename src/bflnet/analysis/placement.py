@@ -23,6 +23,7 @@ other pooled settings, as ``area_m`` by ``K``) is pooled with them and need not 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -67,7 +68,7 @@ class Placement:
     def line(self) -> str:
         """One line for stderr: which varying columns went where."""
         shown = ", ".join(f"{c} ({ROLE_WORDS[r]})" for c, r in self.mapped)
-        parts = [f"on the figure: {shown or 'nothing but the value'}"]
+        parts = [f"on the figure: {shown or 'no setting'}"]
         if self.averaged:
             parts.append(f"averaged within each {self.element}: {', '.join(self.averaged)}")
         if self.replicates:
@@ -186,9 +187,6 @@ def place(rows: pd.DataFrame, key: Sequence[str], mapped: Mapping[str, str | Non
         if column in roles:
             raise ValueError(f"--average {column}: {column} is on the figure "
                              f"({ROLE_WORDS[roles[column]]}); average another column")
-        if column in key:
-            raise ValueError(f"--average {column}: {column} tells the runs apart "
-                             f"(--curve-by); each line is the median over them already")
     run = (np.arange(len(rows)) if per_run
            else number_runs(rows, key, list(roles), split, clock))
     frame = rows.assign(**{RUN: run})
@@ -222,12 +220,14 @@ def place(rows: pd.DataFrame, key: Sequence[str], mapped: Mapping[str, str | Non
         runs=len(runs), element=element,
         word="runs" if per_run or replicates or set(IDENTITIES) & set(rows.columns)
         or len(runs) < len(frame) else "rows")
-    idle = [c for c in average if c not in placement.averaged]
+    pooled_already = [c for c in average if c in key or c in replicates]
+    if pooled_already:
+        warnings.warn(f"--average {', '.join(pooled_already)}: each {element} pools the runs "
+                      f"of every value already", stacklevel=3)
+    idle = [c for c in average if c not in placement.averaged and c not in pooled_already]
     if idle:
-        import warnings
-
-        warnings.warn(f"--average {', '.join(idle)}: does not vary within a line; nothing "
-                      f"averaged", stacklevel=3)
+        warnings.warn(f"--average {', '.join(idle)}: does not vary within a {element}; "
+                      f"nothing averaged", stacklevel=3)
     return frame, placement
 
 

@@ -353,8 +353,9 @@ def plot_metric(frame: pd.DataFrame, x: str, y: str, hue: str | None = None,
     if ylim is not None:
         ax.set_ylim(*ylim)
     with_seeds = seeds_of(rows, placement) is not None
-    finish_panels(fig, panels, facts.label(x), facts.label(y),
-                  legend_title=None if hue is None else facts.label(hue),
+    finish_panels(fig, panels, facts.label(x), facts.label(y),  # a legend if averaged
+                  legend_title=facts.label(hue) if hue else ("" if placement.averaged
+                                                             else None),
                   title=_title(runs, seeds if with_seeds else None, placement, band))
     if report is not None:  # once the figure is made: no note before an error
         report(placement.line() + ("" if reference is None else

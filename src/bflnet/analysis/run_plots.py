@@ -259,7 +259,8 @@ def plot_distribution(frame: pd.DataFrame, y: str, hue: str | None = None,
     if missing:
         title += f" ({missing} without a value of {y} left out)"
     finish_panels(fig, panels, xlabel, ylabel,
-                  legend_title=facts.label(hue) if hue and kind == "hist" else None,
+                  legend_title=facts.label(hue) if hue and kind == "hist" else (
+                      "" if placement.averaged and kind == "hist" else None),
                   title=title + _averaged(placement))
     if report is not None:
         report(placement.line())
@@ -376,7 +377,8 @@ def plot_against(frame: pd.DataFrame, x: str, y: str, hue: str | None = None,
     if ylim is not None:
         ax0.set_ylim(*ylim)
     finish_panels(fig, panels, facts.label(x), y_prefix + facts.label(y),
-                  legend_title=facts.label(hue) if hue else None,
+                  legend_title=facts.label(hue) if hue else ("" if placement.averaged
+                                                             else None),
                   title=_against_title(counts, seeds if seeds_of(rows, placement) is not None
                                        else None, kind, scales, rows_are_runs)
                   + _averaged(placement))

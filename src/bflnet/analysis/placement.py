@@ -216,7 +216,7 @@ def place(rows: pd.DataFrame, key: Sequence[str], mapped: Mapping[str, str | Non
         averaged=tuple(c for c in average if c in kept or c in follows),
         follows=tuple(c for c in follows if c not in average),
         replicates=tuple((c, int(runs[c].nunique())) for c in replicates
-                         if runs[c].nunique() > 1),
+                         if 1 < runs[c].nunique() < len(runs)),  # not a run's own number
         runs=len(runs), element=element,
         word="runs" if per_run or replicates or set(IDENTITIES) & set(rows.columns)
         or len(runs) < len(frame) else "rows")

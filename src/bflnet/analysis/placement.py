@@ -154,7 +154,7 @@ def _settings(frame: pd.DataFrame, runs: pd.DataFrame, candidates: list[str],
     return candidates
 
 
-def _refusal(kept: list[str], runs: pd.DataFrame, free: Sequence[str]) -> str:
+def _refusal(kept: list[str], runs: pd.DataFrame, free: Sequence[str], element: str) -> str:
     """The one-line error naming the unnamed pooled settings and the options."""
     named = [f"{c} ({value_list(sorted_values(runs[c]), 4)})" for c in kept]
     first = sorted_values(runs[kept[0]])
@@ -162,10 +162,10 @@ def _refusal(kept: list[str], runs: pd.DataFrame, free: Sequence[str]) -> str:
     if len(kept) == 1:
         c = kept[0]
         separate = ", ".join(f"{flag} {c}" for flag in free)
-        return (f"{named[0]} varies within a line: separate it ({separate}), keep one value "
-                f"({where}) or pool it into the line (--average {c})")
+        return (f"{named[0]} varies within a {element}: separate it ({separate}), keep one "
+                f"value ({where}) or pool it into the {element} (--average {c})")
     average = " ".join(f"--average {c}" for c in kept)
-    return (f"{' and '.join(named)} vary within a line: separate each "
+    return (f"{' and '.join(named)} vary within a {element}: separate each "
             f"({', '.join(free)}), keep one value ({where}, ...) or pool them ({average})")
 
 
@@ -210,7 +210,7 @@ def place(rows: pd.DataFrame, key: Sequence[str], mapped: Mapping[str, str | Non
     unnamed = [c for c in kept if c not in average]
     if unnamed:
         free = [f for f in flags if f not in {ROLE_FLAGS.get(r) for r in roles.values()}]
-        raise ValueError(_refusal(unnamed, runs, free or list(flags)))
+        raise ValueError(_refusal(unnamed, runs, free or list(flags), element))
     placement = Placement(
         mapped=tuple((c, r) for c, r in roles.items()),
         averaged=tuple(c for c in average if c in kept or c in follows),

@@ -67,17 +67,6 @@ def theory_columns(frame: pd.DataFrame, y: str) -> list[str]:
             if f"{p}{y}" in frame.columns and frame[f"{p}{y}"].notna().any()]
 
 
-def final_values(frame: pd.DataFrame, y: str, key: Sequence[str],
-                 keep: Sequence[str]) -> pd.DataFrame:
-    """One row per run (the rows sharing ``key``): its last row (table order) that has
-    ``y``, with the columns ``keep``."""
-    rows = frame.dropna(subset=[y])
-    columns = list(dict.fromkeys([*key, *keep, y]))
-    if not key:
-        return rows[columns].tail(1)
-    return rows[columns].groupby(list(key), sort=False, dropna=False).tail(1)
-
-
 def run_values(frame: pd.DataFrame, y: str, stat: str, keep: Sequence[str]
                ) -> tuple[pd.DataFrame, bool]:
     """One row per run (the :data:`bflnet.analysis.placement.RUN` numbers of ``frame``):

@@ -127,8 +127,7 @@ def fig4(seed: int, quick: bool, say: Report) -> None:
         frame = run(name, {**base, "baseline": baseline}, seed, say)
         figures = (get_scenario(name).plot(frame), fig4_plot(frame, x="time_s"))
         for fig in figures:
-            fig.axes[0].set_title(f"G-FVL, beta-exponential (Fig. 4), c = {baseline}: "
-                                  "median, 75 % band")
+            fig.axes[0].set_title(f"G-FVL, beta-exponential (Fig. 4), c = {baseline}")
         save(frame, stem, figures[0])
         save(None, f"{stem}_time", figures[1])
         top = int(frame.total_local_iterations.max())

@@ -34,6 +34,7 @@ def test_median_line_and_band_per_hue_value(tmp_path):
     fig = plot_metric(table(), x="iteration", y="y", hue="graph", band=0.5)
     ax = fig.axes[0]
     assert [line.get_label() for line in ax.lines] == ["complete", "ring"]
+    assert ax.lines[0].get_color() != ax.lines[1].get_color()
     ring = ax.lines[1]
     np.testing.assert_array_equal(ring.get_xdata(), [1, 2, 3, 4])
     np.testing.assert_allclose(ring.get_ydata(), [2, 4, 6, 8])  # median of 1x, 2x, 3x
@@ -113,13 +114,22 @@ def test_plot_command_writes_a_png(tmp_path, capsys):
     assert "--out: must end in .png" in capsys.readouterr().err
 
 
-def test_runs_holding_several_curves_warn_until_curve_by_names_them():
-    # each seed holds two inner curves (column `part`) at the same iterations
+def test_runs_holding_several_curves_are_told_apart_and_their_setting_placed():
+    # each seed holds two inner curves (column `part`) at the same iterations, one after
+    # the other: each is a run (its iterations start again), and `part` a setting
     frame = pd.concat([table().assign(part=0), table().assign(part=1, y=lambda f: f.y * 100)])
-    with pytest.warns(UserWarning, match="several rows at one iteration"):
+    with pytest.raises(ValueError, match=r"part \(0, 1\) varies within a line: separate it "
+                       r"\(--style part, --col part, --row part\).* \(--average part\)"):
         plot_metric(frame, x="iteration", y="y", hue="graph")
-    fig = plot_metric(frame, x="iteration", y="y", hue="graph", curve_by=["seed", "part"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = plot_metric(frame, x="iteration", y="y", hue="graph", average=["part"])
     # six curves for ring: 1x..3x and 100x..300x; the median at x = 4 is (12 + 400) / 2
+    assert fig.axes[0].lines[1].get_ydata()[-1] == pytest.approx(206)
+    assert fig.axes[0].lines[1].get_label() == "ring (averaged over part)"
+    assert fig.texts[0].get_text() == "median over 6 runs (3 seeds), averaged over part, " \
+        "75% band"
+    fig = plot_metric(frame, x="iteration", y="y", hue="graph", curve_by=["seed", "part"])
     assert fig.axes[0].lines[1].get_ydata()[-1] == pytest.approx(206)
     # a multi-run scenario's `run` column is part of a curve's identity by default
     with warnings.catch_warnings():
@@ -127,6 +137,11 @@ def test_runs_holding_several_curves_warn_until_curve_by_names_them():
         fig = plot_metric(frame.rename(columns={"part": "run"}), x="iteration", y="y",
                           hue="graph")
     assert fig.axes[0].lines[1].get_ydata()[-1] == pytest.approx(206)
+    # a curve that really has two rows at one x: the last is used, with a warning
+    twice = pd.concat([table(), table().assign(y=lambda f: f.y * 100)]).sort_values(
+        ["seed", "iteration"], kind="stable")
+    with pytest.warns(UserWarning, match="several rows at one iteration"):
+        plot_metric(twice, x="iteration", y="y", hue="graph", curve_by=["seed"])
 
 
 def test_fault_ticks_go_in_a_strip_under_the_axes():
@@ -152,10 +167,11 @@ def test_labels_legend_title_and_seed_count_in_the_title():
     fig = plot_metric(table(), x="iteration", y="y", hue="graph", units={"y": "nats"})
     ax = fig.axes[0]
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("iteration", "y (nats)")
-    assert ax.get_legend().get_title().get_text() == "graph"
-    assert ax.get_title() == "median over 3 seeds, 75% band"
+    (legend,) = fig.legends  # right of the axes, not over the curves
+    assert ax.get_legend() is None and legend.get_title().get_text() == "graph"
+    assert fig.texts[0].get_text() == "median over 3 seeds, 75% band"
     one = plot_metric(table().query("seed == 0 and graph == 'ring'"), x="iteration", y="y")
-    assert one.axes[0].get_title() == ""  # one run: no "median over 1 seed"
+    assert not one.texts  # one run: no "median over 1 seed"
 
 
 def test_facets_one_panel_per_value_with_shared_axes():
@@ -164,3 +180,19 @@ def test_facets_one_panel_per_value_with_shared_axes():
     assert titles == ["graph = complete", "graph = ring"]
     assert all(len(ax.lines) == 1 for ax in fig.axes)
     assert fig.axes[1].get_ylabel() == ""  # the y label on the left column only
+
+
+def test_a_result_constant_within_a_run_is_not_a_setting():
+    # `gap` is constant within each run but differs from seed to seed (a spectral gap of
+    # a random graph): a result, pooled into the median; `K` recurs for every seed: a
+    # setting, refused until placed
+    rows = [{"run_id": f"{k}-{seed}", "seed": seed, "K": k, "gap": 0.1 * seed + 0.01 * k,
+             "iteration": i, "y": float(k * i + seed)}
+            for k in (4, 8) for seed in range(3) for i in range(4)]
+    frame = pd.DataFrame(rows)
+    with pytest.raises(ValueError, match=r"^K \(4, 8\) varies within a line"):
+        plot_metric(frame, "iteration", "y")
+    notes = []
+    fig = plot_metric(frame, "iteration", "y", hue="K", report=notes.append)
+    assert notes == ["6 runs; on the figure: K (colour); each line over seed (3 values)"]
+    assert fig.texts[0].get_text() == "median over 3 seeds, 75% band"

@@ -31,7 +31,7 @@ def test_axis_labels_carry_units():
 
 
 def test_histogram_with_mean_and_theory_marked():
-    frame = runs().query("K == 4")
+    frame = runs().query("K == 4").drop(columns="graph")
     assert theory_columns(frame, "latency") == ["theory_latency"]
     fig = plot_distribution(frame, "latency")
     ax = fig.axes[0]
@@ -44,7 +44,7 @@ def test_histogram_with_mean_and_theory_marked():
     marks = {line.get_label(): line.get_xdata()[0] for line in ax.lines}
     assert marks["theory_latency: 4"] == 4.0
     assert marks["mean over the runs: 4"] == pytest.approx(4.0)
-    assert ax.get_title() == "5 runs"
+    assert fig.texts[0].get_text() == "5 runs"
 
 
 def test_boxes_per_hue_value_with_the_theory():
@@ -61,11 +61,15 @@ def test_points_against_a_parameter_are_the_mean_with_a_95_percent_interval():
     points = ax.lines[0]
     np.testing.assert_allclose(points.get_xdata(), [4, 8])
     np.testing.assert_allclose(np.asarray(points.get_ydata(), float), [4, 8])  # K-2..K+2
-    # the bar's half-width: 1.96 * std(ddof=1) / sqrt(5) of 5 consecutive integers
-    half = 1.959963984540054 * np.std([0, 1, 2, 3, 4], ddof=1) / np.sqrt(5)
+    # latency >= 0: the interval of the mean on the log scale, mean * exp(+-1.96 se / mean)
+    # with se = std(ddof=1) / sqrt(5) of 5 consecutive integers
+    se = np.std([0, 1, 2, 3, 4], ddof=1) / np.sqrt(5)
     segments = ax.collections[0].get_segments()
-    np.testing.assert_allclose([s[1, 1] - s[0, 1] for s in segments], [2 * half] * 2)
-    assert ax.get_xlabel() == "agents K" and "mean and 95% CI" in ax.get_title()
+    for (lo, hi), mean in zip([(s[0, 1], s[1, 1]) for s in segments], [4, 8], strict=True):
+        factor = np.exp(1.959963984540054 * se / mean)
+        assert (lo, hi) == pytest.approx((mean / factor, mean * factor))
+    assert ax.get_xlabel() == "agents K"
+    assert fig.texts[0].get_text() == "5 runs per point, mean and 95% CI (on the log scale)"
     theory = next(line for line in ax.lines if line.get_label() == "theory_latency")
     np.testing.assert_allclose(theory.get_ydata(), [4, 8])
 
@@ -82,7 +86,7 @@ def test_plot_table_picks_the_figure():
     assert plot_mode(curves, "K") == "final-against"
     fig = plot_table(curves, "acc", "K")  # each run's last accuracy against K
     np.testing.assert_allclose(np.asarray(fig.axes[0].lines[0].get_ydata(), float), [0.7, 0.9])
-    assert fig.axes[0].get_ylabel() == "final acc"
+    assert fig.axes[0].get_ylabel() == "last acc"  # each run's last value, named so
     with pytest.raises(ValueError, match="--kind hist: time_s is a curve's axis"):
         plot_table(curves, "acc", "time_s", kind="hist")
     with pytest.raises(ValueError, match="--kind line: the distribution"):

@@ -1,5 +1,9 @@
 """Figures of one or more panels: one per value of a ``row`` and a ``col`` column, each
-with an optional strip under it (fault ticks), and one legend for the figure.
+with an optional strip under it (fault ticks), and one legend for the figure, on its
+right; the colours of the hue values and the line styles of the style values.
+
+Rows without a value of the ``row`` or ``col`` column (NaN), and the rows ``everywhere``
+marks (a reference setting), are drawn in every panel.
 
 Figures are built on the Agg canvas without pyplot (no global figure state), so they work
 headless and in worker processes.
@@ -8,7 +12,7 @@ headless and in worker processes.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +27,11 @@ from bflnet.analysis.table_filter import check_column, format_value, sorted_valu
 MAX_PANELS = 36
 #: Most lines (hue values) of one panel.
 MAX_HUES = 24
+#: Line styles of the values of a style column, in order.
+LINE_STYLES: tuple[Any, ...] = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
+MAX_STYLES = len(LINE_STYLES)
+#: Colour of a reference setting.
+REFERENCE_COLOR = "black"
 #: Size in inches of a figure of one panel, and of each panel of a grid.
 SINGLE_SIZE = (6.4, 4.2)
 PANEL_SIZE = (3.3, 2.6)
@@ -57,6 +66,39 @@ def facet_values(frame: pd.DataFrame, role: str, column: str | None,
     return values
 
 
+def hue_colors(values: Sequence[Any], reference: Any = None) -> dict[Any, Any]:
+    """A distinct colour per value (tab10, tab20 beyond 10 values, a rainbow beyond 20),
+    the same in every panel; ``reference`` (a value) in black."""
+    from matplotlib import colormaps
+
+    others = [v for v in values if reference is None or format_value(v) != reference]
+    n = len(others)
+    if n <= 10:
+        palette = [f"C{i}" for i in range(n)]
+    elif n <= 20:
+        palette = [colormaps["tab20"](i) for i in range(n)]
+    else:
+        palette = [colormaps["gist_rainbow"](i / n) for i in range(n)]
+    colors = dict(zip(others, palette, strict=True))
+    return {v: colors.get(v, REFERENCE_COLOR) for v in values}
+
+
+def reference_rows(rows: pd.DataFrame, references: Mapping[str, str],
+                   lines: Sequence[str | None], panels: Sequence[str | None]
+                   ) -> tuple[np.ndarray | None, str | None]:
+    """The rows of a reference setting (``references``: ``{column: value}``, from a
+    schema) whose column is drawn as lines (hue, style: ``lines``) while the panels split
+    by other columns: they are drawn in every panel. ``(mask or None, its column)``."""
+    if not any(panels):
+        return None, None
+    for column, value in references.items():
+        if column in lines and column not in panels:
+            mask = rows[column].map(format_value).to_numpy() == value
+            if mask.any():
+                return mask, column
+    return None, None
+
+
 def new_figure(figsize: tuple[float, float]) -> Figure:
     """An empty figure on the Agg canvas, laid out by matplotlib's constrained layout."""
     fig = Figure(figsize=figsize, layout="constrained")
@@ -66,9 +108,11 @@ def new_figure(figsize: tuple[float, float]) -> Figure:
 
 def facet_panels(frame: pd.DataFrame, row: str | None = None, col: str | None = None,
                  strip_rows: int = 0, figsize: tuple[float, float] | None = None,
-                 sharey: bool = True) -> tuple[Figure, list[Panel]]:
-    """A figure with one panel per (``row`` value, ``col`` value) that has rows in
-    ``frame``; ``strip_rows`` > 0 adds a strip of that many tick rows under each panel,
+                 sharey: bool = True, everywhere: np.ndarray | None = None
+                 ) -> tuple[Figure, list[Panel]]:
+    """A figure with one panel per (``row`` value, ``col`` value) of ``frame``; the rows
+    without a value of ``row`` / ``col`` and those ``everywhere`` marks are in every
+    panel. ``strip_rows`` > 0 adds a strip of that many tick rows under each panel,
     sharing its x axis. All panels share x (and y if ``sharey``)."""
     row_values = facet_values(frame, "--row", row, MAX_PANELS)
     col_values = facet_values(frame, "--col", col, MAX_PANELS)
@@ -90,10 +134,11 @@ def facet_panels(frame: pd.DataFrame, row: str | None = None, col: str | None = 
     for i, rv in enumerate(row_values):
         for j, cv in enumerate(col_values):
             mask = np.ones(len(frame), dtype=bool)
-            if row is not None:
-                mask &= (frame[row] == rv).to_numpy()
-            if col is not None:
-                mask &= (frame[col] == cv).to_numpy()
+            for name, value in ((row, rv), (col, cv)):
+                if name is not None:
+                    mask &= ((frame[name] == value) | frame[name].isna()).to_numpy()
+            if everywhere is not None:
+                mask |= everywhere
             ax = fig.add_subplot(grid[i * step, j], sharex=first,
                                  sharey=first if sharey else None)
             first = first or ax
@@ -106,8 +151,8 @@ def facet_panels(frame: pd.DataFrame, row: str | None = None, col: str | None = 
 
 def finish_panels(fig: Figure, panels: Sequence[Panel], xlabel: str, ylabel: str,
                   legend_title: str | None = None, title: str = "") -> None:
-    """Labels on the outer panels, panel titles, one legend (inside a lone panel, else
-    beside the grid) and the figure's title."""
+    """Labels on the outer panels, panel titles, one legend (right of the panels, clear
+    of the data) and the figure's title."""
     for p in panels:
         p.ax.grid(alpha=0.3)
         if p.title:
@@ -129,17 +174,10 @@ def finish_panels(fig: Figure, panels: Sequence[Panel], xlabel: str, ylabel: str
             if not label.startswith("_"):
                 handles.setdefault(label, handle)
     if handles and (legend_title is not None or len(handles) > 1):
-        if len(panels) == 1:
-            panels[0].ax.legend(handles.values(), handles.keys(), title=legend_title,
-                                fontsize="small")
-        else:
-            fig.legend(handles.values(), handles.keys(), title=legend_title,
-                       loc="outside right upper", fontsize="small")
+        fig.legend(handles.values(), handles.keys(), title=legend_title,
+                   loc="outside right center", fontsize="small")
     strips = [p for p in panels if p.strip is not None and p.left]
     if strips:  # the y labels clear of the strips' tick labels
         fig.align_ylabels([a for p in strips for a in (p.ax, p.strip)])
-    if title:
-        if len(panels) == 1 and not panels[0].title:
-            panels[0].ax.set_title(title, fontsize="medium")
-        else:
-            fig.suptitle(title, fontsize="medium")
+    if title:  # over the panels and the legend
+        fig.suptitle(title, fontsize="medium")

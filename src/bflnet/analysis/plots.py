@@ -13,7 +13,7 @@ schema's ``{column: unit}``) for the columns whose name does not say it.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +22,19 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from bflnet.analysis.facets import (
+    LINE_STYLES,
     MAX_HUES,
+    MAX_STYLES,
     Panel,
     facet_panels,
     facet_values,
     finish_panels,
+    hue_colors,
     new_figure,
+    reference_rows,
 )
-from bflnet.analysis.labels import axis_label
+from bflnet.analysis.labels import ColumnFacts
+from bflnet.analysis.placement import RUN, Placement, place, runs_text, seeds_of
 from bflnet.analysis.table_filter import FIGURE_FORMATS, check_column, format_value
 from bflnet.learners.calibration import BINNINGS, reliability_data
 
@@ -91,11 +96,6 @@ def curve_key(frame: pd.DataFrame, curve_by: Sequence[str] | None) -> list[str]:
     return key + ([INNER_RUN] if INNER_RUN in frame.columns else [])
 
 
-def runs_word(key: Sequence[str]) -> str:
-    """``seeds`` when a curve is one seed of a config, else ``runs``."""
-    return "seeds" if list(key) in (["run_id"], ["seed"]) else "runs"
-
-
 def _median(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per column: the median over the rows present, and how many are present."""
     present = np.sum(~np.isnan(values), axis=0)
@@ -104,15 +104,22 @@ def _median(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.nanmedian(values, axis=0), present
 
 
-def _draw_group(ax: Any, group: pd.DataFrame, x: str, y: str, key: list[str], band: float,
-                logx: bool, logy: bool, label: str, notes: set[str], color: Any = None
-                ) -> tuple[int, float, float]:
-    """One line (median over the group's runs) and its band; ``(runs, x lo, x hi)`` with
-    the x range where they can be seen (on a log y axis: where they are > 0)."""
-    if "config_hash" in group.columns and group["config_hash"].nunique() > 1:
-        notes.add(f"pooling {group['config_hash'].nunique()} configurations in one curve; "
-                  "pass --hue (or --col/--row) or filter with --where")
-    runs = [run for _, run in group.groupby(key, sort=False)] if key else [group]
+def log_floor(values: np.ndarray) -> float:
+    """Where values <= 0 are drawn on a log axis: a decade under the decade of the
+    smallest positive value (1 if there is none)."""
+    positive = values[np.isfinite(values) & (values > 0)]
+    if not positive.size:
+        return 1.0
+    return float(10.0 ** (np.floor(np.log10(positive.min())) - 1))
+
+
+def _draw_group(ax: Any, group: pd.DataFrame, x: str, y: str, band: float, logx: bool,
+                floor: float | None, label: str, notes: set[str], color: Any,
+                linestyle: Any = "-") -> tuple[int, float, float]:
+    """One line (median over the group's runs: its :data:`RUN` numbers) and its band;
+    ``(runs, x lo, x hi)`` with the x range where they can be seen. With ``floor`` (a
+    log y axis), values <= 0 are drawn at the floor."""
+    runs = [run for _, run in group.groupby(RUN, sort=False)]
     curves = [_run_curve(run, x, y) for run in runs]
     if any(repeated for _, _, repeated in curves):
         notes.add(f"some runs have several rows at one {x} value (the last is used); if a "
@@ -121,33 +128,40 @@ def _draw_group(ax: Any, group: pd.DataFrame, x: str, y: str, key: list[str], ba
     grid, values = common_grid([(cx, cy) for cx, cy, _ in curves], logx)
     median, present = _median(values)
     full = present == len(curves)
-    if not full.all():
-        notes.add(f"runs cover different {x} ranges: where some have ended (or not begun) "
-                  "the thin line is the median of the runs present")
-        (thin,) = ax.plot(grid, median, color=color, linewidth=0.8, alpha=0.6, label="_")
-        color = thin.get_color()
-    (line,) = ax.plot(grid, np.where(full, median, np.nan), label=label, color=color)
     shared = present >= 2
+    lower = upper = None
     if band > 0 and shared.any():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             lower, upper = np.nanquantile(values, [(1 - band) / 2, (1 + band) / 2], axis=0)
-        ax.fill_between(grid, lower, upper, where=shared, color=line.get_color(), alpha=0.25,
-                        linewidth=0)
-    visible = np.isfinite(median) & ((median > 0) if logy else True)
-    if band > 0 and shared.any():
-        visible |= shared & np.isfinite(upper) & ((upper > 0) if logy else True)
+
+    def shown(v: np.ndarray) -> np.ndarray:
+        return v if floor is None else np.where(v <= floor, floor, v)
+
+    if not full.all():
+        notes.add(f"runs cover different {x} ranges: where some have ended (or not begun) "
+                  "the thin line is the median of the runs present")
+        ax.plot(grid, shown(median), color=color, linestyle=linestyle, linewidth=0.8,
+                alpha=0.6, label="_")
+    ax.plot(grid, shown(np.where(full, median, np.nan)), label=label, color=color,
+            linestyle=linestyle)
+    if lower is not None and upper is not None:
+        ax.fill_between(grid, shown(lower), shown(upper), where=shared, color=color,
+                        alpha=0.25 if linestyle == "-" else 0.15, linewidth=0)
+    visible = np.isfinite(median)
     seen = grid[visible] if visible.any() else grid
     return len(curves), float(seen[0]), float(seen[-1])
 
 
-def _title(counts: list[int], key: list[str], band: float) -> str:
-    """"median over N seeds, 75% band" when some line is a median of several runs."""
-    if not counts or max(counts) <= 1:
+def _title(runs: list[int], seeds: list[int] | None, placement: Placement,
+           band: float) -> str:
+    """"median over 2 seeds, 75% band" when some line is a median of several runs; the
+    averaged settings named."""
+    if not runs or max(runs) <= 1:
         return ""
-    lo, hi = min(counts), max(counts)
-    n = f"{hi}" if lo == hi else f"{lo}-{hi}"
-    text = f"median over {n} {runs_word(key)}"
+    text = f"median over {runs_text(runs, seeds)}"
+    if placement.averaged:
+        text += f", averaged over {', '.join(placement.averaged)}"
     return f"{text}, {band:.0%} band" if band else text
 
 
@@ -193,66 +207,142 @@ def mark_faults(strip: Any, frame: pd.DataFrame, x: str = "time_s",
     return len(faults)
 
 
+def _line_labels(rows: pd.DataFrame, placement: Placement, hue: str | None,
+                 style: str | None, panels: Sequence[str | None], hues: Sequence[Any],
+                 styles: Sequence[Any], facts: ColumnFacts, reference: str | None
+                 ) -> dict[tuple[Any, Any], str]:
+    """The legend label of each (hue value, style value) line: the values, the averaged
+    settings it pools, and whether it is a reference drawn in every panel."""
+    mapped = [c for c in (hue, style, *panels) if c is not None]
+    pooled: dict[Any, list[str]] = {}
+    for value in hues:
+        lines = rows if hue is None else rows[rows[hue] == value]
+        parts = [g for _, g in lines.groupby(mapped, dropna=False)] if mapped else [lines]
+        pooled[value] = sorted({c for g in parts for c in placement.pooled_in(g)})
+    labels = {}
+    for value in hues:
+        for kind in styles:
+            words = [format_value(value)] if hue is not None else []
+            if style is not None:
+                words.append(f"{facts.label(style)} = {format_value(kind)}")
+            label = ", ".join(words) or "median"
+            if pooled[value]:
+                label += f" (averaged over {', '.join(pooled[value])})"
+            if reference is not None and reference in (hue, style) and format_value(
+                    value if reference == hue else kind) == facts.references[reference]:
+                label += " (reference, in every panel)"
+            labels[value, kind] = label
+    return labels
+
+
 def plot_metric(frame: pd.DataFrame, x: str, y: str, hue: str | None = None,
                 band: float = 0.75, logx: bool = False, logy: bool = False,
                 curve_by: Sequence[str] | None = None, *, col: str | None = None,
-                row: str | None = None, faults: bool = False,
+                row: str | None = None, style: str | None = None,
+                average: Sequence[str] = (), faults: bool = False,
                 xlim: tuple[float, float] | None = None,
                 ylim: tuple[float, float] | None = None,
-                units: Mapping[str, str] | None = None,
-                figsize: tuple[float, float] | None = None) -> Figure:
-    """Median of ``y`` over runs against ``x``, one line per ``hue`` value, with the central
-    ``band`` quantile range shaded (``band=0``: none); one panel per ``col`` / ``row``
-    value; with ``faults``, the table's ``fault`` rows ticked in a strip under each panel
-    (``bflnet plot`` does this by default).
+                units: Mapping[str, str] | None = None, schema: object | None = None,
+                figsize: tuple[float, float] | None = None,
+                report: Callable[[str], None] | None = None) -> Figure:
+    """Median of ``y`` over runs against ``x``, one line per ``hue`` value (colour) and
+    ``style`` value (line style), with the central ``band`` quantile range shaded
+    (``band=0``: none); one panel per ``col`` / ``row`` value; with ``faults``, the
+    table's ``fault`` rows ticked in a strip under each panel (``bflnet plot`` does this
+    by default).
 
-    A run (one curve) is the rows sharing :func:`curve_key`. Rows without ``y`` (or ``x``)
-    are dropped, and rows with ``x <= 0`` when ``logx``. Runs with different x values are
+    A run (one curve) is the rows sharing :func:`curve_key` and the mapped columns
+    (:mod:`bflnet.analysis.placement`). A setting that varies within a line must be in
+    ``average`` (the title and legend then say so), else a one-line ``ValueError`` names
+    it; ``report`` gets one line saying where the varying settings went. Rows without
+    ``y`` (or ``x``) are dropped; with ``logx``, rows with ``x <= 0`` too (a warning
+    counts them); with ``logy``, values <= 0 are drawn on a dotted floor a decade under
+    the smallest positive value (a warning says so). Runs with different x values are
     interpolated onto a common grid (:func:`common_grid`); where only some runs have
     values, a thin line gives the median of those. The x axis ends where the curves end
-    (``xlim`` to choose). Pooling several configs in one line, or several rows of one run
-    at the same x, gives a warning.
+    (``xlim`` to choose). Labels and units come from ``schema`` (a scenario's
+    :class:`bflnet.runs.schema.Schema`) and ``units``; a reference setting the schema
+    names (``mac = links``) on the hue or style is drawn in every panel.
     """
     check_column(frame, "--x", x, numeric=True)
     check_column(frame, "--y", y, numeric=True)
-    check_column(frame, "--hue", hue)
+    for role, column in (("--hue", hue), ("--style", style), ("--col", col), ("--row", row)):
+        check_column(frame, role, column)
     if isinstance(band, bool) or not isinstance(band, int | float) or not 0 <= band < 1:
         raise ValueError(f"--band: must be a number in [0, 1), got {band!r}")
+    facts = ColumnFacts.of(schema, units)
     key = curve_key(frame, curve_by)
-    rows = frame.dropna(subset=[x, y] + ([hue] if hue else []))
+    lines = [c for c in (hue, style) if c is not None]
+    rows = frame.dropna(subset=[x, y])
+    notes: set[str] = set()
+    for column in lines:
+        missing = int(rows[column].isna().sum())
+        if missing:
+            notes.add(f"{column}: {missing} rows without a value are left out")
+    rows = rows.dropna(subset=lines)
     if logx:
-        rows = rows[rows[x] > 0]
+        off = rows[x] <= 0
+        if off.any():
+            notes.add(f"--logx: {int(off.sum())} rows at {x} <= 0 are not on the log axis; "
+                      f"each curve starts at its first {x} > 0")
+            rows = rows[~off]
     if rows.empty:
-        raise ValueError(f"--y: no rows with both {x!r} and {y!r}")
+        raise ValueError(f"--y: no rows with both {x!r} and {y!r}"
+                         + (f" and {x} > 0 (--logx)" if logx else ""))
+    rows, placement = place(rows, key, {"hue": hue, "style": style, "col": col, "row": row},
+                            average, skip=(x, y),
+                            split=curve_by is None and "run_id" not in key, clock=x)
+    everywhere, reference = reference_rows(rows, facts.references, lines, [col, row])
     hues = facet_values(rows, "--hue", hue, MAX_HUES)
+    styles = facet_values(rows, "--style", style, MAX_STYLES)
+    colors = hue_colors(hues, facts.references.get(hue) if hue else None)
+    floor = None
+    if logy:
+        zeros = int((rows[y] <= 0).sum())
+        if zeros:
+            floor = log_floor(rows[y].to_numpy(dtype=float))
+            notes.add(f"--logy: {zeros} values of {y} are <= 0: drawn at {floor:.0e} (the "
+                      f"dotted line)")
     marks = fault_rows(frame, x) if faults else frame.iloc[:0]
     if not marks.empty and logx:
         marks = marks[marks[x] > 0]
     kinds = fault_kinds(marks)
-    fig, panels = facet_panels(rows, row, col, strip_rows=len(kinds), figsize=figsize)
-    notes: set[str] = set()
-    counts: list[int] = []
+    fig, panels = facet_panels(rows, row, col, strip_rows=len(kinds), figsize=figsize,
+                               everywhere=everywhere)
+    labels = _line_labels(rows, placement, hue, style, [col, row], hues, styles, facts,
+                          reference)
+    runs: list[int] = []
+    seeds: list[int] = []
     span = [np.inf, -np.inf]
-    colors: dict[Any, Any] = {}
     for panel in panels:
         for value in hues:
-            group = panel.rows if hue is None else panel.rows[panel.rows[hue] == value]
-            if group.empty:
-                continue
-            label = "median" if hue is None else format_value(value)
-            n, lo, hi = _draw_group(panel.ax, group, x, y, key, band, logx, logy, label, notes,
-                                    colors.get(value))
-            colors.setdefault(value, panel.ax.lines[-1].get_color())
-            counts.append(n)
-            span = [min(span[0], lo), max(span[1], hi)]
+            for i, kind in enumerate(styles):
+                group = panel.rows
+                if hue is not None:
+                    group = group[group[hue] == value]
+                if style is not None:
+                    group = group[group[style] == kind]
+                if group.empty:
+                    continue
+                n, lo, hi = _draw_group(panel.ax, group, x, y, band, logx, floor,
+                                        labels[value, kind], notes, colors[value],
+                                        LINE_STYLES[i])
+                runs.append(n)
+                seeds.append(seeds_of(group, placement) or 0)
+                span = [min(span[0], lo), max(span[1], hi)]
+        if floor is not None:
+            panel.ax.axhline(floor, color="0.4", linestyle=":", linewidth=1, label="_")
         if panel.strip is not None:
             mark_faults(panel.strip, _panel_rows(marks, panel, row, col), x, kinds, hue,
                         colors if hue is not None else None)
             if len(panels) == 1:
                 panel.strip.set_ylabel("faults", fontsize="x-small")
+    ax = panels[0].ax
+    if floor is not None:
+        ax.plot([], [], color="0.4", linestyle=":", linewidth=1,
+                label=f"<= 0, drawn at {floor:.0e}")
     for note in sorted(notes):
         warnings.warn(note, stacklevel=2)
-    ax = panels[0].ax
     if any(note.startswith("runs cover different") for note in notes):
         ax.plot([], [], color="0.3", linewidth=0.8, alpha=0.6, label=THIN_LABEL)
     ax.set(xscale="log" if logx else "linear", yscale="log" if logy else "linear")
@@ -262,9 +352,15 @@ def plot_metric(frame: pd.DataFrame, x: str, y: str, hue: str | None = None,
         ax.set_xlim(*span)
     if ylim is not None:
         ax.set_ylim(*ylim)
-    finish_panels(fig, panels, axis_label(x, units), axis_label(y, units),
-                  legend_title=None if hue is None else axis_label(hue, units),
-                  title=_title(counts, key, band))
+    with_seeds = seeds_of(rows, placement) is not None
+    finish_panels(fig, panels, facts.label(x), facts.label(y),  # a legend if averaged
+                  legend_title=facts.label(hue) if hue else ("" if placement.averaged
+                                                             else None),
+                  title=_title(runs, seeds if with_seeds else None, placement, band))
+    if report is not None:  # once the figure is made: no note before an error
+        report(placement.line() + ("" if reference is None else
+                                   f"; {reference} = {facts.references[reference]} (the "
+                                   f"reference) in every panel"))
     return fig
 
 

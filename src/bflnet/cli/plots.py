@@ -49,18 +49,18 @@ def _warned(make: Callable[[], Any]) -> Any:
     return result
 
 
-def schema_units_of(record: dict[str, Any] | None) -> dict[str, str]:
-    """``{column: unit}`` of the scenario named in a table's record (empty: none)."""
-    from bflnet.analysis.labels import schema_units
+def schema_of(record: dict[str, Any] | None) -> Any:
+    """The schema of the scenario named in a table's record (``None``: none, or a
+    scenario this version does not know): the plot's labels, units and reference."""
     from bflnet.runs.registry import get_scenario
 
     name = (record or {}).get("scenario")
     if not isinstance(name, str):
-        return {}
+        return None
     try:
-        return schema_units(get_scenario(name).columns)
+        return get_scenario(name).columns
     except ValueError:  # a scenario this version does not know
-        return {}
+        return None
 
 
 def plot(
@@ -79,7 +79,10 @@ def plot(
              "draws the distribution of --y; a table of curves, --y against iteration",
         show_default=False)] = None,
     hue: Annotated[str | None, typer.Option(help="one line (or box) per value of this "
-                                            "column; its name titles the legend")] = None,
+                                            "column, in its own colour; its name titles "
+                                            "the legend")] = None,
+    style: Annotated[str | None, typer.Option(help="curves: one line style (solid, dashed, "
+                                              "...) per value of this column")] = None,
     col: Annotated[str | None, typer.Option(help="one panel per value of this column, side "
                                             "by side")] = None,
     row: Annotated[str | None, typer.Option(help="one panel per value of this column, one "
@@ -100,6 +103,14 @@ def plot(
     curve_by: Annotated[list[str] | None, typer.Option(
         help="columns that identify one run (repeatable; default: run_id, else seed, with "
              "run where the table has it)")] = None,
+    average: Annotated[list[str] | None, typer.Option(
+        help="a setting that varies within a line (box, point) and is pooled into it, said "
+             "so in the title and legend (repeatable); without it such a setting is an "
+             "error")] = None,
+    stat: Annotated[str | None, typer.Option(
+        help="a value per run from a table of curves (--x a parameter, or a distribution): "
+             "each run's last, max, min or mean value (default: last)",
+        show_default=False)] = None,
     faults: Annotated[bool, typer.Option(
         help="curves: tick the table's fault rows (event = fault) in a strip under the "
              "axes, one row per kind")] = True,
@@ -117,23 +128,27 @@ def plot(
     frame, records = read_tables(files)
     if where:
         frame = keep_rows(frame, where)
-    for role, column in (("--y", y), ("--x", x), ("--hue", hue), ("--col", col),
-                         ("--row", row), *(("--curve-by", c) for c in curve_by or ())):
+    for role, column in (("--y", y), ("--x", x), ("--hue", hue), ("--style", style),
+                         ("--col", col), ("--row", row),
+                         *(("--curve-by", c) for c in curve_by or ()),
+                         *(("--average", c) for c in average or ())):
         check_column(frame, role, column)  # before matplotlib is loaded
     if len(records) > 1 and curve_by is None:  # run 0 of one file is not run 0 of another
         from bflnet.analysis.plots import curve_key
 
         curve_by = [FILE_COLUMN, *curve_key(frame, None)]
-    units: dict[str, str] = {}
-    for record in reversed(records):  # the first table's units win
-        units.update(schema_units_of(record))
+    schema = next((s for s in map(schema_of, records) if s is not None), None)  # the first
     from bflnet.analysis.plots import save_figure
     from bflnet.analysis.table_plot import plot_table
 
+    def report(text: str) -> None:
+        typer.echo(f"bflnet: {text}", err=True)
+
     figure = _warned(lambda: plot_table(
-        frame, y, x, hue=hue, col=col, row=row, kind=kind, band=band, logx=logx, logy=logy,
-        curve_by=curve_by, faults=faults, xlim=limits[0], ylim=limits[1], units=units,
-        figsize=figsize))
+        frame, y, x, hue=hue, style=style, col=col, row=row, kind=kind, band=band,
+        logx=logx, logy=logy, curve_by=curve_by, average=average or (), stat=stat,
+        faults=faults, xlim=limits[0], ylim=limits[1], schema=schema, figsize=figsize,
+        report=report))
     typer.echo(f"wrote {save_figure(figure, out, dpi=dpi)}", err=True)
 
 

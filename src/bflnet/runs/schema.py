@@ -11,6 +11,9 @@ The convention every scenario follows (checked over the registry by the tests):
 * any other duration ends in ``_s`` (seconds), any other amount of bits in ``_bits``.
 
 Units are one of :data:`UNITS`. Columns common to many scenarios are defined here once.
+A column may also give a short ``label`` for the axes of a figure (``snr_db``: "SNR",
+drawn as "SNR (dB)") and name a ``reference`` value (``mac``: ``links``, a setting the
+others are compared with, drawn in every panel of a figure by ``bflnet plot``).
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ __all__ = ["ALL", "UNITS", "Column", "Schema", "col"]
 
 #: Allowed units: ``1`` is a dimensionless number, ``label`` a text or category,
 #: ``index`` an integer position or id, ``count`` a number of things, ``fraction`` a
-#: share in [0, 1], ``flag`` a yes / no value, ``nats`` an information quantity (KL).
-UNITS = ("s", "bits", "nats", "count", "fraction", "1", "label", "index", "flag", "m/s")
+#: share in [0, 1], ``flag`` a yes / no value, ``nats`` an information quantity (KL),
+#: ``dB`` a power ratio in decibels.
+UNITS = ("s", "bits", "nats", "count", "fraction", "1", "label", "index", "flag", "m/s",
+         "dB")
 
 #: ``events`` of a column every row carries.
 ALL: tuple[str, ...] = ()
@@ -32,13 +37,16 @@ ALL: tuple[str, ...] = ()
 class Column:
     """One output column: its unit, what it means, and which ``event`` rows carry it
     (:data:`ALL`: every row); ``when`` says under which settings it exists, if not
-    always."""
+    always; ``label`` its short name on a figure's axis (empty: from its name);
+    ``reference`` the value that names the reference setting, if it has one."""
 
     name: str
     unit: str
     meaning: str
     events: tuple[str, ...] = ALL
     when: str = ""
+    label: str = ""
+    reference: str = ""
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:
@@ -57,10 +65,15 @@ class Column:
         """This column with another meaning."""
         return replace(self, meaning=meaning)
 
+    def labelled(self, label: str) -> Column:
+        """This column with another short label on figures."""
+        return replace(self, label=label)
 
-def col(name: str, unit: str, meaning: str, *events: str, when: str = "") -> Column:
+
+def col(name: str, unit: str, meaning: str, *events: str, when: str = "", label: str = "",
+        reference: str = "") -> Column:
     """A :class:`Column` (``events`` empty: every row)."""
-    return Column(name, unit, meaning, tuple(events), when)
+    return Column(name, unit, meaning, tuple(events), when, label, reference)
 
 
 @dataclass(frozen=True)

@@ -329,7 +329,7 @@ _ROUNDS = ("init", "round")
 SCHEMA = Schema.of(
     col("task", "label", "cdbfl (CD-BFL) or consensus (averaging)"),
     col("mac", "label", "links (independent links: the reference) or the shared medium's "
-        "MAC: none, tdma, csma, aloha"),
+        "MAC: none, tdma, csma, aloha", reference="links"),
     col("broadcast", "flag", "one broadcast per device and round (true) or one unicast per "
         "neighbour (false)"),
     RUN_ID,
@@ -370,35 +370,50 @@ _COLOURS = {"links": "black", "none": "tab:red", "tdma": "tab:blue", "csma": "ta
 
 def default_plot(frame: pd.DataFrame) -> Figure:
     """Per task (a row of panels): CD-BFL accuracy or consensus deviation against
-    simulated seconds and against bits; one curve per MAC (colour) and unicast (solid) or
-    broadcast (dashed), the links reference in black; the first seed's runs."""
+    simulated seconds and against bits, both on log axes (the rows at 0 s and 0 bits, the
+    initial state, are off them and left out: said in the title); one curve per MAC
+    (colour) and unicast (solid) or broadcast (dashed), the links reference in black; the
+    first seed's runs. Labels from the scenario's columns."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    from bflnet.analysis.labels import ColumnFacts
+
+    facts = ColumnFacts.of(SCHEMA)
     tasks = [t for t in TASKS if t in set(frame["task"])]
-    fig = Figure(figsize=(9, 3.4 * len(tasks)), layout="constrained")
+    fig = Figure(figsize=(10, 3.4 * len(tasks)), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(len(tasks), 2, squeeze=False)
+    seeds = sorted(set(frame["seed"])) if "seed" in frame else []
     for row, task in zip(axes, tasks, strict=True):
         metric = "accuracy" if task == "cdbfl" else "max_deviation"
         runs = frame[frame["task"] == task].dropna(subset=[metric])
-        if "seed" in runs:
-            runs = runs[runs["seed"] == runs["seed"].min()]
+        if seeds:
+            runs = runs[runs["seed"] == seeds[0]]
         for (mac, cast), run in runs.groupby(["mac", "broadcast"], sort=False):
             label = "links" if mac == "links" else f"{mac}, {'broadcast' if cast else 'unicast'}"
             style = dict(color=_COLOURS.get(str(mac), "grey"), ls="--" if cast else "-",
                          lw=1.2, label=label)
-            row[0].plot(run["time_s"], run[metric], **style)
-            row[1].plot(run["cum_bits"], run[metric], **style)
-        name = "CD-BFL accuracy" if task == "cdbfl" else "consensus max deviation"
-        for ax, x in zip(row, ("simulated time (s)", "bits on the air"), strict=True):
-            ax.set(xlabel=x, ylabel=metric, title=name)
-            ax.set_xscale("log")
-            if task == "consensus":
-                ax.set_yscale("log")
+            for ax, x in zip(row, ("time_s", "cum_bits"), strict=True):
+                on_axis = run[run[x] > 0]  # 0 s and 0 bits are off a log axis
+                ax.plot(on_axis[x], on_axis[metric], **style)
+        name = "CD-BFL" if task == "cdbfl" else "consensus averaging"
+        for ax, x in zip(row, ("time_s", "cum_bits"), strict=True):
+            ax.set(xlabel=facts.label(x), ylabel=facts.label(metric), title=name,
+                   xscale="log", yscale="log" if task == "consensus" else "linear")
             ax.grid(alpha=0.3)
-        row[0].legend(fontsize=7)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right center", fontsize=7)
+    which = f"seed {format_seed(seeds)}" if seeds else "one seed"
+    fig.suptitle(f"{which}, one run per line; the initial state (0 s, 0 bits) is off the "
+                 f"log axes", fontsize="medium")
     return fig
+
+
+def format_seed(seeds: list[Any]) -> str:
+    """The first of ``seeds``, and how many there are beside it."""
+    more = len(seeds) - 1
+    return f"{seeds[0]}" + (f" (of {len(seeds)} seeds)" if more else "")
 
 
 @register(NAME, D2DMediumConfig,

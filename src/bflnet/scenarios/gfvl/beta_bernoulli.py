@@ -133,7 +133,7 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     fig = plot_metric(rows, "iteration", "kl", hue="graph", band=0.75, logy=True)
     ax = fig.axes[0]
     ax.set(ylabel=f"KL(q ‖ posterior), floored at {KL_FLOOR:g}",
-           title="G-FVL, beta-Bernoulli (Fig. 3): median, 75 % band")
+           title="G-FVL, beta-Bernoulli (Fig. 3)")
     return fig
 
 

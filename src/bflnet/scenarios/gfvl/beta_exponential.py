@@ -145,7 +145,7 @@ def default_plot(frame: pd.DataFrame, x: str = "total_local_iterations") -> Figu
 
     fig = plot_metric(with_run_id(frame, ["L"]), x, "kl", hue="L", band=0.75, logy=True)
     fig.axes[0].set(xlabel=_X_LABELS.get(x, x), ylabel="KL(q ‖ posterior)",
-                    title="G-FVL, beta-exponential (Fig. 4): median, 75 % band")
+                    title="G-FVL, beta-exponential (Fig. 4)")
     return fig
 
 

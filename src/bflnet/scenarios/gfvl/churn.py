@@ -126,7 +126,7 @@ def default_plot(frame: pd.DataFrame) -> Figure:
                       logy=True, faults=True)
     ax = fig.axes[0]
     ax.set(ylabel=f"KL(q ‖ posterior), floored at {KL_FLOOR:g}",
-           title="G-FVL under node churn: median over runs, 50 % band")
+           title="G-FVL under node churn")
     return fig
 
 

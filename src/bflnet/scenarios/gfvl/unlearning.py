@@ -196,7 +196,7 @@ def default_plot(frame: pd.DataFrame) -> Figure:
                       logx=True, logy=True)
     fig.axes[0].set(xlabel="iterations since the forget request",
                     ylabel="KL(q ‖ posterior without the forgotten data)",
-                    title="G-FVL unlearning vs retraining (Fig. 5): median, 75 % band")
+                    title="G-FVL unlearning vs retraining (Fig. 5)")
     return fig
 
 

@@ -154,10 +154,10 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     """Max deviation from the true mean against simulated time, one line per speed."""
     from bflnet.analysis.plots import plot_metric
 
-    fig = plot_metric(frame, "time_s", "max_deviation", hue="speed", logy=True)
+    fig = plot_metric(frame, "time_s", "max_deviation", hue="speed", logy=True,
+                      schema=SCHEMA)  # the legend titled "speed (m/s)"
     fig.axes[0].set(xlabel="simulated time (s)", ylabel="max |x_k - mean|",
                     title="gossip averaging on moving nodes")
-    fig.axes[0].get_legend().set_title("speed (m/s)")
     return fig
 
 

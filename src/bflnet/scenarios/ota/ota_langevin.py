@@ -218,13 +218,18 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     for method, rows in last.groupby("method", sort=False):
         axes[0].plot(rows["snr_db"], rows["accuracy"], "-o", label=method)
         axes[1].plot(rows["snr_db"], rows["ece"], "-o", label=method)
+    off = []  # rows at 0 J are off the log axis: left out and named in the title
     for (method, snr), rows in frame.groupby(["method", "snr_db"], sort=False):
         if method not in IDEAL:
-            axes[2].plot(rows["energy_j"], rows["accuracy"], "-", label=f"{method} {snr:g} dB")
+            on = rows[rows["energy_j"] > 0]
+            if len(on) < len(rows):
+                off.append(f"{method} {snr:g} dB")
+            axes[2].plot(on["energy_j"], on["accuracy"], "-", label=f"{method} {snr:g} dB")
     axes[0].set(xlabel="SNR (dB)", ylabel="accuracy", title="last round")
     axes[1].set(xlabel="SNR (dB)", ylabel="ECE", title="last round")
-    axes[2].set(xlabel="energy per device (J)", ylabel="accuracy", xscale="log",
-                title="accuracy vs energy")
+    axes[2].set(xlabel="energy per device (J)", ylabel="accuracy", xscale="log")
+    axes[2].set_title("accuracy vs energy" + (f"\n0 J, off the log axis: {', '.join(off)}"
+                                              if off else ""), fontsize="small")
     axes[0].legend(fontsize=7)
     axes[2].legend(fontsize=6)
     for ax in axes:
@@ -239,7 +244,7 @@ SCHEMA = Schema.of(
     CUM_BITS.means("uplink bits so far (0 over the air: analog)"),
     CUM_BITS_DELIVERED.means("uplink bits delivered so far"),
     METHOD.means("wfald, digital, fald, ota-fedavg or fedavg"),
-    col("snr_db", "1", "transmit power over noise power, in dB"),
+    col("snr_db", "dB", "transmit power over noise power", label="SNR"),
     ACCURACY.means("test accuracy of the posterior predictive"),
     ECE.means("test ECE of the posterior predictive (10 bins)"),
     NLL.means("test NLL of the posterior predictive"),

@@ -294,10 +294,12 @@ SCHEMA = Schema.of(
     CUM_BITS.means("bits of one run on the air (0 over the air: analog)"),
     CUM_BITS_DELIVERED.means("bits of one run delivered"),
     METHOD.means("wflmc, wflmc-full or noiseless"),
-    col("snr_db", "1", "transmit power over noise power, in dB"),
+    col("snr_db", "dB", "transmit power over noise power", label="SNR"),
     col("w2", "1", "largest over the kept rounds of the squared 2-Wasserstein distance "
-        "between the Gaussian fit of the runs' samples and the exact posterior"),
-    col("w2_mean", "1", "the same, averaged over the kept rounds"),
+        "between the Gaussian fit of the runs' samples and the exact posterior",
+        label="squared W2 to the posterior, max over the kept rounds"),
+    col("w2_mean", "1", "the same, averaged over the kept rounds",
+        label="squared W2 to the posterior, mean over the kept rounds"),
     col("k_active_mean", "count", "devices heard per round, mean over rounds and runs"),
     col("silent_rounds", "count", "rounds in which no device transmitted, over all runs"),
     col("channel_noise_ratio", "1", "channel noise variance on the update over the "

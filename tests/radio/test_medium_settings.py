@@ -11,10 +11,10 @@ SHARED = ["--set", "medium=shared", "--set", "channel=rayleigh", "--set", "K=6",
 
 
 @pytest.mark.parametrize("extra, text", [
-    (["--set", "distance_m=-3"], "distance_m: must be a finite number > 0"),
+    (["--set", "distance_m=-3"], "distance_m: must be a finite number >= 0.001"),
     (["--set", "sense_range_m=-1"], "sense_range_m: must be a finite number >= 0"),
     (["--set", "sinr_threshold_db=nan"], "sinr_threshold_db: must be a finite number"),
-    (["--set", "mac=aloha", "--set", "aloha_p=1.5"], "aloha_p: must be a finite number > 0"),
+    (["--set", "mac=aloha", "--set", "aloha_p=1.5"], "aloha_p: must be a finite number >= 1e-09"),
     (["--set", "cw_min=64", "--set", "cw_max=8"], "cw_max: must be >= cw_min (64)"),
     (["--set", "retry_limit=-1"], "retry_limit: must be an integer >= 0"),
     (["--set", "mac=tdma", "--set", "tdma_frame_slots=1"],

@@ -97,7 +97,7 @@ def test_toml_values_are_typed_exactly_as_set_types_the_same_text(value, text):
     ("K", 2.5, "K: must be an integer >= 2 and <= 1000000, got 2.5"),
     ("K", True, "K: must be an integer >= 2 and <= 1000000, got True"),
     ("K", [4, 6], "K: must be an integer >= 2 and <= 1000000, got [4, 6]"),
-    ("rate_bps", "1e6", "rate_bps: must be a finite number > 0 and <= 1e+15, got '1e6'"),
+    ("rate_bps", "1e6", "rate_bps: must be a finite number >= 0.001 and <= 1e+15, got '1e6'"),
     ("record_messages", 1, "record_messages: must be true or false, got 1"),
     ("graph", 3, "graph: must be one of complete, star"),
     ("max_attempts", "4", "max_attempts: must be an integer >= 1 and <= 1000000 or none, got '4'"),

@@ -55,6 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bflnet.validation.checks import check_real
+from bflnet.validation.limits import MIN_BANDWIDTH_HZ
 
 POWER_RULES = ("langevin", "full")
 AIRCOMP_FADINGS = ("rayleigh", "none")
@@ -85,7 +86,7 @@ class AirCompSpec:
     def __post_init__(self) -> None:
         check_real("tx_power", self.tx_power, gt=0, le=1e30)
         check_real("noise_power", self.noise_power, gt=0, le=1e30)
-        check_real("bandwidth_hz", self.bandwidth_hz, gt=0, le=1e12)
+        check_real("bandwidth_hz", self.bandwidth_hz, ge=MIN_BANDWIDTH_HZ, le=1e12)
         check_real("latency_s", self.latency_s, ge=0, le=1e6)
         if self.gain_threshold is not None:
             check_real("gain_threshold", self.gain_threshold, ge=0, le=1e30)

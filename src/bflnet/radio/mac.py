@@ -36,6 +36,7 @@ import simpy
 
 from bflnet.radio.events import timeout
 from bflnet.validation.checks import check_int, check_real
+from bflnet.validation.limits import MIN_PROBABILITY, MIN_SLOT_S
 
 
 class Transceiver(Protocol):
@@ -76,9 +77,9 @@ class Aloha:
     name = "aloha"
 
     def __post_init__(self) -> None:
-        check_real("aloha_p", self.p, gt=0, le=1)
+        check_real("aloha_p", self.p, ge=MIN_PROBABILITY, le=1)
         if self.slot_s is not None:
-            check_real("slot_s", self.slot_s, gt=0, le=1e6)
+            check_real("slot_s", self.slot_s, ge=MIN_SLOT_S, le=1e6)
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ class Tdma:
         if self.frame_slots is not None:
             check_int("tdma_frame_slots", self.frame_slots, ge=1, le=10**7)
         if self.slot_s is not None:
-            check_real("slot_s", self.slot_s, gt=0, le=1e6)
+            check_real("slot_s", self.slot_s, ge=MIN_SLOT_S, le=1e6)
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ class Csma:
     def __post_init__(self) -> None:
         if self.sense_range_m is not None:
             check_real("sense_range_m", self.sense_range_m, ge=0, le=1e9)
-        check_real("csma_slot_s", self.slot_s, gt=0, le=1e3)
+        check_real("csma_slot_s", self.slot_s, ge=MIN_SLOT_S, le=1e3)
         check_int("cw_min", self.cw_min, ge=1, le=2**20)
         check_int("cw_max", self.cw_max, ge=1, le=2**20)
         if self.cw_max < self.cw_min:

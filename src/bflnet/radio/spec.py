@@ -31,6 +31,7 @@ from typing import Any
 
 from bflnet.radio.pathloss import LogDistance, dbm_to_mw, noise_dbm
 from bflnet.validation.checks import check_real
+from bflnet.validation.limits import MIN_BANDWIDTH_HZ, MIN_CODING_RATE
 
 FADINGS = ("none", "rayleigh", "rician")
 #: How a packet's SINR decides it: a hard ``threshold``, or the packet error rate ``per``.
@@ -73,9 +74,9 @@ class RadioSpec:
 
     def __post_init__(self) -> None:
         check_real("tx_power_dbm", self.tx_power_dbm, ge=-100, le=100)
-        check_real("bandwidth_hz", self.bandwidth_hz, gt=0, le=1e12)
+        check_real("bandwidth_hz", self.bandwidth_hz, ge=MIN_BANDWIDTH_HZ, le=1e12)
         check_real("noise_figure_db", self.noise_figure_db, ge=0, le=100)
-        check_real("coding_rate", self.coding_rate, gt=0, le=100)
+        check_real("coding_rate", self.coding_rate, ge=MIN_CODING_RATE, le=100)
         if self.sinr_threshold_db is not None:
             check_real("sinr_threshold_db", self.sinr_threshold_db, ge=-100, le=100)
         if not isinstance(self.pathloss, LogDistance):

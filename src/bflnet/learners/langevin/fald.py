@@ -119,8 +119,30 @@ class FALD:
         if added > 0:
             new = new + math.sqrt(added) * rng.standard_normal(new.shape)
         if not np.isfinite(new).all():
-            raise ValueError("FALD: the sample is no longer finite (step_size too large?)")
+            raise ValueError(f"FALD: the sample is no longer finite: {_why(theta, mean_update)}")
         return new, added
+
+
+#: A sample coordinate this large before an update means the chain was running away.
+_RUNAWAY = 1e100
+
+
+def _why(theta: np.ndarray, mean_update: np.ndarray) -> str:
+    """What made the new sample non-finite, as the numbers say: a chain that had grown
+    without bound (a step too large for the gradients), an update that was itself not
+    finite, or a finite sample and update whose sum overflowed."""
+    before = float(np.max(np.abs(theta))) if np.size(theta) else 0.0
+    finite = bool(np.isfinite(mean_update).all())
+    size = float(np.max(np.abs(mean_update))) if finite and np.size(mean_update) else math.inf
+    if before >= _RUNAWAY or (finite and size >= _RUNAWAY):
+        return (f"the chain grew without bound (largest |coordinate| {before:.3g} before this "
+                f"round, largest |update| {size:.3g}): step_size is too large for these "
+                f"gradients")
+    if not finite:
+        return (f"this round's mean update is not finite (largest |coordinate| of the "
+                f"sample before it {before:.3g}): the devices' steps or the uplink overflowed")
+    return (f"the sample (largest |coordinate| {before:.3g}) plus this round's update "
+            f"(largest |coordinate| {size:.3g}) and its noise overflowed")
 
 
 class LinearGaussianGrads(Sequence[Gradient]):

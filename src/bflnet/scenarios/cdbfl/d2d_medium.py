@@ -59,6 +59,7 @@ from bflnet.scenarios.shared.network_settings import (
     USED_ONLY_WITH,
     NetworkSettings,
 )
+from bflnet.validation.limits import MIN_METRES, MIN_STEP
 from bflnet.validation.params import param, subset, validate
 
 if TYPE_CHECKING:
@@ -111,7 +112,7 @@ class D2DMediumConfig(CDBFLSettings):
     K: int = param(10, "number of devices (the area grows with K: constant density)", ge=2,
                    le=4096)
     radius_m: float = param(30.0, "edge radius of the random geometric graph in metres",
-                            gt=0, le=MAX_METRES)
+                            ge=MIN_METRES, le=MAX_METRES)
     degree: float = param(8.0, "mean number of neighbours away from the edges: the area's "
                           "side is radius_m * sqrt(pi K / degree)", gt=0, le=1e4)
     channel: str = param("rayleigh", "fading of every signal (rayleigh or rician; ideal / "
@@ -135,7 +136,7 @@ class D2DMediumConfig(CDBFLSettings):
                            le=10_000)
     rounds: int = param(40, "rounds of each run (CD-BFL and consensus)", ge=1, le=10**6)
     burn_in: int = param(20, "CD-BFL rounds whose samples are discarded", ge=0, le=10**6)
-    lr: float = param(5e-3, "CD-BFL learning rate eta", gt=0, le=1e3)
+    lr: float = param(5e-3, "CD-BFL learning rate eta", ge=MIN_STEP, le=1e3)
     local_steps: int = param(4, "CD-BFL local steps L per round", ge=1, le=10**6)
     eval_every: int = param(5, "evaluate CD-BFL every this many rounds (and the last)",
                             ge=1, le=10**6)
@@ -200,6 +201,9 @@ class D2DMediumConfig(CDBFLSettings):
         if not side <= MAX_METRES:
             raise ValueError(f"degree: radius_m * sqrt(pi K / degree) = {side:.3g} m exceeds "
                              f"{MAX_METRES:g} m; raise degree or lower radius_m")
+        if not side >= MIN_METRES:
+            raise ValueError(f"radius_m: radius_m * sqrt(pi K / degree) = {side:.3g} m is "
+                             f"below {MIN_METRES:g} m; raise radius_m or lower degree")
         return side
 
     def noise_dbm(self) -> float:

@@ -33,7 +33,7 @@ from bflnet.protocols.graphs.walk_names import WALK_NAMES
 from bflnet.protocols.stopping import StopRule
 from bflnet.runs.config import group, group_value, param, validate
 from bflnet.runs.registry import register
-from bflnet.runs.resources import FLOAT64, ROW_BYTES, Footprint
+from bflnet.runs.resources import EDGE_BYTES, FLOAT64, NODE_BYTES, ROW_BYTES, Footprint, count
 from bflnet.runs.schema import (
     BASE,
     CUM_BITS_DOWN,
@@ -53,6 +53,15 @@ if TYPE_CHECKING:
 
 NAME = "custom-learner"
 PROTOCOLS = ("random-walk", "parameter-server", "gossip")
+#: Bytes per agent each protocol keeps beyond the graph, the links and the data: the
+#: learner's agent state, the protocol's per-node records and, for gossip, every node's
+#: copy of the global state with its mixing weights. Measured with ``gaussian-mean``
+#: (peak resident memory at K = 10^5 and 2 x 10^5 on a ring and a torus: 0.5, 0.9 and
+#: 2.3 kB per agent), with a margin.
+AGENT_BYTES = {"random-walk": 800.0, "parameter-server": 1_200.0, "gossip": 3_000.0}
+#: Bytes per edge gossip keeps beyond the graph's: the messages of a round in the
+#: neighbours' inboxes (measured: 1.2 kB per edge), with a margin.
+GOSSIP_EDGE_BYTES = 1_500.0
 
 
 def _known_learner(name: str) -> None:
@@ -111,14 +120,28 @@ class CustomLearnerConfig(NetworkSettings):
         return settings_classes()
 
     def footprint(self) -> Footprint:
-        """The network, the agents' data (``points_per_agent`` float64 each) and one row
-        per round."""
-        k = self.agents()
+        """The network (a parameter server: the agents' uplinks and downlinks, no D2D
+        graph), the agents' data (``points_per_agent`` float64 each), what the protocol
+        keeps per agent and per edge (:data:`AGENT_BYTES`, :data:`GOSSIP_EDGE_BYTES`:
+        measured with the built-in learner; a plugin learner's own state is its own) and
+        one row per round."""
+        if self.protocol == "parameter-server":  # the run builds no D2D graph
+            k = float(self.K)
+            fp = Footprint().add(f"the {count(k)} agents' uplinks and downlinks", ("K",),
+                                 bytes=(NODE_BYTES + EDGE_BYTES) * k, work=3.0 * k)
+        else:
+            k = self.agents()
+            fp = super().footprint()
         points = k * self.points_per_agent
+        state = AGENT_BYTES[self.protocol] * k
+        if self.protocol == "gossip":
+            state += GOSSIP_EDGE_BYTES * self.graph_size().edges
         rows = self.rounds + 1.0
-        return super().footprint().add(
+        return fp.add(
             f"{points:.3g} data points", ("K", "points_per_agent"), bytes=FLOAT64 * points,
-            work=points).add(f"{rows:.3g} recorded rows", ("rounds",),
+            work=points).add(
+            f"{self.protocol}: the {count(k)} agents' states and records", ("K", "protocol"),
+            bytes=state).add(f"{rows:.3g} recorded rows", ("rounds",),
                              bytes=ROW_BYTES * rows * (2.0 if self.protocol == "gossip"
                                                        else 1.0))
 

@@ -92,6 +92,7 @@ from bflnet.scenarios.ota.wflmc_gaussian import (
     snr_list,
 )
 from bflnet.scenarios.shared.network_settings import NetworkSettings
+from bflnet.validation.limits import MIN_BANDWIDTH_HZ, MIN_CLIP, MIN_STEP
 from bflnet.validation.params import param
 
 if TYPE_CHECKING:
@@ -135,20 +136,23 @@ class OTALangevinConfig(AirUplinkSettings, NetworkSettings):
     burn_in: int = param(30, "rounds before the samples enter the predictive", ge=0,
                          le=10**6)
     local_steps: int = param(2, "local Langevin steps per round", ge=1, le=1000)
-    step_size: float = param(1e-4, "Langevin step η", gt=0, le=1.0)
-    grad_clip: float = param(1000.0, "gradient norm that sets the payload clip", gt=0,
+    step_size: float = param(1e-4, "Langevin step η", ge=MIN_STEP, le=1.0)
+    grad_clip: float = param(1000.0, "gradient norm that sets the payload clip", ge=MIN_CLIP,
                              le=1e12)
     snr_db: str = param("10,20,30,40", "comma list of SNRs in dB (transmit power over "
                         "noise power)")
     methods: str = param("wfald,digital,fald", "comma list of: " + ", ".join(METHODS))
-    fedavg_lr: float = param(0.1, "SGD step of ota-fedavg and fedavg", gt=0, le=100.0)
-    fedavg_clip: float = param(1.0, "payload norm clip of ota-fedavg's power control", gt=0,
+    fedavg_lr: float = param(0.1, "SGD step of ota-fedavg and fedavg", ge=MIN_STEP,
+                             le=100.0)
+    fedavg_clip: float = param(1.0, "payload norm clip of ota-fedavg's power control",
+                               ge=MIN_CLIP,
                                le=1e12)
     digital_bits: int = param(4, "bits per coordinate of the digital baseline's "
                               "quantiser", ge=2, le=32)
     mean_gain_db: float = param(-20.0, "mean power gain of the channel in dB (placement "
                                 "fixed)", ge=-200, le=0)
-    bandwidth_hz: float = param(1e6, "channel uses per second", gt=0, le=1e12)
+    bandwidth_hz: float = param(1e6, "channel uses per second", ge=MIN_BANDWIDTH_HZ,
+                                le=1e12)
     latency_s: float = param(0.0, "latency added to each round's air time", ge=0, le=1e6)
     eval_every: int = param(10, "rounds between evaluations", ge=1, le=10**6)
     eval_size: int = param(1000, "test images evaluated", ge=1, le=10_000)

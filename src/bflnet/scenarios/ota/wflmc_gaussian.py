@@ -82,6 +82,7 @@ from bflnet.scenarios.shared.network_settings import (
     ServerOnly,
 )
 from bflnet.validation.checks import check_real
+from bflnet.validation.limits import MIN_BANDWIDTH_HZ, MIN_CLIP, MIN_METRES, MIN_STEP
 from bflnet.validation.params import param, validate
 
 if TYPE_CHECKING:
@@ -131,7 +132,8 @@ def _placement_declarations() -> dict[str, tuple[str, Any]]:
             "distance_m, server at its centre); the mean gains then follow the "
             "log-distance path loss", choices=PLACEMENTS)),
         "distance_m": ("float", param(10.0, "distance to the server (distance) or side of "
-                                      "the square (square), metres", gt=0, le=1e6)),
+                                      "the square (square), metres", ge=MIN_METRES,
+                                      le=1e6)),
         "path_loss_exponent": ("float", param(3.0, "path-loss exponent n", ge=0, le=10)),
         "ref_loss_db": ("float", param(40.0, "path loss at 1 m, dB", ge=-100, le=300)),
     }
@@ -206,14 +208,17 @@ class WFLMCGaussianConfig(AirUplinkSettings, NetworkSettings):
     burn_in: int = param(50, "burn-in rounds (paper: 50)", ge=0, le=10**7)
     local_steps: int = param(1, "local steps per round (1: WFLMC; more: WFALD)", ge=1,
                              le=1000)
-    step_scale: float = param(0.2, "η = step_scale · 2 / (μ + L) (paper: 0.2)", gt=0, lt=1)
-    clip: float = param(30.0, "norm clip of the local gradients (paper: 30)", gt=0, le=1e12)
+    step_scale: float = param(0.2, "η = step_scale · 2 / (μ + L) (paper: 0.2)", ge=MIN_STEP,
+                              lt=1)
+    clip: float = param(30.0, "norm clip of the local gradients (paper: 30)", ge=MIN_CLIP,
+                        le=1e12)
     mean_gain_db: float = param(-20.0, "mean power gain of the channel in dB (paper: −20; "
                                 "placement fixed)", ge=-200, le=0)
     gain_threshold: float | None = param(None, "fixed amplitude threshold of the "
                                          "truncation (none: the authors' rule per round)",
                                          ge=0, le=1e6)
-    bandwidth_hz: float = param(1e6, "channel uses per second", gt=0, le=1e12)
+    bandwidth_hz: float = param(1e6, "channel uses per second", ge=MIN_BANDWIDTH_HZ,
+                                le=1e12)
     latency_s: float = param(0.0, "latency added to each round's air time", ge=0, le=1e6)
 
     METHOD_NAMES: ClassVar[tuple[str, ...]] = METHODS

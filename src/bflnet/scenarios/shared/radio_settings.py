@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bflnet.runs.config import param
+from bflnet.validation.limits import MIN_PROBABILITY, MIN_SLOT_S
 
 MEDIA = ("links", "shared")
 MAC_NAMES = ("none", "tdma", "csma", "aloha")
@@ -95,14 +96,16 @@ class RadioSettings:
                                             "range)", ge=-100, le=100)
     layout: str = param("random", "node layout in the area_m square for graphs without "
                         "positions (shared medium)", choices=LAYOUT_NAMES)
-    aloha_p: float = param(0.1, "slotted ALOHA transmit probability per slot", gt=0, le=1)
+    aloha_p: float = param(0.1, "slotted ALOHA transmit probability per slot",
+                           ge=MIN_PROBABILITY, le=1)
     mac_slot_s: float | None = param(None, "ALOHA / TDMA slot in seconds (none: the air time "
-                                     "of the largest packet)", gt=0, le=1e6)
+                                     "of the largest packet)", ge=MIN_SLOT_S, le=1e6)
     tdma_frame_slots: int | None = param(None, "TDMA slots per frame (none: the number of "
                                          "colours)", ge=1, le=10_000_000)
     sense_range_m: float | None = param(None, "CSMA carrier-sense range in metres (none: the "
                                         "radio range)", ge=0, le=1e9)
-    backoff_slot_s: float = param(20e-6, "CSMA back-off slot in seconds", gt=0, le=1e3)
+    backoff_slot_s: float = param(20e-6, "CSMA back-off slot in seconds", ge=MIN_SLOT_S,
+                                  le=1e3)
     cw_min: int = param(16, "CSMA smallest contention window", ge=1, le=2**20)
     cw_max: int = param(1024, "CSMA largest contention window", ge=1, le=2**20)
     retry_limit: int = param(7, "CSMA retries of a unicast packet", ge=0, le=1000)

@@ -13,6 +13,7 @@ from typing import Any
 
 from bflnet.validation.params import allowed_text, base_type, field_types, param, shown, validate
 from bflnet.validation.renames import current_name, rename_keys
+from bflnet.validation.suggest import did_you_mean
 
 __all__ = ["ValidationBug", "as_dict", "describe_fields", "field_types", "make_config",
            "param", "parse_overrides", "parse_value", "validate"]
@@ -49,7 +50,8 @@ def _parse_value(cls: type, name: str, text: str) -> Any:
     types_ = field_types(cls)
     name = current_name(cls, name)
     if name not in types_:
-        raise ValueError(f"unknown parameter {shown(name)}; allowed: {', '.join(types_)}")
+        raise ValueError(f"unknown parameter {shown(name)}; {did_you_mean(name, types_)}"
+                         f"allowed: {', '.join(types_)}")
     base, optional = base_type(types_[name])
     raw = text.strip()
     if optional and raw.lower() in ("none", "null", ""):
@@ -100,7 +102,8 @@ def make_config(cls: type, overrides: Mapping[str, Any] | None = None) -> Any:
     names = [f.name for f in dataclasses.fields(cls)]
     unknown = [k for k in overrides if k not in names]
     if unknown:
-        raise ValueError(f"unknown parameter {shown(unknown[0])}; allowed: {', '.join(names)}")
+        raise ValueError(f"unknown parameter {shown(unknown[0])}; "
+                         f"{did_you_mean(unknown[0], names)}allowed: {', '.join(names)}")
     try:
         return cls(**overrides)
     except ValueError:

@@ -198,3 +198,14 @@ def test_node_errors_are_one_line(tmp_path, capsys, argv, message):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("bflnet: error: ") and message in err
     assert not (tmp_path / "n.png").exists()
+
+
+def test_the_examples_in_the_docstrings():
+    import doctest
+
+    import bflnet.analysis.network_plot as network_plot
+    import bflnet.protocols.progress as progress
+    import bflnet.validation.suggest as suggest
+
+    for module in (network_plot, progress, suggest):
+        assert doctest.testmod(module).failed == 0, module.__name__

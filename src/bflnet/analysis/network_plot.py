@@ -265,7 +265,7 @@ def fit_title(title: str, width_in: float) -> str:
     """``title`` with each line wrapped to fit ``width_in`` inches (medium font).
 
     >>> fit_title("a b c d", 0.3)
-    'a b\nc d'
+    'a b\\nc d'
     """
     width = max(int(width_in * TITLE_CHARS_PER_INCH), 3)
     return "\n".join(textwrap.fill(line, width, break_on_hyphens=False) or line

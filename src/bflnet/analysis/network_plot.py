@@ -11,6 +11,7 @@ it from a scenario's config, a result table or a graph file.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -237,8 +238,9 @@ def draw_panel(fig: Figure, ax: Any, timeline: Any, picture: NetworkPicture,
         ax.set_yticks([])
     if ax.get_legend_handles_labels()[1]:
         if picture.medium is not None:  # under the axes: the nodes fill them
+            longest = max(len(t) for t in ax.get_legend_handles_labels()[1])
             ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.1),
-                      ncol=2, frameon=False, labelspacing=1.4)
+                      ncol=2 if longest <= 45 else 1, frameon=False, labelspacing=1.4)
         else:
             ax.legend(fontsize="x-small", framealpha=0.85, markerscale=0.5)
     head, _, rest = picture.title.partition("\n")
@@ -268,8 +270,9 @@ def fit_title(title: str, width_in: float) -> str:
     'a b\\nc d'
     """
     width = max(int(width_in * TITLE_CHARS_PER_INCH), 3)
+    kept = re.sub(r"(\d) (m|dB|s|nodes)\b", rf"\1{NBSP}\2", title)  # a number and its unit
     return "\n".join(textwrap.fill(line, width, break_on_hyphens=False) or line
-                     for line in title.split("\n"))
+                      for line in kept.split("\n")).replace(NBSP, " ")
 
 
 def draw_timeline(ax: Any, moves: pd.DataFrame, talks: pd.DataFrame, down: pd.DataFrame,

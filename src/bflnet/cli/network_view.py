@@ -207,19 +207,16 @@ def run_settings(run: pd.DataFrame, frame: pd.DataFrame) -> dict[str, Any]:
     """The columns constant within every run of ``frame`` that vary over its rows, with
     their values in ``run`` (its settings: ``downtime = 0.2``, ``run = 3``; not a count
     that stayed 0 in this run but moves in others)."""
-    runs = split_runs(frame)
-    out = {}
     first = run.iloc[0]
-    for column in frame.columns:
-        if column in NOT_SETTINGS or column.startswith(("cum_", "theory_")):
-            continue
-        values = run[column]
-        if not (values.notna().all() and values.nunique() == 1
-                and frame[column].nunique() > 1):
-            continue
-        if all(r[column].nunique(dropna=False) <= 1 for r in runs):
-            out[column] = first[column]
-    return out
+    candidates = [c for c in frame.columns
+                  if c not in NOT_SETTINGS and not c.startswith(("cum_", "theory_"))
+                  and run[c].notna().all() and run[c].nunique() == 1
+                  and frame[c].nunique() > 1]
+    if not candidates:
+        return {}
+    number = (frame["event"] == "init").cumsum() if "event" in frame.columns else 0
+    within = frame[candidates].groupby(number).nunique(dropna=False).max()
+    return {c: first[c] for c in candidates if within[c] <= 1}
 
 
 def table_pictures(path: str, filters: Sequence[str], run_index: int,

@@ -67,3 +67,28 @@ def test_importing_the_scenarios_and_the_cli_does_not_import_torch():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_mistyped_name_gets_did_you_mean_in_its_one_line(tmp_path):
+    """A mistyped scenario name, --set parameter name or choice value: exit code 2 and one
+    line on stderr that names the closest allowed one (run as a user would)."""
+    cases = [
+        (["run", "d2d-mediun"], "unknown scenario 'd2d-mediun'; did you mean 'd2d-medium'? "
+                                "known: "),
+        (["run", "d2d-medium", "--set", "radius=10"],
+         "unknown parameter 'radius'; did you mean 'radius_m'? allowed: "),
+        (["sweep", "consensus-averaging", "--grid", "graph=ring,rnig", "--out", "never"],
+         "graph: must be one of complete, star, ring, path, grid, torus, erdos-renyi, "
+         "random-geometric, file, got 'rnig'; did you mean 'ring'?"),
+        (["draw", "d2d-medium", "--set", "macs=links,csm", "--out", "never.png"],
+         "macs: each value must be one of links, none, tdma, csma, aloha, got 'csm'; "
+         "did you mean 'csma'?"),
+    ]
+    for argv, text in cases:
+        result = subprocess.run([sys.executable, "-m", "bflnet.cli", *argv], cwd=tmp_path,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 2, (argv, result.stderr)
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+        assert result.stderr.startswith("bflnet: error: ") and text in result.stderr, (
+            argv, result.stderr)
+    assert not list(tmp_path.iterdir())  # nothing written

@@ -55,3 +55,18 @@ def test_disconnected_graph_is_rejected_with_a_clear_error(tmp_path):
     edges.write_text("0 1\n2 3\n")
     with pytest.raises(ValueError, match="^graph: disconnected"):
         run_scenario("consensus-averaging", {"graph": "file", "graph_file": str(edges)})
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: get_scenario("Consensus-Averaging"),
+     "unknown scenario 'Consensus-Averaging'; did you mean 'consensus-averaging'? known: "),
+    (lambda: parse_overrides(Config, ["k=5"]), "unknown parameter 'k'; did you mean 'K'? "),
+    (lambda: Config(mixing="max_degree"),
+     "mixing: must be one of metropolis-hastings, max-degree, uniform, got 'max_degree'; "
+     "did you mean 'max-degree'?"),
+    (lambda: parse_overrides(Config, ["zzz=1"]), "unknown parameter 'zzz'; allowed: graph"),
+])
+def test_unknown_names_get_the_closest_allowed_one(make, message):
+    with pytest.raises(ValueError) as info:
+        make()
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)

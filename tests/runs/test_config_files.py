@@ -189,7 +189,7 @@ def test_bad_sweep_files_fail_before_any_cluster_starts(tmp_path, capsys, monkey
     out = ["--out", str(tmp_path / "never")]
     cases = [
         ('scenario = "consensus-averaging"\nseed = 3\n',
-         "unknown key 'seed'; allowed: scenario, seeds, out, params, grid"),
+         "unknown key 'seed'; did you mean 'seeds'? allowed: scenario, seeds, out, params, grid"),
         ('scenario = "consensus-averaging"\n[grid]\nK = 4\n',
          "bad.toml: grid: K must be a non-empty list of values, got 4"),
         ('scenario = "consensus-averaging"\n[grid]\nK = [4, "6"]\n',

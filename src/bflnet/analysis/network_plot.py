@@ -1,7 +1,9 @@
 """Pictures of a network: the graph at its node positions (a spring layout when it has
 none), link quality as the links' colour, and, from a run's table, the random walk's
 path or the gossip exchanges, with outages marked; a timeline under the graph shows
-the same events against simulated time.
+the same events against simulated time. On a shared radio medium, the medium too
+(:mod:`bflnet.analysis.medium_layer`): packets sent and receptions lost per node, the
+TDMA slots, a chosen node's ranges.
 
 :class:`NetworkPicture` holds what is drawn; :mod:`bflnet.cli.network_view` fills
 it from a scenario's config, a result table or a graph file.
@@ -9,6 +11,8 @@ it from a scenario's config, a result table or a graph file.
 
 from __future__ import annotations
 
+import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -20,6 +24,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
 from bflnet.analysis.facets import new_figure
+from bflnet.analysis.medium_layer import MediumPicture, draw_medium_nodes, draw_ranges
 
 #: Largest graph drawn (nodes).
 MAX_NODES = 5000
@@ -27,6 +32,10 @@ MAX_NODES = 5000
 MAX_SPRING = 300
 #: Node numbers are written on graphs up to this size.
 MAX_LABELLED = 40
+#: A space that a title's line is not broken at.
+NBSP = "\u00a0"
+#: Characters of a title line per inch of its panel's width (medium font).
+TITLE_CHARS_PER_INCH = 12
 #: Node kinds of fault rows that take a node down and bring it back.
 DOWN, UP = "node_down", "node_up"
 LINK_DOWN = "link_down"
@@ -39,7 +48,8 @@ class NetworkPicture:
     ``{(u, v): value}`` per link with ``quality_label``; ``server``: a parameter server
     linked to every node (drawn at the centre); ``events``: the run's rows (``time_s``,
     ``event``, ``node``, ``peer``, ``kind``, ``outcome``) for the walk, the exchanges and
-    the outages; ``title`` above the panel."""
+    the outages; ``medium``: the shared radio medium (``None``: independent links);
+    ``title`` above the panel."""
 
     graph: Any
     positions: Mapping[int, tuple[float, float]] | None = None
@@ -49,6 +59,7 @@ class NetworkPicture:
     events: pd.DataFrame | None = None
     title: str = ""
     notes: list[str] = field(default_factory=list)
+    medium: MediumPicture | None = None
 
 
 def layout(picture: NetworkPicture) -> tuple[dict[int, np.ndarray], bool]:
@@ -83,7 +94,9 @@ def exchanges(events: pd.DataFrame | None) -> pd.DataFrame:
     messages): ``time_s``, ``node``, ``peer``, ``ok``."""
     if events is None or not {"node", "peer", "event"} <= set(events.columns):
         return pd.DataFrame(columns=["time_s", "node", "peer", "ok"])
-    rows = events[events["event"].isin(("exchange", "message"))].dropna(subset=["node", "peer"])
+    rows = events[events["event"].isin(("exchange", "message"))]
+    rows = rows.assign(peer=pd.to_numeric(rows["peer"], errors="coerce"))  # "*": broadcast
+    rows = rows.dropna(subset=["node", "peer"])
     ok = (rows["outcome"].fillna("ok") == "ok") if "outcome" in rows.columns \
         else pd.Series(True, index=rows.index)
     out = rows[["time_s", "node", "peer"]].astype({"node": int, "peer": int})
@@ -198,6 +211,9 @@ def draw_panel(fig: Figure, ax: Any, timeline: Any, picture: NetworkPicture,
                                                  zorder=2))
                 ax.plot([], [], color="black", linewidth=2.6,
                         label=f"walk: first {len(walk)} moves (faint: early)")
+    elif picture.medium is not None:
+        draw_medium_nodes(fig, ax, pts, nodes, picture.medium, size,
+                          len(nodes) <= MAX_LABELLED)
     else:
         ax.scatter(pts[:, 0], pts[:, 1], s=size, color="tab:blue", edgecolors="black",
                    linewidths=0.6, zorder=3)
@@ -213,19 +229,50 @@ def draw_panel(fig: Figure, ax: Any, timeline: Any, picture: NetworkPicture,
         ax.plot([], [], color="0.4", linewidth=3, label="link width: exchanges or messages")
     ax.set_aspect("equal", adjustable="datalim")
     ax.autoscale_view()
+    if picture.medium is not None:
+        draw_ranges(ax, xy, picture.medium)
     if metres:
         ax.set(xlabel="x (m)", ylabel="y (m)")
     else:
         ax.set_xticks([])
         ax.set_yticks([])
     if ax.get_legend_handles_labels()[1]:
-        ax.legend(fontsize="x-small", framealpha=0.85, markerscale=0.5)
-    title = picture.title
+        if picture.medium is not None:  # under the axes: the nodes fill them
+            longest = max(len(t) for t in ax.get_legend_handles_labels()[1])
+            ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.1),
+                      ncol=2 if longest <= 45 else 1, frameon=False, labelspacing=1.4)
+        else:
+            ax.legend(fontsize="x-small", framealpha=0.85, markerscale=0.5)
+    head, _, rest = picture.title.partition("\n")
     if until is not None:
-        title += f" (up to t = {until:.3g} s)"
-    ax.set_title(title, fontsize="medium")
+        head += " " + f"(up to t = {until:.3g} s)".replace(" ", NBSP)  # one piece
+    title = "\n".join([head, *([rest] if rest else [])])
+    if picture.medium is not None and picture.medium.summary:
+        title += "\n" + picture.medium.summary
+    ax.set_title(fit_title(title, panel_width_in(fig, ax)), fontsize="medium")
     if timeline is not None:
         draw_timeline(timeline, moves, talks, down, links_down)
+
+
+def panel_width_in(fig: Figure, ax: Any) -> float:
+    """About the width in inches of ``ax`` (its column of the figure, less its colour
+    bars)."""
+    spec = ax.get_subplotspec()
+    columns = spec.get_gridspec().ncols if spec is not None else 1
+    bars = sum(1 for other in fig.axes if other.get_label() == "<colorbar>")
+    return float(fig.get_figwidth()) / columns - 0.6 * bars / max(columns, 1)
+
+
+def fit_title(title: str, width_in: float) -> str:
+    """``title`` with each line wrapped to fit ``width_in`` inches (medium font).
+
+    >>> fit_title("a b c d", 0.3)
+    'a b\\nc d'
+    """
+    width = max(int(width_in * TITLE_CHARS_PER_INCH), 3)
+    kept = re.sub(r"(\d) (m|dB|s|nodes)\b", rf"\1{NBSP}\2", title)  # a number and its unit
+    return "\n".join(textwrap.fill(line, width, break_on_hyphens=False) or line
+                      for line in kept.split("\n")).replace(NBSP, " ")
 
 
 def draw_timeline(ax: Any, moves: pd.DataFrame, talks: pd.DataFrame, down: pd.DataFrame,
@@ -283,7 +330,8 @@ def draw_network(pictures: Sequence[NetworkPicture], steps: int = 40,
     timed = any(has_events(p) for p in pictures)
     n = len(pictures)
     if figsize is None:
-        figsize = (5.6 * n if n > 1 else 6.4, 7.2 if timed else 5.2)
+        wide = 1.6 if any(p.medium is not None for p in pictures) else 0.0  # 2 colour bars
+        figsize = ((5.6 if n > 1 else 6.4) * n + wide * n, (7.2 if timed else 5.2) + wide / 2)
     fig = new_figure(figsize)
     grid = fig.add_gridspec(2 if timed else 1, n, height_ratios=[3, 1.3] if timed else [1])
     for i, picture in enumerate(pictures):

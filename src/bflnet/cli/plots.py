@@ -169,10 +169,15 @@ def plot_network(
         = 0,
     steps: Annotated[int, typer.Option(
         help="a table: the walk's moves or gossip exchanges drawn (the first N)")] = 40,
+    node: Annotated[int | None, typer.Option(
+        help="a shared medium: draw this node's radio, carrier-sense and interference "
+             "ranges")] = None,
     size: Annotated[str | None, typer.Option(help=SIZE_HELP)] = None,
     dpi: Annotated[int, typer.Option(help=DPI_HELP)] = 150,
 ) -> None:
-    """Draw a network: graph, link quality, the walk or gossip exchanges, outages."""
+    """Draw a network: graph, link quality, the walk or gossip exchanges, outages; on a
+    shared medium the packets sent and lost per node, the TDMA slots and a node's
+    ranges."""
     from bflnet.analysis.network_plot import draw_network
     from bflnet.analysis.plots import save_figure
     from bflnet.cli.network_view import (
@@ -197,14 +202,18 @@ def plot_network(
                 raise ValueError(f"{name}: only for a result table, not a {kind}")
     if kind != "scenario" and (set_ or seed):
         raise ValueError(f"--set/--seed: only for a scenario name (a {kind} has its own)")
+    if kind == "graph-file" and node is not None:
+        raise ValueError("--node: draws a node's ranges on a shared medium, not on a graph "
+                         "file")
     note = ""
     if kind == "scenario":
         request = run_request(source, None, set_ or [], seed, None)
-        pictures = scenario_pictures(request.scenario, request.overrides, request.seed)
+        pictures = scenario_pictures(request.scenario, request.overrides, request.seed,
+                                     node=node)
     elif kind == "graph-file":
         pictures = graph_file_pictures(source)
     else:
-        pictures, note = table_pictures(source, where or [], run)
+        pictures, note = table_pictures(source, where or [], run, node=node)
     figure = _warned(lambda: draw_network(pictures, steps=steps, figsize=figsize))
     for text in dict.fromkeys(t for p in pictures for t in p.notes):
         typer.echo(f"bflnet: {text}", err=True)

@@ -4,11 +4,12 @@ second; ``leave=False`` clears it when the run ends.
 
 A run opens with a set-up line (:func:`setup_status`: the scenario and its memory and
 set-up estimate), replaced by the first bar the run opens, so that something shows from
-the start even while a large graph or data set is being built."""
+the start even while a large graph or data set is being built. A scenario that runs
+several settings names each protocol's bar by its setting (:func:`run_label`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,20 @@ SHOW_AFTER_S = 0.0
 
 #: The open set-up line of the current run, closed by the run's first bar.
 _status: list[tqdm] = []
+
+
+def run_label(name: str, settings: Mapping[str, Any], *flags: str) -> str:
+    """The name of one run's bar (and of its simulation, in its errors): ``name``, then
+    ``key=value`` for each setting (numbers short), then ``flags``.
+
+    >>> run_label("d2d-medium", {"task": "consensus", "K": 30, "mac": "csma"}, "broadcast")
+    'd2d-medium task=consensus K=30 mac=csma broadcast'
+    >>> run_label("cdbfl-local-steps", {"L": 4, "lr": 0.005})
+    'cdbfl-local-steps L=4 lr=0.005'
+    """
+    words = [f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}"
+             for key, value in settings.items()]
+    return " ".join([name, *words, *flags])
 
 
 def _end_status() -> None:

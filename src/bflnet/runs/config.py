@@ -30,6 +30,7 @@ from bflnet.validation.params import (
     validate,
 )
 from bflnet.validation.renames import current_name, rename_keys
+from bflnet.validation.suggest import did_you_mean
 
 __all__ = ["ValidationBug", "as_dict", "describe_fields", "field_types", "group",
            "group_key", "group_value", "make_config", "param", "parse_overrides",
@@ -84,7 +85,8 @@ def _parse_value(cls: type, name: str, text: str) -> Any:
     if group_key(cls, name) is not None:
         return text  # typed by the config, against the settings class it chooses
     if name not in types_:
-        raise ValueError(f"unknown parameter {shown(name)}; allowed: {_allowed_names(cls)}")
+        raise ValueError(f"unknown parameter {shown(name)}; {did_you_mean(name, types_)}"
+                         f"allowed: {_allowed_names(cls)}")
     base, optional = base_type(types_[name])
     raw = text.strip()
     if optional and raw.lower() in ("none", "null", ""):
@@ -159,8 +161,8 @@ def make_config(cls: type, overrides: Mapping[str, Any] | None = None) -> Any:
     names = [f.name for f in dataclasses.fields(cls)]
     unknown = [k for k in overrides if k not in names]
     if unknown:
-        raise ValueError(f"unknown parameter {shown(unknown[0])}; allowed: "
-                         f"{_allowed_names(cls)}")
+        raise ValueError(f"unknown parameter {shown(unknown[0])}; "
+                         f"{did_you_mean(unknown[0], names)}allowed: {_allowed_names(cls)}")
     try:
         return cls(**overrides)
     except (ValueError, PluginError):  # the user's value; a plugin it loads (a learner's)

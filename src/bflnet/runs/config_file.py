@@ -47,6 +47,7 @@ from bflnet.runs.config import (
 from bflnet.runs.registry import DEFAULT_SCENARIO, get_scenario
 from bflnet.validation.params import group_fields
 from bflnet.validation.renames import current_name, rename_keys
+from bflnet.validation.suggest import did_you_mean
 
 #: Tables of a group's settings a file may have (``[learner]``).
 GROUP_TABLES = ("learner",)
@@ -114,7 +115,8 @@ def read_config_file(path: str | Path, allowed: Sequence[str]) -> ConfigFile:
         raise ValueError(f"{path}: nested more than {MAX_CONFIG_DEPTH} levels deep")
     unknown = [key for key in data if key not in allowed]
     if unknown:
-        raise ValueError(f"{path}: unknown key {unknown[0]!r}; allowed: {', '.join(allowed)}")
+        raise ValueError(f"{path}: unknown key {unknown[0]!r}; "
+                         f"{did_you_mean(unknown[0], allowed)}allowed: {', '.join(allowed)}")
     for key in ("scenario", "out"):
         if key in data and not isinstance(data[key], str):
             raise ValueError(f"{path}: {key}: must be a string, got {data[key]!r}")

@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 
 from bflnet.validation.params import shown
+from bflnet.validation.suggest import did_you_mean
 
 
 def comma_list(field: str, text: str, allowed: Sequence[str] | None = None) -> list[str]:
@@ -19,8 +20,9 @@ def comma_list(field: str, text: str, allowed: Sequence[str] | None = None) -> l
     if allowed is not None:
         bad = [t for t in items if t not in allowed]
         if bad:
+            hint = did_you_mean(bad[0], allowed).strip()
             raise ValueError(f"{field}: each value must be one of {', '.join(allowed)}, "
-                             f"got {bad[0]!r}")
+                             f"got {shown(bad[0])}" + (f"; {hint}" if hint else ""))
     return items
 
 

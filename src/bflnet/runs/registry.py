@@ -15,6 +15,8 @@ from bflnet.runs.config import make_config
 from bflnet.runs.resources import Footprint, check_footprint
 from bflnet.runtime.fence import surfaced
 from bflnet.validation.errors import PluginError
+from bflnet.validation.params import shown
+from bflnet.validation.suggest import did_you_mean
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -278,8 +280,9 @@ def get_scenario(name: str) -> Scenario:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ValueError(f"unknown scenario {name!r}; known: "
-                         f"{', '.join(scenario_names())}") from None
+        known = scenario_names()
+        raise ValueError(f"unknown scenario {shown(name)}; {did_you_mean(name, known)}known: "
+                         f"{', '.join(known)}") from None
 
 
 def state_scenarios() -> list[str]:

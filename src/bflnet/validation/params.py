@@ -35,6 +35,7 @@ from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from bflnet.validation.renames import rename_keys
+from bflnet.validation.suggest import did_you_mean
 
 T = TypeVar("T")
 
@@ -172,7 +173,10 @@ def validate(config: Any) -> None:
             ok = all(m.get(key) is None or test(value, m[key]) for key, test in checks)
             ok = ok and (base is int or math.isfinite(value))  # nan, inf
         if not ok:
-            raise ValueError(f"{name}: must be {allowed_text(f, tp)}, got {shown(value)}")
+            hint = did_you_mean(value, m["choices"]) if m.get("choices") and isinstance(
+                value, str) else ""
+            raise ValueError(f"{name}: must be {allowed_text(f, tp)}, got {shown(value)}"
+                             + (f"; {hint.strip()}" if hint else ""))
 
 
 def subset(cls: type[T], obj: Any) -> T:
@@ -188,5 +192,6 @@ def with_overrides(params: T, overrides: dict[str, Any]) -> T:
     names = [f.name for f in dataclasses.fields(params)]  # type: ignore[arg-type]
     unknown = [k for k in overrides if k not in names]
     if unknown:
-        raise ValueError(f"unknown hyper-parameter {unknown[0]!r}; allowed: {', '.join(names)}")
+        raise ValueError(f"unknown hyper-parameter {unknown[0]!r}; "
+                         f"{did_you_mean(unknown[0], names)}allowed: {', '.join(names)}")
     return dataclasses.replace(params, **overrides) if overrides else params  # type: ignore

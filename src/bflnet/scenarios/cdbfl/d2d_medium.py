@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -58,6 +59,7 @@ from bflnet.scenarios.shared.network_settings import (
     MAX_METRES,
     USED_ONLY_WITH,
     NetworkSettings,
+    RunNetwork,
 )
 from bflnet.validation.limits import MIN_METRES, MIN_STEP
 from bflnet.validation.params import param, subset, validate
@@ -211,6 +213,21 @@ class D2DMediumConfig(CDBFLSettings):
 
         return noise_dbm(self.bandwidth_hz, self.noise_figure_db)
 
+    def topology_settings(self, topology: str | None = None) -> NetworkSettings:
+        """The random geometric graph of every run, in the area of constant density."""
+        return self.network(graph="random-geometric", area_m=self.area())
+
+    def run_networks(self, chosen: Mapping[str, Any] | None = None) -> list[RunNetwork]:
+        """One network per setting ``(mac, broadcast)`` (the links reference first), or
+        those of ``chosen``'s ``mac`` and ``broadcast``; packets of ``chosen``'s
+        ``message_bits`` (default: ``mtu_bits``, which sets only the ALOHA and TDMA slots)."""
+        chosen = chosen or {}
+        bits = int(chosen.get("message_bits", self.mtu_bits))
+        return [RunNetwork("random-geometric", self.run_network(mac, cast, bits),
+                           _setting_words(mac, cast))
+                for mac, cast in self.settings()
+                if chosen.get("mac", mac) == mac and bool(chosen.get("broadcast", cast)) == cast]
+
     def run_network(self, mac: str, broadcast: bool, message_bits: int) -> NetworkSettings:
         """The network settings of one run."""
         shared = mac != "links"
@@ -225,7 +242,7 @@ class D2DMediumConfig(CDBFLSettings):
     def footprint(self) -> Footprint:
         """The graph and links, the shared medium's tables, the data and model (CD-BFL),
         and the kept rows (the medium's rows are counted, not kept)."""
-        view = self.network(graph="random-geometric", area_m=self.area())
+        view = self.topology_settings()
         fp = view.footprint()
         if any(m != "links" for m in self.mac_list()):
             fp = view.network(medium="shared")._medium_footprint(fp)
@@ -240,6 +257,12 @@ class D2DMediumConfig(CDBFLSettings):
                         f"data", ("K", "hidden", "points_per_agent"),
                         bytes=8 * FLOAT32 * k * d + data, work=k * d / 100.0)
         return fp
+
+
+def _setting_words(mac: str, broadcast: bool) -> str:
+    """``mac=tdma broadcast``, ``mac=csma unicast``, ``mac=links``: one run's setting."""
+    return f"mac={mac}" if mac == "links" else \
+        f"mac={mac} {'broadcast' if broadcast else 'unicast'}"
 
 
 def _counting_recorder(env: Any, *, links: bool) -> Any:
@@ -289,9 +312,17 @@ def _summarise(frame: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
+def run_label(config: D2DMediumConfig, task: str, mac: str, broadcast: bool) -> str:
+    """The name of one run's progress bar: ``d2d-medium task=consensus K=30 mac=csma
+    broadcast``."""
+    from bflnet.protocols.progress import run_label as label
+
+    return label(NAME, {"task": task, "K": config.K}, _setting_words(mac, broadcast))
+
+
 def _run_one(config: D2DMediumConfig, seed: int, graph: nx.Graph, learner: Any, codec: Any,
              message_bits: int, mac: str, broadcast: bool, eval_every: int | None,
-             progress: bool) -> pd.DataFrame:
+             progress: bool, task: str) -> pd.DataFrame:
     """One run of ``learner`` under ``(mac, broadcast)``: its init and round rows."""
     from bflnet.protocols.consensus import ConsensusProtocol
     from bflnet.protocols.graphs.mixing import metropolis_hastings_weights
@@ -299,7 +330,7 @@ def _run_one(config: D2DMediumConfig, seed: int, graph: nx.Graph, learner: Any, 
     from bflnet.simulator.simulation import Simulation
 
     net = config.run_network(mac, broadcast, message_bits)
-    sim = Simulation(seed, name=NAME)
+    sim = Simulation(seed, name=run_label(config, task, mac, broadcast))
     sim.recorder = _counting_recorder(sim.env, links=mac == "links")
     sim.build_network(graph, **net.network_kwargs(graph))
     kwargs: dict[str, Any] = {} if eval_every is None else {"eval_every": eval_every}
@@ -435,8 +466,7 @@ def run(config: D2DMediumConfig, *, seed: int = 0, progress: bool = False) -> pd
 
     tasks = config.task_list()
     streams = RngStreams(seed)
-    graph = config.network(graph="random-geometric", area_m=config.area()).build_graph(
-        streams.numpy("graph"))
+    graph = config.run_graph(seed)
     require_connected(graph)
     frames = []
     for task in tasks:
@@ -471,7 +501,7 @@ def run(config: D2DMediumConfig, *, seed: int = 0, progress: bool = False) -> pd
         _check_slots(config, seed, graph, bits)
         for mac, broadcast in config.settings():
             rows = _run_one(config, seed, graph, make(), codec, bits, mac, broadcast,
-                            eval_every, progress)
+                            eval_every, progress, task)
             cast = "broadcast" if broadcast else "unicast"
             frames.append(rows.assign(task=task, mac=mac, broadcast=broadcast,
                                       run_id=f"{task}-{mac}-{cast}-s{seed}",

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
 from bflnet.learners.hyper import CDBFLParams, LangevinParams
+from bflnet.protocols.progress import run_label
 from bflnet.runs.lists import int_list
 from bflnet.runs.registry import register
 from bflnet.runs.schema import CUM_BITS, CUM_BITS_DELIVERED, EVENT, ITERATION, TIME_S, Schema
@@ -114,7 +115,7 @@ def run(config: CDBFLLocalStepsConfig, *, seed: int = 0, progress: bool = False
 
     streams = RngStreams(seed)
     space = workspace(config, streams.numpy("data"))
-    graph = config.build_graph(streams.numpy("graph"))
+    graph = config.run_graph(seed)
     d = space.model.d
     setup.close()
     frames = []
@@ -122,7 +123,8 @@ def run(config: CDBFLLocalStepsConfig, *, seed: int = 0, progress: bool = False
         params = replace(subset(CDBFLParams, config), local_steps=steps)
         learner = CDBFL(space.model, space.nodes, params, eval_sets=space.eval_sets)
         codec = codec_for(config, d)
-        result = run_consensus(NAME, config, seed, learner, graph, codec, progress)
+        result = run_consensus(run_label(NAME, {"method": "cd-bfl", "L": steps}), config,
+                               seed, learner, graph, codec, progress)
         bits = codec.bits_for((1, d)) if codec is not None else 64 * d
         frames.append(result.frame.assign(run_id=f"cd-bfl-L{steps}-s{seed}",
                                           method="cd-bfl", local_steps=steps,
@@ -130,7 +132,8 @@ def run(config: CDBFLLocalStepsConfig, *, seed: int = 0, progress: bool = False
     if config.dsgld:
         learner = DSGLD(space.model, space.nodes, subset(LangevinParams, config),
                         eval_sets=space.eval_sets)
-        result = run_consensus(NAME, config, seed, learner, graph, sample_codec(), progress)
+        result = run_consensus(run_label(NAME, {"method": "dsgld"}), config, seed, learner,
+                               graph, sample_codec(), progress)
         frames.append(result.frame.assign(run_id=f"dsgld-s{seed}", method="dsgld",
                                           local_steps=1,
                                           message_bits=sample_codec().bits_for((1, d))))

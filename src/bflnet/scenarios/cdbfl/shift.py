@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.learners.hyper import CDBFLParams, LangevinParams
+from bflnet.protocols.progress import run_label
 from bflnet.runs.lists import comma_list, int_list
 from bflnet.runs.registry import register
 from bflnet.runs.schema import (
@@ -214,7 +215,7 @@ def run(config: CDBFLShiftConfig, *, seed: int = 0, progress: bool = False) -> p
     space = Workspace(base.nodes,
                       {**base.eval_sets, **critical_sets(config, streams.numpy("shift-data"))},
                       base.model)
-    graph = config.build_graph(streams.numpy("graph"))
+    graph = config.run_graph(seed)
     d = space.model.d
     setup.close()
     frames = []
@@ -228,7 +229,8 @@ def run(config: CDBFLShiftConfig, *, seed: int = 0, progress: bool = False) -> p
             learner = cls(space.model, space.nodes, subset(CDBFLParams, config),
                           eval_sets=space.eval_sets)
             codec, steps = codec_for(config, d), config.local_steps
-        result = run_consensus(NAME, config, seed, learner, graph, codec, progress)
+        result = run_consensus(run_label(NAME, {"method": method}), config, seed, learner,
+                               graph, codec, progress)
         bits = codec.bits_for((1, d)) if codec is not None else 64 * d
         tags = dict(run_id=f"{method}-s{seed}", method=method, local_steps=steps,
                     message_bits=bits)

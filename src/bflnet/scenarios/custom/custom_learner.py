@@ -209,7 +209,7 @@ def run(config: CustomLearnerConfig, *, seed: int = 0, progress: bool = False
     if config.protocol == "parameter-server":
         graph = nx.empty_graph(config.K)
     else:
-        graph = config.build_graph(sim.streams.numpy("graph"))
+        graph = config.run_graph(seed)
         require_connected(graph)
     learner = make_learner(config.learner, graph.number_of_nodes(), config.points_per_agent,
                            sim.streams.numpy("data"), settings=config.learner_settings,

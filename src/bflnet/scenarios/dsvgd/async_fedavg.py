@@ -41,6 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from bflnet.protocols.progress import run_label
 from bflnet.runs.config import param, validate
 from bflnet.runs.lists import comma_list
 from bflnet.runs.registry import register
@@ -122,10 +123,7 @@ class AsyncFedAvgConfig(ServerOnly, NetworkSettings):
     def __post_init__(self) -> None:
         validate(self)
         self.check_network_fields()
-        bad = [m for m in comma_list("methods", self.methods) if m not in METHODS]
-        if bad:
-            raise ValueError(f"methods: each value must be one of {', '.join(METHODS)}, "
-                             f"got {bad[0]!r}")
+        comma_list("methods", self.methods, METHODS)
         unicast = [m for m in comma_list("methods", self.methods) if m != "sync"]
         if self.broadcast and unicast:
             raise ValueError(f"broadcast: not used by methods {', '.join(unicast)} (they send "
@@ -234,7 +232,7 @@ def run(config: AsyncFedAvgConfig, *, seed: int = 0, progress: bool = False) -> 
         learner = FedAvg(model, data.agents, FedAvgParams(
             local_steps=config.local_steps, lr=config.lr, batch_size=config.batch_size),
             eval_data=data.eval)
-        sim = Simulation(seed, name=f"{NAME} {method}",
+        sim = Simulation(seed, name=run_label(NAME, {"method": method}),
                          record_messages=config.record_messages)
         graph = nx.empty_graph(config.K)
         kwargs = config.network_kwargs(graph)

@@ -88,6 +88,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.learners.hyper import DSVGDParams, FedAvgParams
 from bflnet.protocols.interventions import KEEP, ForgetRequest, Phase
+from bflnet.protocols.progress import run_label
 from bflnet.runs.config import param, validate
 from bflnet.runs.lists import float_list, int_list
 from bflnet.runs.registry import register
@@ -416,8 +417,10 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False,
                         message_bits=budget.message_bits)
             phase = Phase(agents=forgetting, uplink_codec=budget.codec,
                           eval_every=KEEP if stop is None else 1)
+            setting = {"rate_multiple": rate, "sharing_fraction": fraction}
             timeline = run_parameter_server(
-                NAME, config, seed, full, order, RawCodec(32),
+                run_label(NAME, {"phase": "learn-forget", **setting}), config, seed, full,
+                order, RawCodec(32),
                 request + config.unlearn_rounds,
                 until=None if stop is None else (
                     lambda m, limit=stop: "forget_pending" in m
@@ -430,7 +433,8 @@ def run(config: ForgetSVGDConfig, *, seed: int = 0, progress: bool = False,
                 method=np.where(after, "forget-svgd", "learning"),
                 since_request=timeline["iteration"] - request, **tags))
             # 4. the last layer from scratch without the forgetting agents
-            scratch = run_parameter_server(NAME, config, seed, learner(staying), staying,
+            scratch = run_parameter_server(run_label(NAME, {"phase": "scratch", **setting}),
+                                           config, seed, learner(staying), staying,
                                            budget.codec, config.scratch_rounds,
                                            progress=progress)
             frames.append(scratch.frame.assign(

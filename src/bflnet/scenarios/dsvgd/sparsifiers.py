@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from bflnet.protocols.progress import run_label
 from bflnet.runs.config import param, validate
 from bflnet.runs.lists import comma_list
 from bflnet.runs.registry import register
@@ -80,11 +81,7 @@ class DSVGDSparsifiersConfig(DSVGDSettings):
     def __post_init__(self) -> None:
         validate(self)
         self.check_network_fields()
-        names = comma_list("sparsifiers", self.sparsifiers)
-        bad = [s for s in names if s not in SPARSIFIERS]
-        if bad:
-            raise ValueError(f"sparsifiers: each value must be one of "
-                             f"{', '.join(SPARSIFIERS)}, got {bad[0]!r}")
+        names = comma_list("sparsifiers", self.sparsifiers, SPARSIFIERS)
         d = mlp_dim(self.hidden)  # = mlp(self).d, without torch
         self.check_fits_memory("hidden, particles, K", d, self.particles)
         for s in names:
@@ -124,8 +121,9 @@ def run(config: DSVGDSparsifiersConfig, *, seed: int = 0, progress: bool = False
         budget = budget_codec(config.rate_multiple, model.d, config.particles, groups,
                               config.n_bits)
         learner = dsvgd_learner(config, model, data, config.particles)
-        result = run_parameter_server(NAME, config, seed, learner, range(config.K),
-                                      budget.codec, config.rounds, progress=progress)
+        result = run_parameter_server(run_label(NAME, {"sparsifier": sparsifier}), config,
+                                      seed, learner, range(config.K), budget.codec,
+                                      config.rounds, progress=progress)
         frames.append(result.frame.assign(
             run_id=f"{sparsifier}-s{seed}", sparsifier=sparsifier,
             sharing_fraction=1.0 / groups, groups=groups, n_particles=config.particles,

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from bflnet.protocols.progress import run_label
 from bflnet.runs.config import param, validate
 from bflnet.runs.lists import comma_list, float_list, int_list
 from bflnet.runs.registry import register
@@ -82,11 +83,7 @@ class DSVGDvsFedAvgConfig(DSVGDSettings):
     def __post_init__(self) -> None:
         validate(self)
         self.check_network_fields()
-        methods = comma_list("methods", self.methods)
-        bad = [m for m in methods if m not in METHODS]
-        if bad:
-            raise ValueError(f"methods: each value must be one of {', '.join(METHODS)}, "
-                             f"got {bad[0]!r}")
+        methods = comma_list("methods", self.methods, METHODS)
         d = mlp_dim(self.hidden)  # = mlp(self).d, without torch
         counts = int_list("particles", self.particles, 1, 10**6)
         self.check_fits_memory("hidden, particles, K", d, max(counts))
@@ -167,7 +164,9 @@ def run(config: DSVGDvsFedAvgConfig, *, seed: int = 0, progress: bool = False) -
                 learner = fedavg_learner(config, model, data, local_steps=steps,
                                          lr=config.fedavg_lr)
             budget = budget_codec(rate, model.d, n_p, groups, config.n_bits)
-            result = run_parameter_server(NAME, config, seed, learner, range(config.K),
+            label = run_label(NAME, {"method": method, "particles": n_p,
+                                     "rate_multiple": rate})
+            result = run_parameter_server(label, config, seed, learner, range(config.K),
                                           budget.codec, config.rounds, progress=progress)
             frames.append(result.frame.assign(
                 run_id=f"{method}-Np{n_p}-R{rate:g}-s{seed}", method=method, n_particles=n_p,

@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bflnet.learners.hyper import BUDGET_SCOPES, EMTDAMPParams, GroupFedAvgParams
+from bflnet.protocols.progress import run_label
 from bflnet.runs.config import param, validate
 from bflnet.runs.lists import comma_list
 from bflnet.runs.registry import register
@@ -338,7 +339,8 @@ def run_method(method: str, config: CompareSettings, seed: int, *, groups: int =
 
     # EM-TDAMP: one torch thread, its client groups on `groups` threads
     torch.set_num_threads(1 if method == "emtdamp" else config.threads or 1)
-    sim = Simulation(seed, name=config.SCENARIO)  # type: ignore[attr-defined]
+    sim = Simulation(seed, name=run_label(config.SCENARIO,  # type: ignore[attr-defined]
+                                          {"method": method}))
     rng = sim.streams.numpy("data")
     task = boston_task if config.TASK == "boston" else mnist_task
     shards, test, source = task(config, rng)  # type: ignore[arg-type]

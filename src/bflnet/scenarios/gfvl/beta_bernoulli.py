@@ -165,11 +165,10 @@ def run(config: GFVLBetaBernoulliConfig, *, seed: int = 0,
     names = comma_list("graphs", config.graphs, GRAPHS)
     setups = []
     for name in names:
-        variant = config.network(graph=name)
-        graph = variant.build_graph(RngStreams(seed).numpy("graph"))
+        graph = config.run_graph(seed, name)
         require_connected(graph)
         walk = make_walk(config.walk, graph)
-        setups.append((name, graph, walk, variant.network_kwargs(graph),
+        setups.append((name, graph, walk, config.topology_settings(name).network_kwargs(graph),
                        theory_cover_slot(walk)))
     stop = StopRule(max_iterations=config.rounds,
                     until=(lambda m: m["kl"] <= config.stop_kl) if config.stop_kl > 0 else None)

@@ -174,7 +174,7 @@ def run(config: GFVLBetaExponentialConfig, *, seed: int = 0,
     from bflnet.protocols.random_walk import RandomWalkProtocol
     from bflnet.simulator.rng import RngStreams
     from bflnet.simulator.simulation import Simulation
-    graph = config.build_graph(RngStreams(seed).numpy("graph"))
+    graph = config.run_graph(seed)
     require_connected(graph)
     walk = make_walk(config.walk, graph)
     net_kwargs = config.network_kwargs(graph)

@@ -157,7 +157,7 @@ def run(config: ChurnGFVLConfig, *, seed: int = 0, progress: bool = False) -> pd
     from bflnet.simulator.rng import RngStreams
     from bflnet.simulator.simulation import Simulation
 
-    graph = config.build_graph(RngStreams(seed).numpy("graph"))
+    graph = config.run_graph(seed)
     require_connected(graph)
     walk = make_walk(config.walk, graph)
     net_kwargs = config.network_kwargs(graph)

@@ -330,7 +330,7 @@ def run(config: UnlearningLatencyConfig, *, seed: int = 0, progress: bool = Fals
     from bflnet.protocols.random_walk import RandomWalkProtocol
     from bflnet.simulator.rng import RngStreams
     from bflnet.simulator.simulation import Simulation
-    graph = config.build_graph(RngStreams(seed).numpy("graph"))
+    graph = config.run_graph(seed)
     require_connected(graph)
     K = graph.number_of_nodes()
     forget = forget_agents(config.forget, K)

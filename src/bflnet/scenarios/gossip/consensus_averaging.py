@@ -109,7 +109,7 @@ def run(config: ConsensusAveragingConfig, *, seed: int = 0,
     from bflnet.protocols.graphs.topologies import require_connected
     from bflnet.simulator.simulation import Simulation
     sim = Simulation(seed, name=NAME, record_messages=config.record_messages)
-    graph = config.build_graph(sim.streams.numpy("graph"))
+    graph = config.run_graph(seed)
     require_connected(graph)
     sim.build_network(graph, **config.network_kwargs(graph))
     # sparse on large graphs, as the protocol builds them (the same weights)

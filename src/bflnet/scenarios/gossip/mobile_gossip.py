@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from bflnet.protocols.progress import run_label
 from bflnet.runs.config import param, validate
 from bflnet.runs.lists import float_list
 from bflnet.runs.registry import register
@@ -172,9 +173,9 @@ def _run_speed(config: MobileGossipConfig, speed: float, seed: int,
     from bflnet.protocols.stopping import StopRule
     from bflnet.simulator.live_graph import Mobility
     from bflnet.simulator.simulation import Simulation
-    sim = Simulation(seed, name=f"{NAME} speed {speed:g}",
+    sim = Simulation(seed, name=run_label(NAME, {"speed": float(speed)}),
                      record_messages=config.record_messages)
-    graph = config.build_graph(sim.streams.numpy("graph"))
+    graph = config.run_graph(seed)
     mobility = None
     if speed > 0:
         model = RandomWaypoint(config.area_m, speed * (1 - config.speed_spread),

@@ -62,7 +62,8 @@ if TYPE_CHECKING:
 __all__ = ["CHANNELS", "FADING", "GRAPHS", "GRAPH_FIELDS", "LAYOUT_NAMES", "MAC_NAMES",
            "MAX_K", "MAX_METRES", "MEDIA", "MEDIUM_PAIR_BYTES", "MEDIUM_PAIR_WORK",
            "RECEPTION_NAMES", "SERVER_ONLY", "SHARED_FIELDS", "USED_ONLY_WITH",
-           "GraphSettings", "LinkSettings", "NetworkSettings", "RadioSettings", "ServerOnly"]
+           "GraphSettings", "LinkSettings", "NetworkSettings", "RadioSettings", "RunNetwork",
+           "ServerOnly"]
 
 #: Bytes per pair of nodes within interference range of each other on the shared medium
 #: (an entry of the mean-power table, of the neighbour index and of the TDMA pairs).
@@ -169,6 +170,17 @@ USED_ONLY_WITH: dict[str, tuple[Callable[[NetworkSettings], bool], str]] = {
 
 
 @dataclass(frozen=True)
+class RunNetwork:
+    """One network the runs of a config build: the D2D graph ``topology`` with the links
+    or shared medium of ``settings``; ``label`` tells it from the config's other networks
+    (``""``: the only one of its topology), e.g. ``"mac=tdma broadcast"``."""
+
+    topology: str
+    settings: NetworkSettings
+    label: str = ""
+
+
+@dataclass(frozen=True)
 class NetworkSettings(RadioSettings, LinkSettings, GraphSettings):
     """The network part of a scenario config: topology, channel, links, compute time."""
 
@@ -265,6 +277,32 @@ class NetworkSettings(RadioSettings, LinkSettings, GraphSettings):
         scenario whose ``graphs`` decides; no scenario check applies to it)."""
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(NetworkSettings)}
         return NetworkSettings(**{**values, **changes})
+
+    def topology_settings(self, topology: str | None = None) -> NetworkSettings:
+        """The settings that build ``topology`` (default: the first in use) and its links:
+        this config, or its network with ``graph=topology`` for a scenario that runs
+        several topologies."""
+        graphs = self.graphs_in_use()
+        topology = topology or (graphs[0] if graphs else self.graph)
+        return self if topology == self.graph else self.network(graph=topology)
+
+    def run_graph(self, seed: int, topology: str | None = None) -> nx.Graph:
+        """The D2D graph ``topology`` (default: the first in use) of the runs with root seed
+        ``seed``, from that seed's stream ``graph``: what the runs build and ``bflnet
+        draw`` draws."""
+        from bflnet.simulator.rng import RngStreams  # lazily: numpy
+
+        return self.topology_settings(topology).build_graph(RngStreams(seed).numpy("graph"))
+
+    def run_networks(self, chosen: Mapping[str, Any] | None = None) -> list[RunNetwork]:
+        """The networks the runs build, each on a root seed's
+        ``Simulation(seed).build_network(graph, **settings.network_kwargs(graph))``: one
+        per topology in use. ``chosen``: the setting columns of one run of a table (e.g.
+        ``{"graph": "ring"}``) keep the networks of that run."""
+        chosen = chosen or {}
+        graphs = self.graphs_in_use()
+        return [RunNetwork(g, self.topology_settings(g)) for g in graphs
+                if chosen.get("graph", g) == g]
 
     def footprint(self) -> Footprint:
         """Memory and set-up work of the network: each topology's graph and links (the

@@ -157,9 +157,8 @@ def run(config: CoverTimeConfig, *, seed: int = 0, progress: bool = False) -> pd
     from bflnet.protocols.graphs.walks import make_walk
     from bflnet.protocols.progress import runs_bar
     from bflnet.protocols.random_walk import RandomWalkProtocol
-    from bflnet.simulator.rng import RngStreams
     from bflnet.simulator.simulation import Simulation
-    graph = config.build_graph(RngStreams(seed).numpy("graph"))
+    graph = config.run_graph(seed)
     require_connected(graph)
     K = graph.number_of_nodes()
     walk = make_walk(config.walk, graph)

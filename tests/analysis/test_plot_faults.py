@@ -56,7 +56,9 @@ def plot(monkeypatch, capsys, tmp_path):
                      "--size", "6,3.5"])
         err = capsys.readouterr().err
         assert code == 0, err
-        return figures[-1], err.splitlines()
+        # the placement line first (it is printed once the figure is written, after the
+        # warning lines)
+        return figures[-1], sorted(err.splitlines(), key=lambda s: s.startswith("bflnet: w"))
     return run
 
 

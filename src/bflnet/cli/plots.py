@@ -141,15 +141,17 @@ def plot(
     from bflnet.analysis.plots import save_figure
     from bflnet.analysis.table_plot import plot_table
 
-    def report(text: str) -> None:
-        typer.echo(f"bflnet: {text}", err=True)
+    placed: list[str] = []  # said once the figure is written: an error stays one line
 
     figure = _warned(lambda: plot_table(
         frame, y, x, hue=hue, style=style, col=col, row=row, kind=kind, band=band,
         logx=logx, logy=logy, curve_by=curve_by, average=average or (), stat=stat,
         faults=faults, xlim=limits[0], ylim=limits[1], schema=schema, figsize=figsize,
-        report=report))
-    typer.echo(f"wrote {save_figure(figure, out, dpi=dpi)}", err=True)
+        report=placed.append))
+    written = save_figure(figure, out, dpi=dpi)
+    for text in placed:
+        typer.echo(f"bflnet: {text}", err=True)
+    typer.echo(f"wrote {written}", err=True)
 
 
 def plot_network(

@@ -48,6 +48,7 @@ from bflnet.scenarios.shared.link_settings import (
     LinkSettings,
     channel_is,
 )
+from bflnet.scenarios.shared.radio_defaults import differing_defaults
 from bflnet.scenarios.shared.radio_settings import (
     LAYOUT_NAMES,
     MAC_NAMES,
@@ -240,8 +241,6 @@ class NetworkSettings(RadioSettings, LinkSettings, GraphSettings):
     def default_notes(cls) -> Mapping[str, str]:
         """``{field: why its default is not the shared radio default}``, for ``bflnet
         describe``."""
-        from bflnet.scenarios.shared.radio_defaults import differing_defaults
-
         differ = differing_defaults(cls)
         return {name: f"differs from the shared radio default {differ[name][0]!r}: {reason}"
                 for name, reason in cls.RADIO_EXCEPTIONS.items() if name in differ}

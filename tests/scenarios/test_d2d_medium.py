@@ -34,8 +34,8 @@ def test_every_setting_has_its_rows_and_the_links_reference_first(frame):
                     ["csma", True], ["aloha", False], ["aloha", True]]
     assert (frame.groupby("run_id").size() == FAST["rounds"] + 1).all()
     assert set(frame["event"]) == {"init", "round"}
-    # one geometry for all runs: the area of constant density
-    area = 30.0 * math.sqrt(math.pi * 6 / 8.0)
+    # one geometry for all runs: the area of constant density (the shared radius, 40 m)
+    area = 40.0 * math.sqrt(math.pi * 6 / 8.0)
     assert frame["area_m"].eq(area).all()
 
 

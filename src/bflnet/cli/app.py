@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -76,13 +76,16 @@ def describe(name: Annotated[str, typer.Argument(help="scenario name")],
                    f"(python -m bflnet.data.ensure {' '.join(scenario.datasets)})")
     typer.echo("")
     rows = describe_fields(scenario.config_cls)
-    width = max(len(r["name"]) for r in rows)
-    for r in rows:
+    settable = [r for r in rows if r["decided"] is None]
+    width = max((len(r["name"]) for r in settable), default=0)
+    for r in settable:
         old = old_names(scenario.config_cls, r["name"])
         formerly = f" (old name, deprecated: {', '.join(old)})" if old else ""
+        note = f" Its default {r['note']}." if r["note"] else ""
         typer.echo(f"  {r['name']:<{width}}  default {r['default']!r}; {r['allowed']}. "
-                   f"{r['help']}{formerly}")
+                   f"{r['help']}{formerly}{note}")
     _describe_groups(scenario.config_cls, name)
+    _describe_decided(rows, name)
     axes = getattr(scenario.config_cls, "LIST_AXES", {})
     if axes:
         typer.echo("\ncomma lists that run several settings in one call, and --grid:")
@@ -96,6 +99,21 @@ def describe(name: Annotated[str, typer.Argument(help="scenario name")],
                    f"state and may change: {', '.join(scenario.state_free)}")
     if scenario.columns is not None:
         typer.echo(f"\n(bflnet describe {name} --columns: what its output columns mean)")
+
+
+def _describe_decided(rows: list[dict[str, Any]], name: str) -> None:
+    """The fields the scenario decides itself (no settings read them), grouped by what
+    decides instead."""
+    reasons: dict[str, list[str]] = {}
+    for r in rows:
+        if r["decided"] is not None:
+            reasons.setdefault(r["decided"], []).append(r["name"])
+    if not reasons:
+        return
+    typer.echo(f"\ndecided by {name}, not parameters (--set refuses any value but the "
+               f"default):")
+    for reason, names in reasons.items():
+        typer.echo(f"  {', '.join(names)}: {reason}")
 
 
 def _describe_groups(cls: type, name: str) -> None:

@@ -34,7 +34,7 @@ from bflnet.validation.suggest import did_you_mean
 
 __all__ = ["ValidationBug", "as_dict", "describe_fields", "field_types", "group",
            "group_key", "group_value", "make_config", "param", "parse_overrides",
-           "parse_value", "validate"]
+           "parse_value", "refused_fields", "validate"]
 
 _MISSING = dataclasses.MISSING
 
@@ -173,14 +173,33 @@ def make_config(cls: type, overrides: Mapping[str, Any] | None = None) -> Any:
                             f"{type(exc).__name__}: {' '.join(str(exc).split())}") from exc
 
 
+def _class_mapping(cls: type, method: str) -> Mapping[str, str]:
+    """``cls.method()`` if the config class has that class method, else ``{}``."""
+    found = getattr(cls, method, None)
+    return dict(found()) if callable(found) else {}
+
+
+def refused_fields(cls: type) -> dict[str, str]:
+    """``{field: what decides instead}`` of the fields no settings of the config class
+    read (``cls.refused_fields()``, the scenario configs' declaration): ``--set`` refuses
+    any value but the default, and ``bflnet describe`` lists them apart."""
+    return dict(_class_mapping(cls, "refused_fields"))
+
+
 def describe_fields(cls: type) -> list[dict[str, Any]]:
-    """One dict per field: name, type, default, allowed values, help."""
+    """One dict per field: name, default, allowed values, help; ``decided``: what decides
+    instead of a field no settings read (:func:`refused_fields`; ``None`` for a
+    parameter); ``note``: why its default differs from the shared one (the config's
+    ``default_notes()``), or ``None``."""
+    refused = refused_fields(cls)
+    notes = _class_mapping(cls, "default_notes")
     rows = []
     for name, tp in field_types(cls).items():
         f = next(x for x in dataclasses.fields(cls) if x.name == name)
         default = f.default if f.default is not _MISSING else None
         rows.append({"name": name, "default": default, "allowed": allowed_text(f, tp),
-                     "help": f.metadata.get("help", "")})
+                     "help": f.metadata.get("help", ""), "decided": refused.get(name),
+                     "note": notes.get(name)})
     return rows
 
 

@@ -46,11 +46,22 @@ def _fields(config: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def unrecorded_fields(cls: type) -> frozenset[str]:
+    """The fields of config class ``cls`` its records leave out: refused fields the run
+    never reads, which ``cls.unrecorded_fields()`` names (none if it has no such
+    method). They are at their defaults in every config, so the record still gives the
+    whole config."""
+    names = getattr(cls, "unrecorded_fields", None)
+    return frozenset(names()) if callable(names) else frozenset()
+
+
 def canonical_config(config: Any) -> dict[str, Any]:
     """The config's fields as a dict, integers in float fields written as floats; the
     settings of a group (:func:`bflnet.validation.params.group`) each under its dotted
-    name (``learner.noise_var``), as ``--set`` takes them."""
-    out = _fields(config)
+    name (``learner.noise_var``), as ``--set`` takes them; without the fields the config
+    does not record (:func:`unrecorded_fields`)."""
+    omit = unrecorded_fields(type(config))
+    out = {k: v for k, v in _fields(config).items() if k not in omit}
     for prefix, name in group_fields(type(config)).items():
         settings = getattr(config, name)
         if settings is not None:

@@ -25,7 +25,7 @@ from bflnet.runs.output import (
     sidecar_path,
     write_frame,
 )
-from bflnet.runs.provenance import RUN, SWEEP, run_record, version
+from bflnet.runs.provenance import RUN, SWEEP, run_record, unrecorded_fields, version
 from bflnet.runs.registry import get_scenario
 from bflnet.validation.renames import rename_keys
 
@@ -36,14 +36,16 @@ IDENTICAL, SAME_ROWS, DIFFERENT = "identical", "same rows", "different"
 class RerunResult:
     """The table made again, where it was written (``None``: a temporary file, removed),
     how it compares with the original (:data:`IDENTICAL`, :data:`SAME_ROWS`,
-    :data:`DIFFERENT`, or ``None`` when written in another format) and any warning (a
-    version mismatch)."""
+    :data:`DIFFERENT`, or ``None`` when written in another format), any warning (a
+    version mismatch) and any note (the stored record holds fields this bflnet no longer
+    records: :func:`unrecorded_note`)."""
 
     frame: pd.DataFrame
     record: Mapping[str, Any]
     written: Path | None
     comparison: str | None
     warning: str | None
+    note: str | None = None
 
 
 #: The keys of each kind of record (see :mod:`bflnet.runs.provenance`).
@@ -72,8 +74,10 @@ def check_record(record: Mapping[str, Any]) -> Mapping[str, Any]:
     """Check the record of a result file like a config: its keys, their types, the
     scenario and every stored parameter (typed as in a config file); a one-line
     ``ValueError`` naming the first bad key. A record of this bflnet version must hold the
-    scenario's full config and no other key; one of another version may lack fields
-    (their defaults) or have more. The record is returned unchanged."""
+    scenario's full config (less the fields its scenario does not record, which it may
+    still hold, at their defaults, from an older file) and no other key; one of another
+    version may lack fields (their defaults) or have more. The record is returned
+    unchanged."""
     for key in ("bflnet", "kind", "scenario"):
         if key not in record:
             raise ValueError(f"lacks {key!r}")
@@ -143,7 +147,9 @@ def _check_params(cls: type, key: str, params: Any, *, full: bool) -> dict[str, 
         raise ValueError(f"{key}: {exc}") from None
     typed = {name: _check_value(cls, key, name, value) for name, value in params.items()}
     if full:
-        missing = [name for name in field_types(cls) if name not in params]
+        omitted = unrecorded_fields(cls)
+        missing = [name for name in field_types(cls)
+                   if name not in params and name not in omitted]
         if missing:
             raise ValueError(f"{key}: lacks the parameter {missing[0]!r}")
     return typed
@@ -152,6 +158,21 @@ def _check_params(cls: type, key: str, params: Any, *, full: bool) -> dict[str, 
 def _short(value: Any, keep: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= keep else f"{text[:keep - 3]}..."
+
+
+def unrecorded_note(record: Mapping[str, Any], path: Path) -> str | None:
+    """One line if a run's record holds fields its scenario no longer records (a file
+    written before they were left out: :func:`bflnet.runs.provenance.unrecorded_fields`);
+    the rerun's record leaves them out, so its bytes differ. ``None`` otherwise."""
+    if record.get("kind") != RUN:
+        return None
+    omitted = unrecorded_fields(get_scenario(record["scenario"]).config_cls)
+    held = [name for name in record["config"] if name in omitted]
+    if not held:
+        return None
+    return (f"{path} records {', '.join(held)}, which {record['scenario']} no longer "
+            f"records (it does not read them; they are at their defaults): the new record "
+            f"leaves them out, so the bytes differ")
 
 
 def check_version(record: Mapping[str, Any], path: Path, strict: bool) -> str | None:
@@ -205,9 +226,9 @@ def rerun(path: str | Path, out: str | Path | None = None, *, strict_version: bo
     """Make the result file at ``path`` again into ``out`` (default: a temporary file of
     the same format, removed afterwards) and compare it with the original. An existing
     ``out`` is refused unless ``force``. The stored record is checked first
-    (:func:`check_record`). A version warning is also passed to ``warn`` at once, before
-    the (maybe long) run. ``workers`` (a sweep table's local worker processes) is checked
-    first, whatever the file holds."""
+    (:func:`check_record`). A version warning (and a note on fields no longer recorded)
+    is also passed to ``warn`` at once, before the (maybe long) run. ``workers`` (a sweep
+    table's local worker processes) is checked first, whatever the file holds."""
     if workers is not None:
         from bflnet.runs.sweep import check_workers
 
@@ -222,8 +243,10 @@ def rerun(path: str | Path, out: str | Path | None = None, *, strict_version: bo
         raise ValueError(message) from None
     kind = record["kind"]
     warning = check_version(record, path, strict_version)
-    if warning is not None and warn is not None:
-        warn(warning)
+    note = unrecorded_note(record, path)
+    for text in (warning, note):
+        if text is not None and warn is not None:
+            warn(text)
     if out is not None:
         check_output_target(out, force=force)
     original, original_frame = _file_bytes(path), read_frame(path)
@@ -242,7 +265,7 @@ def rerun(path: str | Path, out: str | Path | None = None, *, strict_version: bo
         else:
             comparison = DIFFERENT
     return RerunResult(frame, record, Path(out) if out is not None else None, comparison,
-                       warning)
+                       warning, note)
 
 
 def _same_rows(a: pd.DataFrame, b: pd.DataFrame) -> bool:

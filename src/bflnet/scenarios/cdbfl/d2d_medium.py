@@ -19,6 +19,15 @@ recorded every ``eval_every`` rounds; ``consensus``, gossip averaging of one num
 device (float64 messages), whose largest deviation from the true mean is recorded every
 round. Both use Metropolis-Hastings weights.
 
+The radio is the shared one (:mod:`bflnet.scenarios.shared.radio_defaults`: 20 dBm, 1 MHz,
+coding rate 2, path-loss exponent 3, 40 dB at 1 m, noise figure 7 dB; radius 40 m), but
+with no latency after a packet (``latency_s = 0``: the reason is in ``RADIO_EXCEPTIONS``).
+The study of docs/wireless-medium.md sets 0 dBm, exponent 3.5 and radius 30 m
+(scripts/reproduce_d2d_medium.py), where the nominal range is twice the radius.
+
+A result file's record leaves out the refused fields (``medium``, ``mac``,
+``broadcast``, the area, ...): ``macs`` and ``broadcasts`` say what ran.
+
 TDMA and ALOHA slots default to the air time of one message (the largest packet: the
 packets are at most ``min(mtu_bits, message bits)``, so a message that fits in
 ``mtu_bits`` is still one packet).
@@ -61,6 +70,7 @@ from bflnet.scenarios.shared.network_settings import (
     NetworkSettings,
     RunNetwork,
 )
+from bflnet.scenarios.shared.radio_defaults import radio_default
 from bflnet.validation.limits import MIN_METRES, MIN_STEP
 from bflnet.validation.params import param, subset, validate
 
@@ -99,7 +109,15 @@ _DECIDED = {
     "distance_m": "the positions of the random geometric graph (radius_m, degree) decide "
                   "the distances",
     "layout": "the random geometric graph gives the positions (radius_m, degree)",
+    **dict.fromkeys(("edge_prob", "graph_file"), "the graph is always random geometric "
+                    "(radius_m, degree)"),
+    **dict.fromkeys(("ge_p_good_to_bad", "ge_p_bad_to_good", "ge_loss_bad"),
+                    "channel gives the fading of every signal (rayleigh, rician, or none: no "
+                    "Gilbert-Elliott channel)"),
 }
+#: Why ``latency_s`` is not the shared radio default here (``RADIO_EXCEPTIONS``).
+_NO_LATENCY = ("the study measures what the air costs: 5 ms after each packet would be 150 "
+               "times a 32 µs consensus packet and hide the MACs' differences")
 
 
 @dataclass(frozen=True)
@@ -108,22 +126,20 @@ class D2DMediumConfig(CDBFLSettings):
 
     SCENARIO: ClassVar[str] = NAME
     DECIDED_ELSEWHERE: ClassVar[dict[str, str]] = _DECIDED
+    RADIO_EXCEPTIONS: ClassVar[dict[str, str]] = {"latency_s": _NO_LATENCY}
 
     graph: str = param("random-geometric", "topology of the D2D graph (this scenario: a "
                        "random geometric graph)", choices=GRAPHS)
     K: int = param(10, "number of devices (the area grows with K: constant density)", ge=2,
                    le=4096)
-    radius_m: float = param(30.0, "edge radius of the random geometric graph in metres",
-                            ge=MIN_METRES, le=MAX_METRES)
+    radius_m: float = param(radio_default("radius_m"), "edge radius of the random "
+                            "geometric graph in metres", ge=MIN_METRES, le=MAX_METRES)
     degree: float = param(8.0, "mean number of neighbours away from the edges: the area's "
                           "side is radius_m * sqrt(pi K / degree)", gt=0, le=1e4)
     channel: str = param("rayleigh", "fading of every signal (rayleigh or rician; ideal / "
                          "fixed: none)", choices=("ideal", "fixed", "rayleigh", "rician"))
     latency_s: float = param(0.0, "seconds after a packet before its sender learns the "
                              "outcome (and may send the next)", ge=0, le=1e6)
-    path_loss_exponent: float = param(3.5, "path-loss exponent", ge=0, le=10)
-    tx_power_dbm: float = param(0.0, "transmit power in dBm (0 dBm, 1 MHz, coding rate 2: "
-                                "a nominal range of 60 m)", ge=-100, le=100)
     tasks: str = param("cdbfl,consensus", "comma list of tasks: cdbfl (CD-BFL, accuracy), "
                        "consensus (averaging, max_deviation)")
     macs: str = param("links,none,tdma,csma,aloha", "comma list: links (independent links, "
@@ -159,6 +175,13 @@ class D2DMediumConfig(CDBFLSettings):
                 continue
             raise ValueError(f"{f.name}: only read with tasks including cdbfl, got "
                              f"tasks={self.tasks}")
+
+    @classmethod
+    def unrecorded_fields(cls) -> frozenset[str]:
+        """Every refused field: ``macs`` and ``broadcasts`` say which media, MACs and
+        broadcast settings ran, and the area, mean SNR and rate follow from the other
+        settings (a record holding ``medium: links, mac: csma`` would misstate them)."""
+        return frozenset(cls.refused_fields())
 
     def used_fields(self) -> frozenset[str]:
         """The network fields some run of this config reads (the union over ``macs``)."""

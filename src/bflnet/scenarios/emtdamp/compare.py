@@ -58,6 +58,7 @@ or ``test_error`` (and ``accuracy``), ``active_groups`` (weight columns still in
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -117,6 +118,8 @@ class CompareSettings(ServerOnly, EMTDAMPParams, NetworkSettings):
     hyper-parameters, the baselines' and the links to the server."""
 
     SHARED_MEDIUM: ClassVar[bool] = True
+    DECIDED_ELSEWHERE: ClassVar[Mapping[str, str]] = {
+        **ServerOnly.DECIDED_ELSEWHERE, "likelihood": "the task decides"}
 
     methods: str = param(",".join(METHODS), "comma list of methods to run: "
                          + ", ".join(METHODS))
@@ -158,8 +161,6 @@ class CompareSettings(ServerOnly, EMTDAMPParams, NetworkSettings):
         self.check_network_fields()
         self.check_sparsity_mode()
         comma_list("methods", self.methods, METHODS)
-        if self.likelihood != "gaussian":
-            raise ValueError(f"likelihood: not used by {self.SCENARIO}; the task decides")  # type: ignore[attr-defined]
 
     @property
     def method_list(self) -> list[str]:

@@ -42,6 +42,7 @@ clients' TDAMP this round (docs/em-tdamp.md, Sec. 6.4).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -99,6 +100,9 @@ class EMTDAMPConfig(ServerOnly, EMTDAMPParams, NetworkSettings):
 
     SCENARIO: ClassVar[str] = NAME
     SHARED_MEDIUM: ClassVar[bool] = True
+    DECIDED_ELSEWHERE: ClassVar[Mapping[str, str]] = {
+        **ServerOnly.DECIDED_ELSEWHERE,
+        "likelihood": "the task decides (boston-synthetic: gaussian, fashion-mnist: probit)"}
 
     task: str = param("boston-synthetic", "data set and network", choices=TASKS)
     likelihood: str = param("gaussian", "not used here (an error if set): the task decides "
@@ -130,9 +134,6 @@ class EMTDAMPConfig(ServerOnly, EMTDAMPParams, NetworkSettings):
         validate(self)
         self.check_network_fields()
         self.check_sparsity_mode()
-        if self.likelihood != "gaussian":
-            raise ValueError("likelihood: not used by emtdamp; the task decides "
-                             "(boston-synthetic: gaussian, fashion-mnist: probit)")
         if self.task == "boston-synthetic":
             from bflnet.data.regression import BOSTON_TRAIN
             if self.K > BOSTON_TRAIN:

@@ -92,6 +92,7 @@ from bflnet.scenarios.ota.wflmc_gaussian import (
     snr_list,
 )
 from bflnet.scenarios.shared.network_settings import NetworkSettings
+from bflnet.scenarios.shared.radio_defaults import radio_default
 from bflnet.validation.limits import MIN_BANDWIDTH_HZ, MIN_CLIP, MIN_STEP
 from bflnet.validation.params import param
 
@@ -151,8 +152,8 @@ class OTALangevinConfig(AirUplinkSettings, NetworkSettings):
                               "quantiser", ge=2, le=32)
     mean_gain_db: float = param(-20.0, "mean power gain of the channel in dB (placement "
                                 "fixed)", ge=-200, le=0)
-    bandwidth_hz: float = param(1e6, "channel uses per second", ge=MIN_BANDWIDTH_HZ,
-                                le=1e12)
+    bandwidth_hz: float = param(radio_default("bandwidth_hz"), "channel uses per second",
+                                ge=MIN_BANDWIDTH_HZ, le=1e12)
     latency_s: float = param(0.0, "latency added to each round's air time", ge=0, le=1e6)
     eval_every: int = param(10, "rounds between evaluations", ge=1, le=10**6)
     eval_size: int = param(1000, "test images evaluated", ge=1, le=10_000)

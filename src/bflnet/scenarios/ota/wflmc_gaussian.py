@@ -70,6 +70,7 @@ from bflnet.runs.schema import (
 )
 from bflnet.scenarios.ota.placement import (
     PLACEMENT_ELSEWHERE,
+    PLACEMENT_FIELDS,
     PLACEMENTS,
     check_placement,
     device_mean_gains,
@@ -81,6 +82,7 @@ from bflnet.scenarios.shared.network_settings import (
     NetworkSettings,
     ServerOnly,
 )
+from bflnet.scenarios.shared.radio_defaults import radio_default
 from bflnet.validation.checks import check_real
 from bflnet.validation.limits import MIN_BANDWIDTH_HZ, MIN_CLIP, MIN_METRES, MIN_STEP
 from bflnet.validation.params import param, validate
@@ -122,6 +124,11 @@ AIR_ELSEWHERE = {
        if f.name not in AIR_FIELDS and f.name not in GRAPH_FIELDS}}
 
 
+#: Why the over-the-air scenarios keep no latency by default (``RADIO_EXCEPTIONS``).
+AIR_LATENCY = ("a round is one analog transmission of every device at once: its time is "
+               "its channel uses over bandwidth_hz, as in the papers (no per-packet latency)")
+
+
 def _placement_declarations() -> dict[str, tuple[str, Any]]:
     """``name: (annotation, field)`` of where the devices are and the path loss's fields
     (fresh ``Field`` objects: a dataclass takes ownership of those it is given)."""
@@ -131,11 +138,13 @@ def _placement_declarations() -> dict[str, tuple[str, Any]]:
             "(all at distance_m from the server) or square (uniform in a square of side "
             "distance_m, server at its centre); the mean gains then follow the "
             "log-distance path loss", choices=PLACEMENTS)),
-        "distance_m": ("float", param(10.0, "distance to the server (distance) or side of "
-                                      "the square (square), metres", ge=MIN_METRES,
-                                      le=1e6)),
-        "path_loss_exponent": ("float", param(3.0, "path-loss exponent n", ge=0, le=10)),
-        "ref_loss_db": ("float", param(40.0, "path loss at 1 m, dB", ge=-100, le=300)),
+        "distance_m": ("float", param(radio_default("distance_m"), "distance to the server "
+                                      "(distance) or side of the square (square), metres",
+                                      ge=MIN_METRES, le=1e6)),
+        "path_loss_exponent": ("float", param(radio_default("path_loss_exponent"),
+                                              "path-loss exponent n", ge=0, le=10)),
+        "ref_loss_db": ("float", param(radio_default("ref_loss_db"), "path loss at 1 m, dB",
+                                       ge=-100, le=300)),
     }
 
 
@@ -152,6 +161,7 @@ class AirUplinkSettings(ServerOnly):
 
     DECIDED_ELSEWHERE: ClassVar[Mapping[str, str]] = {**AIR_ELSEWHERE,
                                                       **PLACEMENT_ELSEWHERE}
+    RADIO_EXCEPTIONS: ClassVar[Mapping[str, str]] = {"latency_s": AIR_LATENCY}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -175,6 +185,13 @@ class AirUplinkSettings(ServerOnly):
     def used_fields(self) -> frozenset[str]:
         """The over-the-air fields and, unless ``placement=fixed``, the path loss's."""
         return AIR_FIELDS | placement_fields(self)
+
+    @classmethod
+    def refused_fields(cls) -> Mapping[str, str]:
+        """The network fields decided elsewhere but the placement's (read with placement
+        distance or square)."""
+        return {name: why for name, why in super().refused_fields().items()  # type: ignore[misc]
+                if name not in PLACEMENT_FIELDS}
 
     def check_air_settings(self) -> None:
         """The checks every over-the-air config makes: bounds, network fields, the SNR and
@@ -217,8 +234,8 @@ class WFLMCGaussianConfig(AirUplinkSettings, NetworkSettings):
     gain_threshold: float | None = param(None, "fixed amplitude threshold of the "
                                          "truncation (none: the authors' rule per round)",
                                          ge=0, le=1e6)
-    bandwidth_hz: float = param(1e6, "channel uses per second", ge=MIN_BANDWIDTH_HZ,
-                                le=1e12)
+    bandwidth_hz: float = param(radio_default("bandwidth_hz"), "channel uses per second",
+                                ge=MIN_BANDWIDTH_HZ, le=1e12)
     latency_s: float = param(0.0, "latency added to each round's air time", ge=0, le=1e6)
 
     METHOD_NAMES: ClassVar[tuple[str, ...]] = METHODS

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from bflnet.runs.config import param
 from bflnet.runs.graph_size import GraphSize, estimate
+from bflnet.scenarios.shared.radio_defaults import radio_default
 from bflnet.validation.limits import MIN_METRES
 
 if TYPE_CHECKING:
@@ -57,11 +58,12 @@ class GraphSettings:
     K: int = param(20, "number of agents (graph=file: the file decides, an error if set)", ge=2,
                    le=MAX_K)
     edge_prob: float = param(0.3, "edge probability (erdos-renyi)", gt=0, le=1)
-    radius_m: float = param(40.0, "radio range in metres (random-geometric)", ge=MIN_METRES,
-                            le=MAX_METRES)
-    area_m: float = param(100.0, "side of the square area in metres (random-geometric; "
-                          "medium=shared: where nodes without positions are laid out, a "
-                          "server at its centre)", ge=MIN_METRES, le=MAX_METRES)
+    radius_m: float = param(radio_default("radius_m"), "radio range in metres "
+                            "(random-geometric)", ge=MIN_METRES, le=MAX_METRES)
+    area_m: float = param(radio_default("area_m"), "side of the square area in metres "
+                          "(random-geometric; medium=shared: where nodes without positions "
+                          "are laid out, a server at its centre)", ge=MIN_METRES,
+                          le=MAX_METRES)
     graph_file: str | None = param(None, "edge list, GraphML or GML file (graph=file)")
 
     def graphs_in_use(self) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from bflnet.runs.config import param
 from bflnet.scenarios.shared.graph_settings import MAX_METRES
+from bflnet.scenarios.shared.radio_defaults import radio_default
 from bflnet.simulator.compute import FixedStepTime
 from bflnet.validation.limits import (
     MIN_BANDWIDTH_HZ,
@@ -55,22 +56,23 @@ class LinkSettings:
     channel: str = param("fixed", "channel model of every link", choices=CHANNELS)
     rate_bps: float = param(1e6, "link rate in bit/s (fixed, gilbert-elliott)",
                             ge=MIN_RATE_BPS, le=1e15)
-    latency_s: float = param(0.005, "one-way latency per packet in seconds", ge=0, le=1e6)
+    latency_s: float = param(radio_default("latency_s"), "one-way latency per packet in "
+                             "seconds", ge=0, le=1e6)
     loss_prob: float = param(0.0, "i.i.d. packet loss probability (fixed)", ge=0, lt=1)
     ge_p_good_to_bad: float = param(0.01, "Gilbert-Elliott P(good -> bad)", gt=0, le=1)
     ge_p_bad_to_good: float = param(0.3, "Gilbert-Elliott P(bad -> good)", gt=0, le=1)
     ge_loss_bad: float = param(1.0, "Gilbert-Elliott loss probability in the bad state",
                                ge=0, le=1)
-    bandwidth_hz: float = param(1e6, "bandwidth in Hz (fading channels)",
-                                ge=MIN_BANDWIDTH_HZ, le=1e12)
-    mean_snr_db: float = param(60.0, "mean SNR in dB at 1 m (fading channels)", ge=-300,
-                               le=300)
-    path_loss_exponent: float = param(3.0, "path-loss exponent (fading channels)", ge=0,
-                                      le=10)
-    distance_m: float = param(10.0, "link distance in metres when the graph has no positions",
-                              ge=MIN_METRES, le=MAX_METRES)
-    coding_rate: float = param(2.0, "coding rate in bit/s/Hz (fading channels)",
-                               ge=MIN_CODING_RATE, le=100)
+    bandwidth_hz: float = param(radio_default("bandwidth_hz"), "bandwidth in Hz (fading "
+                                "channels)", ge=MIN_BANDWIDTH_HZ, le=1e12)
+    mean_snr_db: float = param(radio_default("mean_snr_db"), "mean SNR in dB at 1 m (fading "
+                               "channels)", ge=-300, le=300)
+    path_loss_exponent: float = param(radio_default("path_loss_exponent"), "path-loss "
+                                      "exponent (fading channels)", ge=0, le=10)
+    distance_m: float = param(radio_default("distance_m"), "link distance in metres when the "
+                              "graph has no positions", ge=MIN_METRES, le=MAX_METRES)
+    coding_rate: float = param(radio_default("coding_rate"), "coding rate in bit/s/Hz "
+                               "(fading channels)", ge=MIN_CODING_RATE, le=100)
     rician_k: float = param(3.0, "Rician K factor", ge=0, le=1e6)
     mtu_bits: int = param(12_000, "maximum packet size in bits", ge=1, le=10**12)
     max_attempts: int | None = param(8, "ARQ attempts per packet (none: unlimited)", ge=1,

@@ -12,12 +12,15 @@ lives here. The layers' names are importable from this module too.
 
 - a field the scenario decides elsewhere (its ``DECIDED_ELSEWHERE``: e.g. ``graph`` in
   ``gfvl-beta-bernoulli``, where the comma list ``graphs`` decides; every graph field in
-  the parameter-server scenarios, which have no D2D graph);
+  the parameter-server scenarios, which have no D2D graph; one of the scenario's own
+  fields, e.g. EM-TDAMP's ``likelihood``, which the task decides);
 - a field the chosen graph or channel ignores (``edge_prob`` without
   ``graph=erdos-renyi``, ``ge_*`` without ``channel=gilbert-elliott``, ``max_attempts``
   on a channel that never loses a packet, ...: :data:`USED_ONLY_WITH`).
 
 :meth:`NetworkSettings.used_fields` is the complement: the fields the run reads.
+:meth:`NetworkSettings.refused_fields` are those no settings of the scenario read:
+``bflnet describe`` lists them apart, with what decides instead.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from bflnet.scenarios.shared.link_settings import (
     LinkSettings,
     channel_is,
 )
+from bflnet.scenarios.shared.radio_defaults import differing_defaults
 from bflnet.scenarios.shared.radio_settings import (
     LAYOUT_NAMES,
     MAC_NAMES,
@@ -191,6 +195,10 @@ class NetworkSettings(RadioSettings, LinkSettings, GraphSettings):
     SCENARIO: ClassVar[str] = "this scenario"
     #: Whether the scenario's protocol runs on a shared medium (``medium=shared``).
     SHARED_MEDIUM: ClassVar[bool] = False
+    #: Radio parameters whose default is not the shared one
+    #: (:data:`~bflnet.scenarios.shared.radio_defaults.RADIO_DEFAULTS`), each with the
+    #: reason; ``bflnet describe`` shows it beside the parameter.
+    RADIO_EXCEPTIONS: ClassVar[Mapping[str, str]] = {}
 
     def _setting(self, field: str) -> str:
         """How the current settings read for the error on ``field``."""
@@ -224,6 +232,31 @@ class NetworkSettings(RadioSettings, LinkSettings, GraphSettings):
                  "packet)")
         return {**{n: links for n in ("medium", *SHARED_FIELDS)}, **cls.DECIDED_ELSEWHERE}
 
+    @classmethod
+    def refused_fields(cls) -> Mapping[str, str]:
+        """The fields no settings of this scenario read, each with what decides instead:
+        ``--set`` refuses any value but the default, and ``bflnet describe`` lists them
+        apart from the parameters. ``DECIDED_ELSEWHERE``, less the fields some settings of
+        the scenario read after all (a scenario whose ``used_fields`` adds some says so
+        by overriding this)."""
+        return dict(cls.decided_elsewhere())
+
+    @classmethod
+    def unrecorded_fields(cls) -> frozenset[str]:
+        """The refused fields a result file's record leaves out (none by default: the
+        record, and so a sweep's config hash, keeps them at their defaults; a scenario
+        whose list parameters say what ran, where a recorded default would misstate it,
+        leaves them out)."""
+        return frozenset()
+
+    @classmethod
+    def default_notes(cls) -> Mapping[str, str]:
+        """``{field: why its default is not the shared radio default}``, for ``bflnet
+        describe``."""
+        differ = differing_defaults(cls)
+        return {name: f"differs from the shared radio default {differ[name][0]!r}: {reason}"
+                for name, reason in cls.RADIO_EXCEPTIONS.items() if name in differ}
+
     def _elsewhere(self) -> Mapping[str, str]:
         return self.decided_elsewhere()
 
@@ -250,6 +283,12 @@ class NetworkSettings(RadioSettings, LinkSettings, GraphSettings):
                                  f"{elsewhere[f.name]}")
             raise ValueError(f"{f.name}: not used with {self._setting(f.name)}; used only "
                              f"with {USED_ONLY_WITH[f.name][1]}")
+        network = {f.name for f in dataclasses.fields(NetworkSettings)}
+        for f in dataclasses.fields(self):  # the scenario's own fields it decides itself
+            if f.name in elsewhere and f.name not in network \
+                    and getattr(self, f.name) != f.default:
+                raise ValueError(f"{f.name}: not used by {self.SCENARIO}; "
+                                 f"{elsewhere[f.name]}")
 
     def _check_shared(self) -> None:
         """Shared-medium settings that cannot go together (one line each)."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bflnet.runs.config import param
+from bflnet.scenarios.shared.radio_defaults import radio_default
 from bflnet.validation.limits import MIN_PROBABILITY, MIN_SLOT_S
 
 MEDIA = ("links", "shared")
@@ -84,16 +85,20 @@ class RadioSettings:
                            "threshold (received iff its lowest SINR over the packet is >= "
                            "sinr_threshold_db) or per (lost with the packet error rate of "
                            "uncoded BPSK at that SINR)", choices=RECEPTION_NAMES)
-    tx_power_dbm: float = param(20.0, "transmit power in dBm (shared medium)", ge=-100, le=100)
-    noise_figure_db: float = param(7.0, "receiver noise figure in dB; noise = -174 dBm/Hz + "
-                                   "10 log10(bandwidth_hz) + NF (shared medium)", ge=0, le=100)
-    ref_loss_db: float = param(40.0, "path loss in dB at 1 m (shared medium)", ge=-100, le=300)
-    shadowing_db: float = param(0.0, "log-normal shadowing std in dB, one draw per pair and "
-                                "run (shared medium)", ge=0, le=50)
-    sinr_threshold_db: float | None = param(None, "SINR threshold in dB (none: 2^R - 1 of "
-                                            "coding_rate) (shared medium; reception=per: "
-                                            "only its nominal range, CSMA's default sense "
-                                            "range)", ge=-100, le=100)
+    tx_power_dbm: float = param(radio_default("tx_power_dbm"), "transmit power in dBm "
+                                "(shared medium)", ge=-100, le=100)
+    noise_figure_db: float = param(radio_default("noise_figure_db"), "receiver noise figure "
+                                   "in dB; noise = -174 dBm/Hz + 10 log10(bandwidth_hz) + NF "
+                                   "(shared medium)", ge=0, le=100)
+    ref_loss_db: float = param(radio_default("ref_loss_db"), "path loss in dB at 1 m (shared "
+                               "medium)", ge=-100, le=300)
+    shadowing_db: float = param(radio_default("shadowing_db"), "log-normal shadowing std in "
+                                "dB, one draw per pair and run (shared medium)", ge=0, le=50)
+    sinr_threshold_db: float | None = param(radio_default("sinr_threshold_db"), "SINR "
+                                            "threshold in dB (none: 2^R - 1 of coding_rate) "
+                                            "(shared medium; reception=per: only its nominal "
+                                            "range, CSMA's default sense range)", ge=-100,
+                                            le=100)
     layout: str = param("random", "node layout in the area_m square for graphs without "
                         "positions (shared medium)", choices=LAYOUT_NAMES)
     aloha_p: float = param(0.1, "slotted ALOHA transmit probability per slot",

@@ -75,12 +75,18 @@ class Air:
             source = np.vstack([xy, centre]) if server else xy
         key = int(streams.seed_sequence("radio.shadowing").generate_state(1, np.uint64)[0])
         radio, mac = spec.radio, spec.mac
+        timing = radio.timing
+        if timing is not None and isinstance(mac, (Aloha, Tdma)):
+            raise ValueError(f"mac: {mac.name} has no guard times for phy={radio.phy} yet; "
+                             f"use mac=csma or none, or phy=ideal")
         sense = None
         if isinstance(mac, Csma):
+            mac = mac.under(timing)
             sense = mac.sense_range_m if mac.sense_range_m is not None else radio.range_m
         self.medium = SharedMedium(self.env, radio, ids, source, streams.numpy,
                                    self.recorder, key=key, sense_range_m=sense)
         if isinstance(mac, Csma):
+            assert mac.slot_s is not None
             BackoffScheduler(self.env, self.medium, mac.slot_s, self.recorder, ids)
         self.mtu_bits = network.mtu_bits
         slot, colours, frame = 0.0, {}, 1

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bflnet.radio.pathloss import LogDistance, dbm_to_mw, noise_dbm
+from bflnet.radio.phy import Phy, phy_preset
 from bflnet.validation.checks import check_real
 from bflnet.validation.limits import MIN_BANDWIDTH_HZ, MIN_CODING_RATE
 
@@ -71,6 +72,7 @@ class RadioSpec:
     interference_margin_db: float = 10.0
     interference_range_m: float | None = None
     reception: str = "threshold"
+    phy: str = "ideal"
 
     def __post_init__(self) -> None:
         check_real("tx_power_dbm", self.tx_power_dbm, ge=-100, le=100)
@@ -93,6 +95,13 @@ class RadioSpec:
         if self.reception not in RECEPTIONS:
             raise ValueError(f"reception: must be one of {', '.join(RECEPTIONS)}, got "
                              f"{self.reception!r}")
+        phy_preset(self.phy)
+
+    @property
+    def timing(self) -> Phy | None:
+        """The 802.11 DCF timing of :attr:`phy` (:mod:`bflnet.radio.phy`; ``None``:
+        ``ideal``, a packet's air time is its bits over the rate)."""
+        return phy_preset(self.phy)
 
     @classmethod
     def from_channel(cls, channel: Any, **fields: Any) -> RadioSpec:
@@ -145,7 +154,11 @@ class RadioSpec:
         return 10.0 ** (self.threshold_db / 10.0)
 
     def airtime_s(self, bits: int) -> float:
-        """Seconds ``bits`` take on the air."""
+        """Seconds a packet of ``bits`` takes on the air (with a PHY preset: the data
+        frame, its PLCP preamble and header, MAC header and FCS)."""
+        timing = self.timing
+        if timing is not None:
+            return timing.frame_s(bits, self.rate_bps)
         return bits / self.rate_bps
 
     def mean_snr_db(self, distance_m: float) -> float:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import networkx as nx
 import pytest
 
@@ -120,10 +122,32 @@ def test_backoff_is_frozen_while_busy_and_resumes_after_difs():
     assert all(ok for _, ok in done)
 
 
-@pytest.mark.parametrize("mac", [Tdma(), Aloha(0.1)])
-def test_tdma_and_aloha_under_a_phy_preset_are_refused_in_one_line(mac):
-    with pytest.raises(ValueError, match=r"^mac: .* phy=80211b") as info:
-        network([(0.0, 0.0), (5.0, 0.0)], [(0, 1)], mac)
+@pytest.mark.parametrize("mac", [Tdma(), Aloha(0.5)])
+def test_an_aloha_or_tdma_slot_holds_the_frame_sifs_and_its_ack(mac):
+    timing = phy_preset("80211b")
+    sim, net = network([(0.0, 0.0), (5.0, 0.0), (400.0, 0.0), (405.0, 0.0)],
+                       [(0, 1), (2, 3)], mac)
+    slot = timing.frame_s(BITS, 1e6) + timing.sifs_s + timing.ack_s
+    assert net.air.slot_s == pytest.approx(slot)
+    done: list = []
+    for _ in range(5):
+        send_one(sim, net, 0, 1, done)
+        send_one(sim, net, 2, 3, done)
+    sim.env.run()
+    tx = rows(sim, "tx")
+    starts = tx[tx.frame.isna()].start_s / slot
+    assert ((starts - starts.round()).abs() < 1e-6).all()  # data frames on slot boundaries
+    acks = tx[tx.frame == "ack"]
+    assert len(acks) == 10
+    # every ACK ends inside the slot its frame began in
+    first = (acks.start_s / slot + 1e-9).apply(math.floor)
+    assert (acks.end_s <= (first + 1) * slot + 1e-9).all()
+    assert len(done) == 10 and all(ok for _, ok in done)
+
+
+def test_a_slot_shorter_than_the_exchange_is_refused_in_one_line():
+    with pytest.raises(ValueError, match="mac_slot_s: .*SIFS and its ACK") as info:
+        network([(0.0, 0.0), (5.0, 0.0)], [(0, 1)], Tdma(slot_s=0.008))
     assert "\n" not in str(info.value)
 
 

@@ -76,9 +76,6 @@ class Air:
         key = int(streams.seed_sequence("radio.shadowing").generate_state(1, np.uint64)[0])
         radio, mac = spec.radio, spec.mac
         timing = radio.timing
-        if timing is not None and isinstance(mac, (Aloha, Tdma)):
-            raise ValueError(f"mac: {mac.name} has no guard times for phy={radio.phy} yet; "
-                             f"use mac=csma or none, or phy=ideal")
         sense = None
         if isinstance(mac, Csma):
             mac = mac.under(timing)
@@ -92,10 +89,14 @@ class Air:
         slot, colours, frame = 0.0, {}, 1
         if isinstance(mac, (Aloha, Tdma)):
             largest = radio.airtime_s(self.mtu_bits)
+            what = "mtu_bits / rate"
+            if timing is not None:  # the largest frame, SIFS and its ACK
+                largest += timing.sifs_s + timing.ack_s
+                what = f"the largest frame, SIFS and its ACK under phy={radio.phy}"
             slot = mac.slot_s if mac.slot_s is not None else largest
             if slot < largest * (1 - 1e-12):
                 raise ValueError(f"mac_slot_s: must be at least the air time of the largest "
-                                 f"packet (mtu_bits / rate = {largest:g} s), got {slot:g}")
+                                 f"packet ({what} = {largest:g} s), got {slot:g}")
         if isinstance(mac, Tdma):
             if live is not None:
                 raise ValueError("mac: tdma needs nodes that stay put (its schedule is "

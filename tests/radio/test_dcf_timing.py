@@ -155,3 +155,23 @@ def test_an_unknown_phy_is_a_one_line_error():
     with pytest.raises(ValueError, match="phy: must be one of") as info:
         radio("80211n")
     assert "\n" not in str(info.value) and all(p in str(info.value) for p in PHYS)
+
+
+def test_a_frame_due_while_the_nodes_own_ack_is_on_the_air_waits_for_it():
+    timing = phy_preset("80211b")
+    sim, net = network([(0.0, 0.0), (5.0, 0.0), (10.0, 0.0)], [(0, 1), (1, 2)], NoMac())
+    done: list = []
+    send_one(sim, net, 0, 1, done)
+    ack_start = timing.frame_s(BITS, 1e6) + timing.sifs_s
+
+    def later():  # node 1's own message, due while it acknowledges node 0's frame
+        yield sim.env.timeout(ack_start + 1e-6)
+        d = yield from net.links[(1, 2)].send(Message(1, 2, "x", None, BITS), deliver=False)
+        done.append((sim.env.now, d.delivered, d.attempts))
+    sim.env.process(later())
+    sim.env.run()
+    tx = rows(sim, "tx").sort_values("start_s")
+    ack, second = tx.iloc[1], tx.iloc[2]
+    assert ack.frame == "ack" and ack.node == 1 and second.node == 1
+    assert second.start_s == pytest.approx(ack.end_s)  # at once after its ACK, not during
+    assert second.attempt == 1 and done[1][1:] == (True, 1)

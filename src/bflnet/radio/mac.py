@@ -2,9 +2,11 @@
 
 * :class:`NoMac` — at once (overlapping transmissions collide: the medium decides).
 * :class:`Aloha` — slotted ALOHA: at each slot boundary the node transmits with
-  probability ``p`` (else it defers to the next slot); the slots until it transmits are
-  drawn at once (geometric). An attempt that deferred is one ``defer`` row, written when
-  the node transmits, with the slots it skipped (``deferrals``).
+  probability ``p`` (else it defers to the next slot; the default slot is the air time of
+  the largest packet, with a PHY preset that of the largest frame, SIFS and its ACK);
+  the slots until it transmits are drawn at once (geometric). An attempt that deferred
+  is one ``defer`` row, written when the node transmits, with the slots it skipped
+  (``deferrals``).
 * :class:`Tdma` — a conflict-free schedule: a distance-2 greedy colouring of the
   interference graph (nodes within interference range, and the graph's links) gives every
   node a colour; a frame is ``frame_slots`` (default: the number of colours) slots of
@@ -16,7 +18,9 @@
   down one per idle ``slot_s`` and freezes while a transmitter within ``sense_range_m``
   is on the air (a deferral); at zero the node transmits. Two nodes whose counters reach
   zero in the same slot both transmit and collide. A unicast packet is dropped after
-  ``retry_limit`` retries. Every back-off is one ``backoff`` row, written when it ends
+  ``retry_limit`` retries. With a PHY preset (:mod:`bflnet.radio.phy`) the slot and the
+  windows default to the preset's, and counting starts after DIFS or EIFS
+  (:mod:`bflnet.radio.backoff`). Every back-off is one ``backoff`` row, written when it ends
   (the node transmits), with ``cw``, the ``counter`` drawn and its ``deferrals``.
 
 The rows are ``event="mac"`` with ``kind`` (``backoff``, ``defer``, ``collision``: see

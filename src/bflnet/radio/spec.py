@@ -10,6 +10,11 @@ is lost with the probability :func:`packet_error_rate` of its lowest SINR over t
 loss, the pair's shadowing and, per packet and receiver, a block-fading power gain of
 mean 1 (``rayleigh``: exponential; ``rician``: with K factor ``rician_k``; ``none``: 1).
 
+With ``phy`` an 802.11 preset (``80211b``, ``80211a``, ``80211g``; :mod:`bflnet.radio.phy`)
+a packet is a data frame: :meth:`RadioSpec.airtime_s` adds the PLCP preamble and header
+and the MAC header and FCS, and the medium adds SIFS, the ACK, DIFS and EIFS; ``ideal``
+(the default) is bits over the rate alone.
+
 Interference from transmitters whose mean power at a receiver is more than
 ``interference_margin_db`` below the noise (plus three shadowing standard deviations) is
 left out: the medium only sums over transmitters within :attr:`RadioSpec.interference_range_m`

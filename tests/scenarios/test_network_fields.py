@@ -35,7 +35,7 @@ ALT = {
     "noise_figure_db": 40.0, "ref_loss_db": 80.0, "shadowing_db": 10.0,
     "sinr_threshold_db": 20.0, "layout": "circle", "aloha_p": 0.5, "mac_slot_s": 0.05,
     "tdma_frame_slots": 50, "sense_range_m": 1.0, "backoff_slot_s": 1e-3, "cw_min": 2,
-    "cw_max": 16, "retry_limit": 0,
+    "cw_max": 16, "retry_limit": 0, "phy": "80211b",
 }
 #: Settings under which the field is read (where there are such settings).
 LOSSY_FADING = {"mean_snr_db": 35.0}
@@ -63,7 +63,7 @@ CONTEXT: dict[str, dict[str, object]] = {
     **{name: SHARED for name in ("mac", "broadcast", "tx_power_dbm", "noise_figure_db",
                                  "ref_loss_db",
                                  "layout", "sense_range_m", "backoff_slot_s", "cw_min",
-                                 "cw_max", "retry_limit")},
+                                 "cw_max", "retry_limit", "phy")},
     "aloha_p": {**SHARED, "mac": "aloha"},
     "mac_slot_s": {**SHARED, "mac": "aloha"},
     "tdma_frame_slots": {**SHARED, "mac": "tdma"},

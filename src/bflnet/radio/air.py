@@ -75,21 +75,28 @@ class Air:
             source = np.vstack([xy, centre]) if server else xy
         key = int(streams.seed_sequence("radio.shadowing").generate_state(1, np.uint64)[0])
         radio, mac = spec.radio, spec.mac
+        timing = radio.timing
         sense = None
         if isinstance(mac, Csma):
+            mac = mac.under(timing)
             sense = mac.sense_range_m if mac.sense_range_m is not None else radio.range_m
         self.medium = SharedMedium(self.env, radio, ids, source, streams.numpy,
                                    self.recorder, key=key, sense_range_m=sense)
         if isinstance(mac, Csma):
+            assert mac.slot_s is not None
             BackoffScheduler(self.env, self.medium, mac.slot_s, self.recorder, ids)
         self.mtu_bits = network.mtu_bits
         slot, colours, frame = 0.0, {}, 1
         if isinstance(mac, (Aloha, Tdma)):
             largest = radio.airtime_s(self.mtu_bits)
+            what = "mtu_bits / rate"
+            if timing is not None:  # the largest frame, SIFS and its ACK
+                largest += timing.sifs_s + timing.ack_s
+                what = f"the largest frame, SIFS and its ACK under phy={radio.phy}"
             slot = mac.slot_s if mac.slot_s is not None else largest
             if slot < largest * (1 - 1e-12):
                 raise ValueError(f"mac_slot_s: must be at least the air time of the largest "
-                                 f"packet (mtu_bits / rate = {largest:g} s), got {slot:g}")
+                                 f"packet ({what} = {largest:g} s), got {slot:g}")
         if isinstance(mac, Tdma):
             if live is not None:
                 raise ValueError("mac: tdma needs nodes that stay put (its schedule is "

@@ -24,6 +24,14 @@ are recognised without touching the cohort when they freeze. Run-outs at the sam
 are served in the order their countdowns began (cohort number, then place in the
 cohort), as one heap entry per node would serve them.
 
+With a PHY preset (``medium.timing``, :mod:`bflnet.radio.phy`) a countdown begins only
+once the carrier has been idle for DIFS (EIFS after an errored busy period,
+:meth:`~bflnet.radio.medium.SharedMedium.ready_at`), and a new back-off at least DIFS
+after it is asked for (the node's own exchange just ended): its slots are counted from
+then (``t0`` may lie ahead), a counter of zero included, and a carrier that turns busy
+before ``t0`` freezes it with no slot counted. A node's own transmission (an ACK it
+sends) freezes its own countdown and never makes it transmit.
+
 The timer: ``_armed`` is the time of the timer in flight for the earliest run-out; a
 countdown that runs out earlier arms a new timer (the one in flight stays, and does
 nothing when it fires). Only the first timer made for a given time can serve the
@@ -96,6 +104,8 @@ class BackoffScheduler:
         #: SimPy's queue (those passed are forgotten now and then).
         self._timers: dict[float, int] = {}
         self._resume: list[int] = []  # nodes whose carrier became idle, not yet resumed
+        #: The DCF timing (``None``: no interframe spaces, ``phy="ideal"``).
+        self.timing = getattr(medium, "timing", None)
         medium.carrier = self
 
     def backoff(self, node: int, counter: int, attempt: int, cw: int) -> simpy.Event:
@@ -127,6 +137,12 @@ class BackoffScheduler:
         now = self.env._now
         medium.settle(now)
         busy = medium.busy_count[node] > 0  # medium.busy(node), settled above
+        if self.timing is not None:
+            if busy:
+                state.deferrals += 1
+            else:
+                self._count(node, state, max(now + self.timing.difs_s, medium.ready_at(node)))
+            return
         if state.counter == 0 and not (busy and medium.busy(node, hear_now=False)):
             self._fire(node, state)
             return
@@ -137,6 +153,17 @@ class BackoffScheduler:
         seq = self._seq
         t = now + state.counter * self.slot
         state.t0 = now
+        self._cd[node] = seq
+        heapq.heappush(self._heap, (t, seq, _Cohort([node], [t])))
+        if t < self._armed:
+            self._arm(t)
+
+    def _count(self, node: int, state: _Waiting, t0: float) -> None:
+        """With a PHY preset: count ``node``'s slots down from ``t0`` (now or later)."""
+        self._seq += 1
+        seq = self._seq
+        t = t0 + state.counter * self.slot
+        state.t0 = t0
         self._cd[node] = seq
         heapq.heappush(self._heap, (t, seq, _Cohort([node], [t])))
         if t < self._armed:
@@ -226,10 +253,10 @@ class BackoffScheduler:
             for event in done:
                 succeed(event)
 
-    def carrier_busy(self, nodes: list[int]) -> None:
+    def carrier_busy(self, nodes: list[int], own: int = -1) -> None:
         """A transmission began within sense range of ``nodes`` (sorted): their busy
         counts (``medium.busy_count``) go up; counting ones freeze (or transmit, if their
-        counter ran out in this slot)."""
+        counter ran out in this slot; ``own``, the transmitting node, only freezes)."""
         busy, cd = self.medium.busy_count, self._cd
         found = []
         for n in nodes:
@@ -242,11 +269,13 @@ class BackoffScheduler:
         for n in found:
             state = waiting[n]
             cd[n] = 0
-            elapsed = math.floor((now - state.t0) / slot + _SLOT_EPS)
-            if elapsed >= state.counter:
-                self._fire(n, state)
-                continue
-            state.counter -= elapsed
+            ran = (now - state.t0) / slot + _SLOT_EPS
+            if ran >= 0.0:  # (before t0: still in DIFS or EIFS, no slot counted)
+                elapsed = math.floor(ran)
+                if elapsed >= state.counter and n != own:
+                    self._fire(n, state)
+                    continue
+                state.counter -= min(elapsed, state.counter)
             state.deferrals += 1
 
     def carrier_idle(self, nodes: list[int]) -> None:
@@ -271,7 +300,7 @@ class BackoffScheduler:
         waiting, medium, cd = self.waiting, self.medium, self._cd
         now = self.env._now
         medium.settle(now)
-        busy, slot = medium.busy_count, self.slot
+        busy, slot, timing = medium.busy_count, self.slot, self.timing
         self._seq += 1
         seq = self._seq  # the cohort of the nodes that count down from now
         keep: list[int] = []
@@ -280,13 +309,14 @@ class BackoffScheduler:
             state = waiting.get(n)
             if state is None or cd[n]:
                 continue
-            if state.counter == 0:
+            if state.counter == 0 and timing is None:
                 self._begin(n, state)
             elif busy[n]:
                 state.deferrals += 1
             else:
-                t = now + state.counter * slot
-                state.t0 = now
+                t0 = now if timing is None else max(now, medium.ready_at(n))
+                t = t0 + state.counter * slot
+                state.t0 = t0
                 cd[n] = seq
                 keep.append(n)
                 kept.append(t)

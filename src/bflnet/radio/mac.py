@@ -2,9 +2,11 @@
 
 * :class:`NoMac` — at once (overlapping transmissions collide: the medium decides).
 * :class:`Aloha` — slotted ALOHA: at each slot boundary the node transmits with
-  probability ``p`` (else it defers to the next slot); the slots until it transmits are
-  drawn at once (geometric). An attempt that deferred is one ``defer`` row, written when
-  the node transmits, with the slots it skipped (``deferrals``).
+  probability ``p`` (else it defers to the next slot; the default slot is the air time of
+  the largest packet, with a PHY preset that of the largest frame, SIFS and its ACK);
+  the slots until it transmits are drawn at once (geometric). An attempt that deferred
+  is one ``defer`` row, written when the node transmits, with the slots it skipped
+  (``deferrals``).
 * :class:`Tdma` — a conflict-free schedule: a distance-2 greedy colouring of the
   interference graph (nodes within interference range, and the graph's links) gives every
   node a colour; a frame is ``frame_slots`` (default: the number of colours) slots of
@@ -16,7 +18,9 @@
   down one per idle ``slot_s`` and freezes while a transmitter within ``sense_range_m``
   is on the air (a deferral); at zero the node transmits. Two nodes whose counters reach
   zero in the same slot both transmit and collide. A unicast packet is dropped after
-  ``retry_limit`` retries. Every back-off is one ``backoff`` row, written when it ends
+  ``retry_limit`` retries. With a PHY preset (:mod:`bflnet.radio.phy`) the slot and the
+  windows default to the preset's, and counting starts after DIFS or EIFS
+  (:mod:`bflnet.radio.backoff`). Every back-off is one ``backoff`` row, written when it ends
   (the node transmits), with ``cw``, the ``counter`` drawn and its ``deferrals``.
 
 The rows are ``event="mac"`` with ``kind`` (``backoff``, ``defer``, ``collision``: see
@@ -101,28 +105,45 @@ class Tdma:
 @dataclass(frozen=True)
 class Csma:
     """CSMA with binary exponential back-off; ``sense_range_m=None``: the radio's nominal
-    range (where the mean SNR falls to the threshold)."""
+    range (where the mean SNR falls to the threshold). ``slot_s``, ``cw_min`` and
+    ``cw_max`` left ``None`` are the radio's PHY preset's (its slot, ``CWmin + 1`` and
+    ``CWmax + 1`` values; ``ideal``: 20 µs, 16, 1024): :meth:`under`."""
 
     sense_range_m: float | None = None
-    slot_s: float = 20e-6
-    cw_min: int = 16
-    cw_max: int = 1024
+    slot_s: float | None = None
+    cw_min: int | None = None
+    cw_max: int | None = None
     retry_limit: int = 7
     name = "csma"
 
     def __post_init__(self) -> None:
         if self.sense_range_m is not None:
             check_real("sense_range_m", self.sense_range_m, ge=0, le=1e9)
-        check_real("csma_slot_s", self.slot_s, ge=MIN_SLOT_S, le=1e3)
-        check_int("cw_min", self.cw_min, ge=1, le=2**20)
-        check_int("cw_max", self.cw_max, ge=1, le=2**20)
-        if self.cw_max < self.cw_min:
+        if self.slot_s is not None:
+            check_real("csma_slot_s", self.slot_s, ge=MIN_SLOT_S, le=1e3)
+        if self.cw_min is not None:
+            check_int("cw_min", self.cw_min, ge=1, le=2**20)
+        if self.cw_max is not None:
+            check_int("cw_max", self.cw_max, ge=1, le=2**20)
+        if self.cw_min is not None and self.cw_max is not None and self.cw_max < self.cw_min:
             raise ValueError(f"cw_max: must be >= cw_min ({self.cw_min}), got {self.cw_max}")
         check_int("retry_limit", self.retry_limit, ge=0, le=1000)
 
+    def under(self, timing: Any) -> Csma:
+        """This MAC with the settings left ``None`` taken from the PHY preset ``timing``
+        (a :class:`~bflnet.radio.phy.Phy`, or ``None``: 20 µs slots, CW 16 ... 1024)."""
+        slot, low, high = ((20e-6, 16, 1024) if timing is None else
+                           (timing.slot_s, timing.cw_min + 1, timing.cw_max + 1))
+        cw_min = self.cw_min if self.cw_min is not None else low
+        cw_max = self.cw_max if self.cw_max is not None else max(high, cw_min)
+        return Csma(self.sense_range_m, self.slot_s if self.slot_s is not None else slot,
+                    cw_min, cw_max, self.retry_limit)
+
     def window(self, attempt: int) -> int:
         """The contention window of the ``attempt``-th attempt (1-based)."""
-        return min(self.cw_min << min(attempt - 1, 40), self.cw_max)
+        low = self.cw_min if self.cw_min is not None else 16
+        high = self.cw_max if self.cw_max is not None else max(1024, low)
+        return min(low << min(attempt - 1, 40), high)
 
 
 Mac = NoMac | Aloha | Tdma | Csma

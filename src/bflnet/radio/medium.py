@@ -38,7 +38,12 @@ slots whose boundaries differ by rounding).
 Carrier sense (for CSMA): :meth:`SharedMedium.busy` says whether a transmitter other than
 the node is on the air within ``sense_range_m`` of it; a ``carrier`` listener (the CSMA
 back-offs, :mod:`bflnet.radio.backoff`) is told which nodes' carrier became busy when a
-transmission starts and idle when one ends.
+transmission starts and idle when one ends. With a PHY preset (``RadioSpec.phy``,
+:mod:`bflnet.radio.phy`) a node's own transmissions keep its carrier busy too (a node
+sending an ACK does not count its back-off down), and each node keeps when its carrier
+last became idle and whether that busy period was errored (two sensed transmissions
+overlapped): :meth:`SharedMedium.ready_at` is when its back-off may count again, after
+DIFS, or EIFS after an errored period.
 """
 
 from __future__ import annotations
@@ -121,6 +126,12 @@ class SharedMedium:
         self.noise = spec.noise_mw
         self.rate_bps = spec.rate_bps
         self.threshold = spec.threshold
+        #: The 802.11 DCF timing (``None``: ``phy="ideal"``).
+        self.timing = spec.timing
+        #: Per node (with a PHY preset): when its carrier last became idle, and whether
+        #: its last busy period was errored (EIFS instead of DIFS).
+        self.idle_since = [-math.inf] * k
+        self.errored = [False] * k
         self._per = packet_error_rate if spec.reception == "per" else None
         self._per_rng: np.random.Generator | None = None
         self._tx_mw = spec.tx_mw
@@ -182,6 +193,7 @@ class SharedMedium:
         self._near: list[np.ndarray | None] = [None] * len(self.ids)
         self._sense: list[np.ndarray | None] = [None] * len(self.ids)
         self._sense_lists: list[list[int] | None] = [None] * len(self.ids)
+        self._carrier_lists: list[list[int] | None] = [None] * len(self.ids)
         #: Per node ``a``: ``(others within range, a's mean power at each (mW), {other:
         #: its place in them})``.
         self._around: list[tuple[np.ndarray, np.ndarray, dict[int, int]] | None] = \
@@ -222,6 +234,22 @@ class SharedMedium:
         if found is None:
             found = self._sense_lists[i] = self.sensed_by(i).tolist()
         return found
+
+    def _carrier_list(self, i: int) -> list[int]:
+        """The nodes whose carrier a transmission of ``i`` makes busy: those that sense it
+        and, with a PHY preset, ``i`` itself (sorted, kept until nodes move)."""
+        found = self._carrier_lists[i]
+        if found is None:
+            found = self._carrier_lists[i] = sorted([*self._sensed_list(i), i])
+        return found
+
+    def ready_at(self, node: int) -> float:
+        """With a PHY preset: when ``node``'s back-off may count again, DIFS (EIFS after
+        an errored busy period) after its carrier last became idle."""
+        timing = self.timing
+        assert timing is not None
+        ifs = timing.eifs_s if self.errored[node] else timing.difs_s
+        return self.idle_since[node] + ifs
 
     def mean_gain(self, a: int, b: int) -> float:
         """Mean power gain (path loss and the pair's shadowing) from ``a`` to ``b``."""
@@ -351,6 +379,9 @@ class SharedMedium:
             if self._fresh_time != now:
                 self._fresh, self._fresh_time = [], now
             self._fresh.append(tx)
+            if self.timing is not None:
+                self._carrier_on(sender)
+                return tx
             sensed = self._sense_lists[sender] or self._sensed_list(sender)
             carrier = self.carrier
             if carrier is not None and carrier.waiting:
@@ -360,6 +391,36 @@ class SharedMedium:
                 for n in sensed:
                     busy[n] += 1
         return tx
+
+    def _carrier_on(self, sender: int) -> None:
+        """With a PHY preset: ``sender``'s transmission makes the carrier of those that
+        sense it and its own busy; a second one at once makes the period errored."""
+        nodes = self._carrier_lists[sender] or self._carrier_list(sender)
+        carrier, busy, errored = self.carrier, self.busy_count, self.errored
+        if carrier is not None and carrier.waiting:
+            carrier.carrier_busy(nodes, sender)  # counts them too
+        else:
+            for n in nodes:
+                busy[n] += 1
+        for n in nodes:
+            count = busy[n]
+            if count == 1:
+                errored[n] = False
+            elif count > 1:
+                errored[n] = True
+
+    def _carrier_off(self, tx: Transmission) -> None:
+        """With a PHY preset: ``tx`` ended; the carriers it kept busy go down."""
+        nodes = self._carrier_lists[tx.sender] or self._carrier_list(tx.sender)
+        carrier, busy, idle = self.carrier, self.busy_count, self.idle_since
+        if carrier is not None and carrier.waiting:
+            carrier.carrier_idle(nodes)  # counts them too
+        else:
+            for n in nodes:
+                busy[n] -= 1
+        for n in nodes:
+            if not busy[n]:
+                idle[n] = tx.end
 
     def finish(self, tx: Transmission) -> dict[int, bool]:
         """The outcome of ``tx`` (``{receiver: received}``), at or after its end."""
@@ -419,7 +480,9 @@ class SharedMedium:
         elif tx.near is not None and tx.near.size:
             total = self._total
             total[tx.near] -= tx.power
-        if self.sense_range_m is not None:
+        if self.sense_range_m is not None and self.timing is not None:
+            self._carrier_off(tx)
+        elif self.sense_range_m is not None:
             sensed = self._sense_lists[sender] or self._sensed_list(sender)
             carrier = self.carrier
             if carrier is not None and carrier.waiting:

@@ -10,6 +10,11 @@ is lost with the probability :func:`packet_error_rate` of its lowest SINR over t
 loss, the pair's shadowing and, per packet and receiver, a block-fading power gain of
 mean 1 (``rayleigh``: exponential; ``rician``: with K factor ``rician_k``; ``none``: 1).
 
+With ``phy`` an 802.11 preset (``80211b``, ``80211a``, ``80211g``; :mod:`bflnet.radio.phy`)
+a packet is a data frame: :meth:`RadioSpec.airtime_s` adds the PLCP preamble and header
+and the MAC header and FCS, and the medium adds SIFS, the ACK, DIFS and EIFS; ``ideal``
+(the default) is bits over the rate alone.
+
 Interference from transmitters whose mean power at a receiver is more than
 ``interference_margin_db`` below the noise (plus three shadowing standard deviations) is
 left out: the medium only sums over transmitters within :attr:`RadioSpec.interference_range_m`
@@ -30,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bflnet.radio.pathloss import LogDistance, dbm_to_mw, noise_dbm
+from bflnet.radio.phy import Phy, phy_preset
 from bflnet.validation.checks import check_real
 from bflnet.validation.limits import MIN_BANDWIDTH_HZ, MIN_CODING_RATE
 
@@ -71,6 +77,7 @@ class RadioSpec:
     interference_margin_db: float = 10.0
     interference_range_m: float | None = None
     reception: str = "threshold"
+    phy: str = "ideal"
 
     def __post_init__(self) -> None:
         check_real("tx_power_dbm", self.tx_power_dbm, ge=-100, le=100)
@@ -93,6 +100,13 @@ class RadioSpec:
         if self.reception not in RECEPTIONS:
             raise ValueError(f"reception: must be one of {', '.join(RECEPTIONS)}, got "
                              f"{self.reception!r}")
+        phy_preset(self.phy)
+
+    @property
+    def timing(self) -> Phy | None:
+        """The 802.11 DCF timing of :attr:`phy` (:mod:`bflnet.radio.phy`; ``None``:
+        ``ideal``, a packet's air time is its bits over the rate)."""
+        return phy_preset(self.phy)
 
     @classmethod
     def from_channel(cls, channel: Any, **fields: Any) -> RadioSpec:
@@ -145,7 +159,11 @@ class RadioSpec:
         return 10.0 ** (self.threshold_db / 10.0)
 
     def airtime_s(self, bits: int) -> float:
-        """Seconds ``bits`` take on the air."""
+        """Seconds a packet of ``bits`` takes on the air (with a PHY preset: the data
+        frame, its PLCP preamble and header, MAC header and FCS)."""
+        timing = self.timing
+        if timing is not None:
+            return timing.frame_s(bits, self.rate_bps)
         return bits / self.rate_bps
 
     def mean_snr_db(self, distance_m: float) -> float:

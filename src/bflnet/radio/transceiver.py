@@ -10,6 +10,15 @@ under CSMA the MAC's ``retry_limit`` decides instead); a packet that fails them 
 the message. A broadcast packet is sent once (nobody acknowledges it): each receiver gets
 the message iff it received every packet.
 
+With a PHY preset (``RadioSpec.phy``, :mod:`bflnet.radio.phy`) a packet is a data frame
+(preamble, MAC header and FCS included) and a unicast one is acknowledged on the air:
+SIFS after it ends, its receiver, if it decoded it and is not transmitting, sends an ACK
+at the basic rate (a transmission of the medium: it can collide, and it keeps the
+carrier busy); the sender learns the outcome when that ACK ends (or, without one, at the
+ACK timeout, the same instant), and the packet arrived iff the ACK did. A node whose
+back-off ends while its own ACK is on the air waits for the ACK to end and takes the
+MAC's access again, for the same attempt.
+
 One message on the radio is a :class:`Sending`, a state machine run either by a SimPy
 process (:meth:`Transceiver.transmit`, a generator) or by the callbacks of the events it
 waits on (:meth:`Transceiver.send_then`, or a :class:`Sending` built directly): the same
@@ -51,6 +60,8 @@ class Transceiver:
         self.holding = False
         self._queue: deque[simpy.Event] = deque()
         self.latency_s = medium.spec.latency_s
+        #: The DCF timing (``None``: ``phy="ideal"``).
+        self.timing = medium.timing
         #: The MAC's access procedure (``None``: transmit at once) and, under CSMA, the
         #: attempts a packet gets (its ``retry_limit`` + 1; ``None``: the link's).
         self._access = mac_access(mac)
@@ -126,13 +137,14 @@ class Sending:
     (:meth:`Transceiver.transmit`), or the events' callbacks do
     (:meth:`Transceiver.send_then`)."""
 
-    __slots__ = ("acknowledged", "attempts", "cap", "first", "got", "k", "on_air", "outcome",
-                 "radio", "sizes", "start", "state", "targets", "then", "tries", "turn", "tx",
-                 "wait")
+    __slots__ = ("acknowledged", "again", "attempts", "cap", "first", "got", "k", "on_air",
+                 "outcome", "radio", "sizes", "start", "state", "targets", "then", "tries",
+                 "turn", "tx", "wait")
 
     #: states: the radio to take, waiting for the radio, the MAC's access, on the air,
-    #: the outcome's latency over, done
-    _TAKE, _TURN, _ACCESS, _START, _AIR, _LATE, _DONE = range(7)
+    #: the outcome's latency over, done; with a PHY preset: SIFS after a unicast frame,
+    #: its ACK on the air
+    _TAKE, _TURN, _ACCESS, _START, _AIR, _LATE, _DONE, _SIFS, _ACK = range(9)
 
     def __init__(self, radio: Transceiver, targets: list[int], bits: int,
                  acknowledged: bool, cap: int,
@@ -158,6 +170,7 @@ class Sending:
         self.wait: simpy.Event | None = None  # the MAC's access wait in progress
         self.outcome: dict[int, bool] | None = None
         self.then = then
+        self.again = False  # the access to take again for the same attempt
 
     def wake(self, _: Any) -> None:
         """Advance; wait for the next event by its callback, or call ``then``."""
@@ -184,7 +197,10 @@ class Sending:
             state = self._ACCESS
         while True:
             if state == 2:  # _ACCESS
-                self.tries += 1
+                if self.again:
+                    self.again = False
+                else:
+                    self.tries += 1
                 access = radio._access
                 state = 3
                 if access is not None:
@@ -199,7 +215,16 @@ class Sending:
                     radio.recorder.record_fields("mac", row)
                 medium = radio.medium
                 size = self.sizes[self.k]
-                airtime = size / medium.rate_bps
+                timing = radio.timing
+                if timing is None:
+                    airtime = size / medium.rate_bps
+                else:
+                    medium.settle(radio.env.now)
+                    busy_until = medium.active.get(radio.index)
+                    if busy_until is not None:  # its own ACK is on the air: access again
+                        self.state, self.again, self.wait = 2, True, None
+                        return timeout(radio.env, max(busy_until.end - radio.env.now, 0.0))
+                    airtime = timing.frame_s(size, medium.rate_bps)
                 tx = self.tx = medium.start(radio.index, self.targets, airtime, size,
                                             {"attempt": self.tries})
                 if self.start is None:
@@ -212,6 +237,25 @@ class Sending:
                 if outcome is None:
                     outcome = radio.medium.finish(tx)
                 self.on_air += self.sizes[self.k]
+                if radio.timing is not None and self.acknowledged:
+                    self.outcome, self.state = outcome, 7  # _SIFS
+                    return timeout(radio.env, radio.timing.sifs_s)
+                if radio.latency_s:
+                    self.outcome, self.state = outcome, 5  # _LATE
+                    return timeout(radio.env, radio.latency_s)
+            elif state == 7:  # _SIFS over: the receiver acknowledges what it decoded
+                timing, medium, first = radio.timing, radio.medium, self.first
+                assert timing is not None and self.outcome is not None
+                self.tx = None
+                if self.outcome[first] and not medium.tx_count[first]:
+                    self.tx = medium.start(first, [radio.index], timing.ack_s, timing.ack_bits,
+                                           {"attempt": self.tries, "frame": "ack"})
+                self.state = 8  # _ACK
+                return timeout(radio.env, timing.ack_s)
+            elif state == 8:  # _ACK over (or the ACK timeout)
+                ack, self.tx, self.outcome = self.tx, None, None
+                outcome = {self.first: ack is not None
+                           and radio.medium.finish(ack)[radio.index]}
                 if radio.latency_s:
                     self.outcome, self.state = outcome, 5  # _LATE
                     return timeout(radio.env, radio.latency_s)

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,11 +21,15 @@ MAC_NAMES = ("none", "tdma", "csma", "aloha")
 LAYOUT_NAMES = ("random", "circle", "grid")
 #: How the shared medium decides a packet from its SINR (``RadioSpec.reception``).
 RECEPTION_NAMES = ("threshold", "per")
+#: The shared medium's 802.11 timing (``RadioSpec.phy``, :mod:`bflnet.radio.phy`).
+PHY_NAMES = ("ideal", "80211b", "80211a", "80211g")
+#: CSMA fields that, left at their defaults, take the PHY preset's values.
+_PRESET_CSMA = ("backoff_slot_s", "cw_min", "cw_max")
 #: The fields of the shared medium (read only with ``medium=shared``).
 SHARED_FIELDS = ("mac", "broadcast", "reception", "tx_power_dbm", "noise_figure_db",
                  "ref_loss_db", "shadowing_db", "sinr_threshold_db", "layout", "aloha_p",
                  "mac_slot_s", "tdma_frame_slots", "sense_range_m", "backoff_slot_s", "cw_min",
-                 "cw_max", "retry_limit")
+                 "cw_max", "retry_limit", "phy")
 
 
 def is_shared(s: RadioSettings) -> bool:
@@ -66,6 +71,7 @@ RADIO_USED_ONLY_WITH: dict[str, tuple[Callable[[RadioSettings], bool], str]] = {
     "cw_min": (mac_is("csma"), "medium=shared and mac=csma"),
     "cw_max": (mac_is("csma"), "medium=shared and mac=csma"),
     "retry_limit": (mac_is("csma"), "medium=shared and mac=csma"),
+    "phy": (is_shared, "medium=shared"),
 }
 
 
@@ -114,11 +120,23 @@ class RadioSettings:
     cw_min: int = param(16, "CSMA smallest contention window", ge=1, le=2**20)
     cw_max: int = param(1024, "CSMA largest contention window", ge=1, le=2**20)
     retry_limit: int = param(7, "CSMA retries of a unicast packet", ge=0, le=1000)
+    phy: str = param("ideal", "802.11 timing of the shared medium: ideal (a packet takes its "
+                     "bits over the rate, nothing else) or a PHY preset, 80211b (DSSS), "
+                     "80211a (OFDM), 80211g (ERP-OFDM): DIFS, SIFS, EIFS, PLCP preamble and "
+                     "header, MAC header and FCS, an ACK at the basic rate; backoff_slot_s, "
+                     "cw_min and cw_max at their defaults take the preset's; an ALOHA / "
+                     "TDMA slot holds a frame, SIFS and its ACK", choices=PHY_NAMES)
 
     def check_mac(self) -> None:
         """One-line ``ValueError`` for MAC settings that cannot go together."""
         if self.cw_max < self.cw_min:
             raise ValueError(f"cw_max: must be >= cw_min ({self.cw_min}), got {self.cw_max}")
+
+    def _csma_value(self, name: str) -> Any:
+        """A CSMA field's value, ``None`` (the preset's) at its default under a preset."""
+        value = getattr(self, name)
+        default = next(f.default for f in dataclasses.fields(RadioSettings) if f.name == name)
+        return None if self.phy != "ideal" and value == default else value
 
     def build_mac(self) -> Any:
         """The shared medium's MAC (a :mod:`bflnet.radio` MAC object)."""
@@ -127,8 +145,8 @@ class RadioSettings:
             "none": NoMac,
             "aloha": lambda: Aloha(self.aloha_p, self.mac_slot_s),
             "tdma": lambda: Tdma(self.tdma_frame_slots, self.mac_slot_s),
-            "csma": lambda: Csma(self.sense_range_m, self.backoff_slot_s, self.cw_min,
-                                 self.cw_max, self.retry_limit),
+            "csma": lambda: Csma(self.sense_range_m, *map(self._csma_value, _PRESET_CSMA),
+                                 self.retry_limit),
         }[self.mac]()
         return mac
 
@@ -145,5 +163,5 @@ class RadioSettings:
             sinr_threshold_db=self.sinr_threshold_db, reception=self.reception,
             pathloss=LogDistance(path_loss_exponent, 1.0, self.ref_loss_db,
                                  self.shadowing_db),
-            fading=fading, rician_k=rician_k, latency_s=latency_s)
+            fading=fading, rician_k=rician_k, latency_s=latency_s, phy=self.phy)
         return SharedMediumSpec(radio, self.build_mac(), layout=self.layout, area_m=area_m)

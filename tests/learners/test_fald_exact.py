@@ -166,3 +166,25 @@ def test_a_round_where_truncation_and_clipping_act_has_the_reported_gaussian_noi
     assert chi2_p(residual, var * np.eye(D)) > P_MIN
     assert chi2_p(residual, 1.0404 * var * np.eye(D)) < 1e-8  # the same power as above
     assert math.isfinite(var)
+
+
+@pytest.mark.parametrize("local_steps", [1, 3])
+def test_the_chain_laws_in_closed_form_are_the_chains_round_by_round(local_steps):
+    """:func:`fald_chain_laws` (the scenario's exact W2²): after 3 rounds from N(0, I) the
+    chains follow its law (chi-square, 100 000 chains); after many rounds it is the
+    stationary law derived above."""
+    from bflnet.learners.langevin.fald import fald_chain_laws
+
+    x, y, parts = data()
+    step = 0.8 / np.linalg.eigvalsh(x.T @ x + np.eye(D)).max() / local_steps
+    grads = gaussian_linear_grads(x, y, parts)
+    means, covs = fald_chain_laws(grads, step, local_steps, 200)
+    mu, sigma, _ = stationary_law(x, y, parts, step, local_steps)
+    np.testing.assert_allclose(means[-1], mu, rtol=1e-9)
+    np.testing.assert_allclose(covs[-1], sigma, rtol=1e-9)
+    np.testing.assert_allclose(covs[0], np.eye(D)) and np.testing.assert_allclose(means[0], 0)
+    kept: dict[int, np.ndarray] = {}
+    run_fald(FALD(grads, step_size=step, local_steps=local_steps), 3, D, seed=31,
+             chains=CHAINS, on_round=lambda r, th: kept.__setitem__(r, th.copy()))
+    assert chi2_p(kept[3] - means[3], covs[3]) > P_MIN
+    assert chi2_p(kept[3] - means[3], 1.0404 * covs[3]) < 1e-8

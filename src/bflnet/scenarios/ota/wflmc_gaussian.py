@@ -318,7 +318,8 @@ def w2_per_round(samples: np.ndarray, mean: np.ndarray, cov: np.ndarray) -> np.n
 
 
 def default_plot(frame: pd.DataFrame) -> Figure:
-    """Squared W2 to the exact posterior against SNR, one curve per method (log scale)."""
+    """Squared W2 to the exact posterior against SNR, one curve per method (log scale),
+    and the exact value of noiseless Langevin's chain (``w2_exact``)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -328,6 +329,10 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     styles = {"wflmc": "-o", "wflmc-full": "--s", "noiseless": ":*"}
     for method, rows in frame.groupby("method", sort=False):
         ax.semilogy(rows["snr_db"], rows["w2"], styles.get(method, "-"), label=method)
+    if "w2_exact" in frame:  # the noiseless chain's own law, without the fit's error
+        ax.semilogy(frame["snr_db"].drop_duplicates(), [frame["w2_exact"].iloc[0]]
+                    * frame["snr_db"].nunique(), "-", color="0.6", lw=1,
+                    label="noiseless chain, exact")
     ax.set(xlabel="SNR (dB)", ylabel="squared 2-Wasserstein distance",
            title="WFLMC, Bayesian linear regression")
     ax.grid(alpha=0.3, which="both")

@@ -1,13 +1,14 @@
 """The WFLMC Gaussian figure of docs/reproductions/ota.md: the ``wflmc-gaussian`` table's curves
 (the scenario's default plot) beside the paper's two curves, dashed.
 
-    bflnet run wflmc-gaussian --set runs=100 --out wflmc.csv
+    bflnet run wflmc-gaussian --out wflmc.csv          # runs = 100, the paper's
     python scripts/plot_wflmc_gaussian.py wflmc.csv --figure docs/figures/wflmc_gaussian.png \\
         --summary docs/tables/wflmc_gaussian.csv
 
 ``--summary`` stores ``bflnet summarize`` of the table (one row per method and SNR: W2²,
-the noise ratios, devices heard and energy), where the numbers of
-docs/reproductions/ota.md are read from (tests/test_doc_numbers.py).
+the exact W2² of noiseless Langevin's chain, the noise ratios, devices heard and
+energy), where the numbers of docs/reproductions/ota.md are read from
+(tests/test_doc_numbers.py).
 
 The paper's values (Liu and Simeone, "Wireless Federated Langevin Monte Carlo: Repurposing
 Channel Noise for Bayesian Sampling and Privacy", the Gaussian experiment without the
@@ -32,7 +33,8 @@ PAPER_NOISELESS_W2 = 1.8e-4
 
 
 #: The columns of the table the summary keeps.
-SUMMARY = ["w2", "channel_noise_ratio", "added_noise_ratio", "k_active_mean", "energy_j"]
+SUMMARY = ["w2", "w2_exact", "channel_noise_ratio", "added_noise_ratio", "k_active_mean",
+           "energy_j"]
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:

@@ -1,13 +1,16 @@
-"""The WFLMC Gaussian figure of docs/reproductions/ota.md: the ``wflmc-gaussian`` table's curves
-(the scenario's default plot) beside the paper's two curves, dashed.
+"""The WFLMC Gaussian figure of docs/reproductions/ota.md: the ``wflmc-gaussian`` tables' curves
+(the scenario's default plot of the mean over seeds, with ± one sd over seeds as error
+bars) beside the paper's two curves, dashed.
 
-    bflnet run wflmc-gaussian --set runs=100 --out wflmc.csv
-    python scripts/plot_wflmc_gaussian.py wflmc.csv --figure docs/figures/wflmc_gaussian.png \\
-        --summary docs/tables/wflmc_gaussian.csv
+    for s in 0 1 2 3 4; do bflnet run wflmc-gaussian --seed $s --out wflmc_s$s.csv; done
+    python scripts/plot_wflmc_gaussian.py wflmc_s*.csv \\
+        --figure docs/figures/wflmc_gaussian.png --summary docs/tables/wflmc_gaussian.csv
 
-``--summary`` stores ``bflnet summarize`` of the table (one row per method and SNR: W2²,
-the noise ratios, devices heard and energy), where the numbers of
-docs/reproductions/ota.md are read from (tests/test_doc_numbers.py).
+``--summary`` stores ``bflnet summarize`` of the tables over their seeds (one row per
+method and SNR: W2², the exact W2² of noiseless Langevin's chain, the noise ratios,
+devices heard and energy, each as mean, sd and median over the seeds), where the numbers
+of docs/reproductions/ota.md are read from (tests/test_doc_numbers.py). A table's seed is
+read from the ``.json`` record written beside it.
 
 The paper's values (Liu and Simeone, "Wireless Federated Langevin Monte Carlo: Repurposing
 Channel Noise for Bayesian Sampling and Privacy", the Gaussian experiment without the
@@ -32,44 +35,71 @@ PAPER_NOISELESS_W2 = 1.8e-4
 
 
 #: The columns of the table the summary keeps.
-SUMMARY = ["w2", "channel_noise_ratio", "added_noise_ratio", "k_active_mean", "energy_j"]
+SUMMARY = ["w2", "w2_exact", "channel_noise_ratio", "added_noise_ratio", "k_active_mean",
+           "energy_j"]
+
+
+def load(paths: list[str]) -> pd.DataFrame:
+    """The tables with a ``seed`` column (from each one's ``.json`` record, else 0..n-1)."""
+    frames = []
+    for i, p in enumerate(paths):
+        path = Path(p)
+        frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+        sidecar = path.with_name(path.name + ".json")
+        seed = json.loads(sidecar.read_text()).get("seed", i) if sidecar.is_file() else i
+        frames.append(frame.assign(seed=int(seed)))
+    return pd.concat(frames, ignore_index=True)
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """``bflnet summarize`` of a ``wflmc-gaussian`` table: per method and SNR, the
-    :data:`SUMMARY` columns (one run each: its value, as ``COLUMN_last_mean``)."""
+    """``bflnet summarize`` of ``wflmc-gaussian`` tables: per method and SNR, the
+    :data:`SUMMARY` columns over the seeds (``COLUMN_last_mean``, ``_sd``, ``_median``)."""
     import bflnet
 
-    return bflnet.summarize(frame, last=SUMMARY, by=["method", "snr_db"])
+    run_by = ["seed", "method", "snr_db"] if "seed" in frame else None
+    return bflnet.summarize(frame, last=SUMMARY, by=["method", "snr_db"], run_by=run_by)
 
 
 def figure(frame: pd.DataFrame, runs: int | None = None):
-    """The scenario's default plot with the paper's curves added (and the run count, when
-    known, in the title)."""
+    """The scenario's default plot of the mean over the seeds (± one sd over the seeds as
+    error bars when there are several) with the paper's curves added (and the run count,
+    when known, in the title)."""
     from bflnet.runs.registry import get_scenario
 
-    fig = get_scenario("wflmc-gaussian").plot(frame)
+    seeds = frame["seed"].nunique() if "seed" in frame else 1
+    keys = ["method", "snr_db"]
+    mean = frame.groupby(keys, sort=False).mean(numeric_only=True).reset_index()
+    fig = get_scenario("wflmc-gaussian").plot(mean)
     ax = fig.axes[0]
+    if seeds > 1:
+        sd = frame.groupby(keys, sort=False)["w2"].std().reset_index()
+        for (method, rows), line in zip(mean.groupby("method", sort=False), ax.lines,
+                                        strict=False):
+            err = sd[sd["method"] == method]["w2"].to_numpy()
+            ax.errorbar(rows["snr_db"], rows["w2"], yerr=err, fmt="none",
+                        ecolor=line.get_color(), capsize=2, lw=0.8)
     ax.semilogy(PAPER_SNR_DB, PAPER_W2, "--", color="0.35", label="paper, without DP")
     ax.semilogy(PAPER_SNR_DB, [PAPER_NOISELESS_W2] * len(PAPER_SNR_DB), ":", color="0.35",
                 label="paper, noiseless LMC")
     if runs is not None:
-        ax.set_title(f"{ax.get_title()} ({int(runs)} runs)")
+        per = f", mean ± sd over {seeds} seeds" if seeds > 1 else ""
+        ax.set_title(f"{ax.get_title()} ({int(runs)} runs{per})")
     ax.legend(fontsize=8)
     return fig
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("table", help="a `bflnet run wflmc-gaussian` table (.csv or .parquet)")
+    parser.add_argument("tables", nargs="+",
+                        help="`bflnet run wflmc-gaussian` tables, one per seed (.csv or .parquet)")
     parser.add_argument("--figure", default="out/wflmc_gaussian.png", help="PNG to write")
     parser.add_argument("--summary", help="also store the summary here (.csv)")
     args = parser.parse_args()
-    path = Path(args.table)
-    if not path.is_file():
-        parser.error(f"table: {path} is not a file")
-    frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
-    sidecar = path.with_name(path.name + ".json")  # the run's record: its settings
+    for table in args.tables:
+        if not Path(table).is_file():
+            parser.error(f"tables: {table} is not a file")
+    frame = load(args.tables)
+    sidecar = Path(args.tables[0] + ".json")  # the run's record: its settings
     runs = json.loads(sidecar.read_text())["config"].get("runs") if sidecar.is_file() else None
     out = Path(args.figure)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -191,7 +191,7 @@ MADE_BY = {
     "emtdamp_mnist_multi_paper.png": ("cp out/emtdamp-paper/mnist-multi.png docs/figures/"
                                       "emtdamp_mnist_multi_paper.png", "emtdamp"),
     "d2d_medium.png": ("scripts/reproduce_d2d_medium.py", "d2d"),
-    "wflmc_gaussian.png": ("scripts/plot_wflmc_gaussian.py wflmc.csv", "wflmc"),
+    "wflmc_gaussian.png": ("scripts/plot_wflmc_gaussian.py wflmc_s*.csv", "wflmc"),
     "ota_langevin.png": ("scripts/summarise_ota_langevin.py", "ota"),
     "async_fedavg.png": ("CLI", "the command-line pages (tests/test_doc_figures.py)"),
 }
@@ -351,6 +351,30 @@ def test_wflmc_gaussian_figure():
                 "WFLMC, Bayesian linear regression (2 runs)"})
     labels = fig.axes[0].get_legend_handles_labels()[1]
     assert {"paper, without DP", "paper, noiseless LMC", "wflmc"} <= set(labels)
+
+
+def test_wflmc_gaussian_summary_and_figure_over_seeds(tmp_path):
+    """Several seeds' tables: the summary's W2² is their mean and sd (the seed read from
+    each table's record), the figure's points the mean with ± one sd as error bars."""
+    import plot_wflmc_gaussian
+
+    small = {"runs": 3, "rounds": 10, "burn_in": 5, "snr_db": "5,20"}
+    paths = []
+    for seed in (3, 7):
+        path = tmp_path / f"w{seed}.csv"
+        run_scenario("wflmc-gaussian", small, seed=seed).to_csv(path, index=False)
+        (tmp_path / f"w{seed}.csv.json").write_text(f'{{"seed": {seed}}}')
+        paths.append(str(path))
+    frame = plot_wflmc_gaussian.load(paths)
+    assert sorted(set(frame["seed"])) == [3, 7]
+    out = plot_wflmc_gaussian.summary(frame).set_index(["method", "snr_db"])
+    w2 = frame.groupby(["method", "snr_db"])["w2"]
+    assert (out["runs"] == 2).all()
+    np.testing.assert_allclose(out["w2_last_mean"], w2.mean().reindex(out.index), rtol=1e-12)
+    np.testing.assert_allclose(out["w2_last_sd"], w2.std().reindex(out.index), rtol=1e-9)
+    fig = plot_wflmc_gaussian.figure(frame, runs=3)
+    assert fig.axes[0].get_title().endswith("(3 runs, mean ± sd over 2 seeds)")
+    assert any(isinstance(c, LineCollection) for c in fig.axes[0].collections)  # error bars
 
 
 def test_ota_langevin_figure(tmp_path):

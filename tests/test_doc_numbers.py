@@ -411,8 +411,8 @@ def wflmc() -> pd.DataFrame:
     return pd.read_csv(TABLES / "wflmc_gaussian.csv").set_index(["method", "snr_db"])
 
 
-def w(column: str, method: str, snr: int) -> float:
-    return float(wflmc().loc[(method, snr), f"{column}_last_mean"])
+def w(column: str, method: str, snr: int, stat: str = "mean") -> float:
+    return float(wflmc().loc[(method, snr), f"{column}_last_{stat}"])
 
 
 def sci(value: float, digits: int = 1) -> str:
@@ -437,8 +437,10 @@ def _wflmc_rows() -> dict[str, object]:
     snrs = list(paper.PAPER_SNR_DB)
     return {
         "bflnet `wflmc` (W2²)": lambda s: w("w2", "wflmc", s),
+        "bflnet `wflmc`: sd of W2² over 5 seeds": lambda s: w("w2", "wflmc", s, "sd"),
         "paper \"without DP\" (authors' figure file)": lambda s: paper.PAPER_W2[snrs.index(s)],
         "bflnet `noiseless` Langevin": lambda s: w("w2", "noiseless", s),
+        "bflnet `noiseless`: sd over 5 seeds": lambda s: w("w2", "noiseless", s, "sd"),
         "paper noiseless LMC": lambda s: paper.PAPER_NOISELESS_W2,
         "bflnet `wflmc`: channel noise / 2η": lambda s: w("channel_noise_ratio", "wflmc", s),
         "bflnet `wflmc`: devices heard per round": lambda s: w("k_active_mean", "wflmc", s),
@@ -481,9 +483,8 @@ def _channel_supplies_the_noise():
 
 
 def _as_close_as_noiseless():
-    for s in range(20, 45, 5):
-        assert w("w2", "wflmc", s) <= w("w2", "noiseless", s)
-    return ()
+    gap = max(abs(w("w2", "wflmc", s) / w("w2", "noiseless", s) - 1) for s in range(20, 45, 5))
+    return (str(math.ceil(gap * 100)),)
 
 
 def _full_energy():
@@ -502,8 +503,11 @@ WFLMC_CLAIMS = [
                         for s in (5, 10))),
     Claim(r"\(ratio ([\d.]+) at 20 dB, ([\d.]+) from 25 dB on; the learner adds none\)",
           _channel_supplies_the_noise),
-    Claim(r"over-the-air Langevin is as close to the posterior as noiseless Langevin",
-          _as_close_as_noiseless),
+    Claim(r"over-the-air Langevin is as close to the posterior as noiseless Langevin \(W2² "
+          r"within (\d+) % of it, on the same random numbers\)", _as_close_as_noiseless),
+    Claim(r"The exact W2² of the noiseless chain's law \(Gaussian, in closed form: the "
+          r"scenario's `w2_exact`\) is ([\de.-]+)",
+          lambda: (sci(w("w2_exact", "noiseless", 5)),)),
     Claim(r"Every over-the-air entry is within (\d+) % of the authors' curve \(the noiseless "
           r"one within (\d+) %\)", _paper_gap),
     Claim(r"the noiseless value is ([\de.-]+) here and ([\de.-]+) in the paper",
@@ -730,8 +734,8 @@ def test_the_ota_summary_is_bflnet_summarize_of_the_stored_runs():
 
 @pytest.mark.parametrize(("old", "new"), [
     ("against WFALD's 0.74 ± 0.06", "against WFALD's 0.736 ± 0.050"),
-    ("(the noiseless one within 28 %)", "(the noiseless one within 25 %)"),
-    ("the chain is too hot and W2² is 43 and 8 times", "the chain is too hot and W2² is 40 and 8 "
+    ("(the noiseless one within 30 %)", "(the noiseless one within 25 %)"),
+    ("the chain is too hot and W2² is 42 and 9 times", "the chain is too hot and W2² is 40 and 9 "
                                                        "times"),
     ("| 10 dB | −0.28 ± 0.02 |", "| 10 dB | −0.29 ± 0.02 |"),
     ("Over the air the Bayesian", "Over the air (3.5 times) the Bayesian"),

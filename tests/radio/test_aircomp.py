@@ -14,6 +14,7 @@ from bflnet.radio.aircomp import (
     mean_gains_to_server,
     plan_round,
     transmit,
+    truncation_threshold,
     tx_power_from_snr_db,
     wflmc_threshold,
 )
@@ -70,6 +71,43 @@ def test_wflmc_threshold_minimises_the_authors_error_over_the_sorted_gains():
         assert errors[g] == min(errors.values())
 
 
+def test_consistent_threshold_minimises_the_whole_vector_error_bound():
+    """Brute force over the candidates: d N_0 K² / (E k² h²) + 4 (K − k)² with E = d P̄."""
+    rng = np.random.default_rng(4)
+    for d in (5, 1000, 79_510):
+        spec = AirCompSpec(tx_power=10.0, truncation="consistent")
+        for _ in range(20):
+            amps = 0.1 * np.sqrt(rng.standard_exponential(10))
+            g = truncation_threshold(amps, spec, d)
+            errors = {}
+            for t in amps:
+                k = int((amps >= t).sum())
+                errors[t] = d * 10 ** 2 / (d * 10.0 * k ** 2 * t ** 2) + 4 * (10 - k) ** 2
+            assert errors[g] == pytest.approx(min(errors.values()), rel=1e-12)
+
+
+def test_the_consistent_rule_does_not_depend_on_d_and_the_authors_rule_stops_cutting():
+    """Same amplitudes and per-use power (10 dB, K = 10, mean gain −20 dB): the consistent
+    threshold is the same at d = 5 and d = 79 510 and cuts in most rounds; the authors'
+    rule cuts about as often at d = 5 but almost never at d = 79 510 (only a fade
+    |h|² below 0.3 % of its mean), as its noise term falls as 1 / d."""
+    rng = np.random.default_rng(5)
+    consistent = AirCompSpec(tx_power=10.0, truncation="consistent")
+    authors = AirCompSpec(tx_power=10.0)
+    cuts = {"consistent": 0, "authors 5": 0, "authors 79510": 0}
+    for _ in range(200):
+        amps = 0.1 * np.sqrt(rng.standard_exponential(10))
+        g = truncation_threshold(amps, consistent, 5)
+        assert g == truncation_threshold(amps, consistent, 79_510)
+        cuts["consistent"] += g > amps.min()
+        cuts["authors 5"] += truncation_threshold(amps, authors, 5) > amps.min()
+        cuts["authors 79510"] += truncation_threshold(amps, authors, 79_510) > amps.min()
+    assert cuts["consistent"] > 100 and cuts["authors 5"] > 50
+    assert cuts["authors 79510"] < 10
+    fixed = AirCompSpec(gain_threshold=0.05, truncation="consistent")
+    assert truncation_threshold(np.array([0.01, 1.0]), fixed, 3) == 0.05  # a set one wins
+
+
 def test_langevin_rule_caps_the_scale_so_the_channel_noise_is_the_target():
     amps = np.array([1.0, 2.0, 3.0])
     high = AirCompSpec(tx_power=1e6, noise_power=1.0, gain_threshold=0.5)
@@ -123,7 +161,8 @@ def test_rayleigh_amplitudes_have_the_mean_power_of_the_path_loss():
     ({"tx_power": -1.0}, "tx_power"), ({"tx_power": math.nan}, "tx_power"),
     ({"noise_power": 0.0}, "noise_power"), ({"bandwidth_hz": math.inf}, "bandwidth_hz"),
     ({"gain_threshold": -0.1}, "gain_threshold"), ({"power_rule": "loud"}, "power_rule"),
-    ({"fading": "rician"}, "fading"), ({"latency_s": 1e308}, "latency_s")])
+    ({"fading": "rician"}, "fading"), ({"latency_s": 1e308}, "latency_s"),
+    ({"truncation": "wflmc"}, "truncation")])
 def test_bad_settings_are_one_line_errors_naming_the_field(kwargs, field):
     with pytest.raises(ValueError, match=f"^{field}: ") as info:
         AirCompSpec(**kwargs)

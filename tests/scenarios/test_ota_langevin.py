@@ -151,3 +151,53 @@ def test_a_device_placed_at_the_fixed_gain_gives_the_fixed_table():
     far = scenario.run(scenario.config({**small, "placement": "distance",
                                         "distance_m": 1000.0}), seed=1)
     assert far["channel_noise_ratio"].iloc[-1] > fixed["channel_noise_ratio"].iloc[-1]
+
+
+def test_a_silent_baseline_is_a_column_and_one_warning_line(frame):
+    """The digital baseline at −10 dB is never heard: ``silent_rounds`` counts every round
+    and ``bflnet run`` says so in exactly one warning line (the table is still written)."""
+    rows = frame.set_index(["method", "snr_db", "iteration"])
+    assert rows.loc[("digital", -10.0, 4), "silent_rounds"] == 4
+    assert rows.loc[("digital", -10.0, 2), "silent_rounds"] == 2
+    assert (rows.loc["fald", "silent_rounds"] == 0).all()
+
+
+def test_the_cli_announces_a_silent_baseline_in_one_line(tmp_path, capsys):
+    out = tmp_path / "ota.csv"
+    settings = [f"{k}={v}" for k, v in {**SMALL, "rounds": 2, "burn_in": 1, "eval_every": 1,
+                                        "methods": "digital"}.items()]
+    args = ["run", "ota-langevin", "--no-progress", "--out", str(out)]
+    for setting in settings:
+        args += ["--set", setting]
+    assert main(args) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    warned = [line for line in err if line.startswith("bflnet: warning:")]
+    assert len(warned) == 1 and "digital at -10 dB" in warned[0]
+    assert "silent baseline" in warned[0] and "digital at 60 dB" not in warned[0]
+    assert out.is_file()
+
+
+def test_the_consistent_truncation_silences_deep_fades_where_the_authors_rule_does_not():
+    """At 10 dB (d = 3194, K = 3): the authors' rule hears every device every round, the
+    consistent one cuts the deep fades; a gain threshold above every gain silences all."""
+    scenario = get_scenario("ota-langevin")
+    small = {**SMALL, "rounds": 6, "burn_in": 1, "eval_every": 6, "methods": "wfald",
+             "snr_db": "10"}
+    assert scenario.config(small).truncation == "authors"
+    authors = scenario.run(scenario.config(small), seed=3)
+    consistent = scenario.run(scenario.config({**small, "truncation": "consistent"}), seed=3)
+    assert authors["k_active_mean"].iloc[-1] == 3
+    assert consistent["k_active_mean"].iloc[-1] < 3
+    assert (consistent["silent_rounds"] == 0).all()
+    with pytest.warns(UserWarning, match="wfald at 10 dB"):
+        none = scenario.run(scenario.config({**small, "gain_threshold": 1e3}), seed=3)
+    assert none["silent_rounds"].iloc[-1] == 6 and none["k_active_mean"].iloc[-1] == 0
+
+
+@pytest.mark.parametrize(("setting", "field"), [("truncation=wflmc", "truncation"),
+                                                ("gain_threshold=-1", "gain_threshold"),
+                                                ("gain_threshold=nan", "gain_threshold")])
+def test_bad_truncation_settings_are_one_line(setting, field, capsys):
+    assert main(["run", "ota-langevin", "--set", setting]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and field in err[0] and "Traceback" not in err[0]

@@ -95,3 +95,45 @@ def test_placed_devices_at_the_fixed_gain_give_the_fixed_table():
     np.testing.assert_allclose(gains, 10 ** (-(40 + 30 * 2) / 10), rtol=1e-12)
     with pytest.raises(ValueError, match="^mean_gain_db: only read with placement fixed"):
         scenario.config({**small, "placement": "square", "mean_gain_db": -30.0})
+
+
+def test_methods_share_their_random_numbers():
+    """Common random numbers: at 100 dB with nothing clipped the channel supplies exactly
+    2η from the standard normals noiseless Langevin adds, so ``wflmc``'s chains are
+    noiseless Langevin's draw for draw (the same W2² up to rounding); ``wflmc-full``'s
+    remainder comes from the learner's own draws, so its chains differ."""
+    scenario = get_scenario("wflmc-gaussian")
+    out = scenario.run(scenario.config({**SMALL, "runs": 6, "snr_db": "100",
+                                        "clip": 300.0}), seed=2)
+    rows = out.set_index("method")
+    for column in ("w2", "w2_mean"):
+        assert rows.loc["wflmc", column] == pytest.approx(rows.loc["noiseless", column],
+                                                          rel=1e-9)
+    assert rows.loc["wflmc", "k_active_mean"] == 10
+    assert rows.loc["wflmc-full", "w2_mean"] != pytest.approx(rows.loc["noiseless", "w2_mean"],
+                                                              rel=1e-3)
+
+
+def test_w2_exact_is_the_noiseless_chains_closed_form_below_the_fitted_one(frame):
+    """``w2_exact`` (the same on every row) is what noiseless's ``w2`` estimates: the
+    fit's error of 30 runs only adds to it."""
+    assert frame["w2_exact"].nunique() == 1
+    exact = frame["w2_exact"].iloc[0]
+    noiseless = frame.set_index("method").loc["noiseless", "w2"].iloc[0]
+    assert 0 < exact < noiseless
+
+
+def test_the_default_runs_are_the_papers():
+    assert get_scenario("wflmc-gaussian").config({}).runs == 100
+
+
+def test_the_cli_announces_silent_rounds_in_one_line(capsys):
+    args = ["run", "wflmc-gaussian", "--no-progress"]
+    for k, v in {**SMALL, "runs": 2, "rounds": 6, "burn_in": 2, "gain_threshold": 10.0,
+                 "methods": "wflmc,noiseless", "snr_db": "40"}.items():
+        args += ["--set", f"{k}={v}"]
+    assert main(args) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    warned = [line for line in err if line.startswith("bflnet: warning:")]
+    assert warned == ["bflnet: warning: wflmc-gaussian: no device was heard in any round of "
+                      "wflmc at 40 dB (a silent baseline: its sample never left its start)"]

@@ -205,8 +205,11 @@ def run(
             load_state, overrides, request.seed if request.seed_given else None)
     if threads is not None:
         set_threads(threads)
-    frame = scenario.run(settings, seed=run_seed, progress=progress,
-                         save_state=save_state, load_state=load_state, force=force)
+    from bflnet.cli.plots import _warned  # the run's warnings: one line each
+
+    frame = _warned(lambda: scenario.run(settings, seed=run_seed, progress=progress,
+                                         save_state=save_state, load_state=load_state,
+                                         force=force))
     if save_state is not None:
         typer.echo(f"saved the states to {save_state}", err=True)
     if request.out is not None:

@@ -127,6 +127,7 @@ class GlobalStateLearner(ABC):
     contributions (``combines``, a :class:`Combines`; the protocols read it) and whether
     it draws from the agents' streams (``uses_agent_streams``).
 
+    >>> import numpy as np
     >>> class Mean(GlobalStateLearner):  # running mean of the agents' numbers
     ...     combines = Combines.SEQUENTIAL  # [sum, count]: only merge() combines it
     ...     def __init__(self, values): self.values = values
@@ -244,6 +245,7 @@ class ConsensusLearner(ABC):
     payloads that arrived (or the last ones received, when a message was lost) and mixing
     weights that sum to one. Each hook returns the node's new state.
 
+    >>> import numpy as np
     >>> class Average(ConsensusLearner):
     ...     def init_node(self, node, rng, common): return float(node)
     ...     def outgoing(self, node, state): return np.array([state])

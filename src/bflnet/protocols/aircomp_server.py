@@ -17,9 +17,18 @@ each device computes its change from its own stream, then
 
 The learner then adds the remainder of its Gaussian noise (stream ``learner``). A round in
 which no device transmits (every amplitude below the threshold) is a ``silent_round`` row
-and leaves θ unchanged. Rows: ``init``, then one ``round`` (or ``silent_round``) per round
-with ``k_active``, ``silent``, ``scale``, ``channel_var``, ``added_var``, ``clipped``,
-``round_energy_j``, ``max_device_energy_j``, ``cum_energy_j``, ``cum_channel_uses``.
+and leaves θ unchanged.
+
+**Common random numbers** (``common_noise=True``): the channel's noise is drawn from the
+stream ``learner``, the very standard normals ideal links' Langevin noise takes there
+(one array of θ's shape per round, drawn in a silent round too), and the learner's
+remainder from ``learner.remainder``; so runs of one seed over ideal links and over the
+air differ only where the channel does (noise level, truncation, clipping). Off (the
+default): channel noise from ``aircomp.noise``.
+
+Rows: ``init``, then one ``round`` (or ``silent_round``) per round with ``k_active``,
+``silent``, ``scale``, ``channel_var``, ``added_var``, ``clipped``, ``round_energy_j``,
+``max_device_energy_j``, ``cum_energy_j``, ``cum_channel_uses``.
 """
 
 from __future__ import annotations
@@ -67,13 +76,14 @@ class AirCompServerProtocol:
     ``on_round(round, theta)`` sees each new sample. ``chains > 0`` runs that many
     independent chains at once (``theta`` of shape ``(chains, dim)``) under the same
     fading draws, each with its own noise; ``0``: one chain, ``theta`` of shape
-    ``(dim,)``. Energies on the rows are then summed over the chains."""
+    ``(dim,)``. Energies on the rows are then summed over the chains. ``common_noise``:
+    the channel's noise shares the ideal links' draws (module docstring)."""
 
     def __init__(self, learner: FALD, rounds: int, dim: int, *,
                  uplink: AirCompUplink | DigitalUplink | None = None,
                  payload_bits: int = 32,
                  on_round: Callable[[int, np.ndarray], None] | None = None,
-                 chains: int = 0) -> None:
+                 chains: int = 0, common_noise: bool = False) -> None:
         if uplink is not None and len(uplink.mean_gains) != learner.K:
             raise ValueError(f"mean_gains: one per device ({learner.K}), got "
                              f"{len(uplink.mean_gains)}")
@@ -86,6 +96,7 @@ class AirCompServerProtocol:
         self.payload_bits = int(payload_bits)
         self.on_round = on_round
         self.shape = (int(dim),) if chains == 0 else (int(chains), int(dim))
+        self.common_noise = bool(common_noise)
 
     def process(self, sim: Simulation) -> Generator[simpy.Event, Any, Outcome]:
         env, rec, learner, K, d = sim.env, sim.recorder, self.learner, self.learner.K, self.dim
@@ -93,6 +104,9 @@ class AirCompServerProtocol:
         agent_rngs = [sim.streams.numpy(f"agent.{k}") for k in range(K)]
         fading_rng = sim.streams.numpy("aircomp.fading")
         noise_rng = sim.streams.numpy("aircomp.noise")
+        merge_rng = learner_rng
+        if self.common_noise and isinstance(self.uplink, AirCompUplink):
+            noise_rng, merge_rng = learner_rng, sim.streams.numpy("learner.remainder")
         codec_rngs = ([sim.streams.numpy(f"codec.up.{k}") for k in range(K)]
                       if isinstance(self.uplink, DigitalUplink) else [])
         theta = learner.init(learner_rng, self.shape)
@@ -120,13 +134,15 @@ class AirCompServerProtocol:
                 yield env.timeout(up.spec.airtime_s(d))
                 uses += d
                 if plan.k_active == 0:
+                    if self.common_noise:  # the receiver's noise, heard and dropped
+                        noise_rng.standard_normal(theta.shape)
                     rec.record("silent_round", node=SERVER,
                                **self._zeros(K, cum_energy, uses))
                     if self.on_round is not None:
                         self.on_round(r, theta)
                     continue
                 rx = transmit(plan, amps, deltas, up.spec, noise_rng, clip=up.clip)
-                theta, added = learner.merge(theta, rx.mean, plan.noise_var, learner_rng)
+                theta, added = learner.merge(theta, rx.mean, plan.noise_var, merge_rng)
                 energy = float(rx.energy.sum())
                 cum_energy += energy
                 rec.record("round", node=SERVER, k_active=plan.k_active,
@@ -184,8 +200,10 @@ class AirCompServerProtocol:
 def run_fald(learner: FALD, rounds: int, dim: int, *, seed: int,
              uplink: AirCompUplink | DigitalUplink | None = None,
              on_round: Callable[[int, np.ndarray], None] | None = None,
-             chains: int = 0, name: str = "fald") -> tuple[Any, np.ndarray]:
-    """One run on a star of ``learner.K`` devices and a server: ``(frame, final sample)``."""
+             chains: int = 0, name: str = "fald", common_noise: bool = False
+             ) -> tuple[Any, np.ndarray]:
+    """One run on a star of ``learner.K`` devices and a server: ``(frame, final sample)``;
+    ``common_noise``: :class:`AirCompServerProtocol`'s."""
     import networkx as nx
 
     sim = Simulation(seed, name=name)
@@ -193,7 +211,8 @@ def run_fald(learner: FALD, rounds: int, dim: int, *, seed: int,
     graph.add_nodes_from(range(learner.K))
     sim.build_network(graph, server=True)
     result = sim.run(AirCompServerProtocol(learner, rounds, dim, uplink=uplink,
-                                           on_round=on_round, chains=chains))
+                                           on_round=on_round, chains=chains,
+                                           common_noise=common_noise))
     return result.frame, result.state
 
 

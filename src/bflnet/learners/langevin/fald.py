@@ -179,6 +179,46 @@ def gaussian_linear_grads(x: np.ndarray, y: np.ndarray, parts: Sequence[np.ndarr
     return LinearGaussianGrads(x, y, parts, prior_var=prior_var, noise_var=noise_var)
 
 
+def fald_round_map(grads: LinearGaussianGrads, step_size: float, local_steps: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One FALD round over ideal links on these gradients as an affine Gaussian map,
+    ``θ' = M θ + c + N(0, Q)``: device k's step ``θ ← B_k θ + η K b_k`` (``B_k = I − η K
+    G_k``, ``G_k`` its gradient's matrix, ``b_k`` its ``x_kᵀ y_k``) with noise
+    ``sqrt(2 η K) ξ`` on all but the last step, the mean over the K devices, and the
+    merge's ``sqrt(2 η) ξ``: ``M = mean_k B_k^L``, ``c = mean_k Σ_{j<L} B_k^j η K b_k``,
+    ``Q = 2η I + (2 η K / K²) Σ_k Σ_{1≤j<L} B_k^j B_k^jᵀ``."""
+    d = grads.gram.shape[-1]
+    eye = np.eye(d)
+    eta_k = step_size * grads.K
+    M, c, Q = np.zeros((d, d)), np.zeros(d), 2.0 * step_size * eye
+    for gram, xty in zip(grads.gram, grads.xty, strict=True):
+        B = eye - eta_k * (gram + grads.prior_prec * eye)
+        power = eye
+        for j in range(local_steps):
+            if j > 0:
+                Q += 2.0 * eta_k * power @ power.T / grads.K ** 2
+            c += power @ (eta_k * xty) / grads.K
+            power = B @ power
+        M += power / grads.K
+    return M, c, Q
+
+
+def fald_chain_laws(grads: LinearGaussianGrads, step_size: float, local_steps: int,
+                    rounds: int, init_var: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """The exact law of noiseless FALD's sample after each round 0..``rounds`` from
+    ``N(0, init_var I)`` (:func:`fald_round_map`): means ``(rounds + 1, d)`` and
+    covariances ``(rounds + 1, d, d)``."""
+    M, c, Q = fald_round_map(grads, step_size, local_steps)
+    d = c.size
+    means, covs = np.zeros((rounds + 1, d)), np.zeros((rounds + 1, d, d))
+    covs[0] = init_var * np.eye(d)
+    for r in range(1, rounds + 1):
+        means[r] = M @ means[r - 1] + c
+        cov = M @ covs[r - 1] @ M.T + Q
+        covs[r] = (cov + cov.T) / 2.0
+    return means, covs
+
+
 def gaussian_linear_posterior(x: np.ndarray, y: np.ndarray, *, prior_var: float = 1.0,
                               noise_var: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Exact posterior ``(mean, cov)`` of that model: ``cov = (xᵀx / noise_var + I /

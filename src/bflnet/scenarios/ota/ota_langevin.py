@@ -13,7 +13,10 @@ builds the next sample from the devices' changes:
 
 * ``wfald``: over the air (:mod:`bflnet.radio.aircomp`), Rayleigh block fading of mean
   gain ``mean_gain_db``, noise N_0 = 1, energy budget ``d · 10^(snr_db/10)`` per device
-  and round, the WFLMC authors' truncation rule, payloads clipped to
+  and round, the truncation threshold ``gain_threshold`` or, unset, the ``truncation``
+  rule's (:mod:`bflnet.radio.aircomp`: ``authors``, the WFLMC authors' rule, which at
+  this d almost never silences a device, or ``consistent``, which weighs the whole
+  vector's channel noise against the silent devices' bias), payloads clipped to
   ``η K (local_steps · grad_clip) + 1.5 sqrt(2 η K (local_steps − 1) d)`` (the
   gradient part plus 1.5 times the norm of the local Langevin noise), the Langevin power
   rule: the channel's noise replaces the last step's Langevin noise, the learner adds
@@ -56,9 +59,12 @@ The posterior predictive averages the samples' softmax outputs over the rounds a
 = ``eval``, ``method``, ``snr_db``, ``iteration`` (round), ``time_s``, ``cum_bits``,
 ``cum_bits_delivered`` (uplink bits: 0 over the air), ``accuracy``, ``ece``, ``nll``,
 ``energy_j`` (energy per device so far, joules when N_0 is in watts), ``k_active_mean``
-(devices heard per round so far), ``channel_noise_ratio`` (mean channel noise over the
-Langevin target 2η so far; 0 for digital and ideal links; for ``ota-fedavg`` its
-channel noise over the 2η of the same ``step_size``, for comparison).
+(devices heard per round so far), ``silent_rounds`` (rounds so far in which no device
+was heard: the sample stays as it was), ``channel_noise_ratio`` (mean channel noise over
+the Langevin target 2η so far; 0 for digital and ideal links; for ``ota-fedavg`` its
+channel noise over the 2η of the same ``step_size``, for comparison). A run with silent
+rounds says so in one warning line, naming a method never heard at an SNR (a silent
+baseline: its predictive is the initial sample's).
 """
 
 from __future__ import annotations
@@ -88,7 +94,9 @@ from bflnet.scenarios.ota.placement import (
     device_mean_gains,
 )
 from bflnet.scenarios.ota.wflmc_gaussian import (
+    TRUNCATIONS,
     AirUplinkSettings,
+    silent_warning,
     snr_list,
 )
 from bflnet.scenarios.shared.network_settings import NetworkSettings
@@ -152,6 +160,14 @@ class OTALangevinConfig(AirUplinkSettings, NetworkSettings):
                               "quantiser", ge=2, le=32)
     mean_gain_db: float = param(-20.0, "mean power gain of the channel in dB (placement "
                                 "fixed)", ge=-200, le=0)
+    gain_threshold: float | None = param(None, "fixed amplitude threshold of the "
+                                         "truncation of wfald and ota-fedavg (none: the "
+                                         "truncation rule per round)", ge=0, le=1e6)
+    truncation: str = param("authors", "rule for the truncation threshold when "
+                            "gain_threshold is unset: authors (the WFLMC authors' rule; at "
+                            "this d it almost never silences a device) or consistent (the "
+                            "whole vector's noise against the silent devices' bias)",
+                            choices=TRUNCATIONS)
     bandwidth_hz: float = param(radio_default("bandwidth_hz"), "channel uses per second",
                                 ge=MIN_BANDWIDTH_HZ, le=1e12)
     latency_s: float = param(0.0, "latency added to each round's air time", ge=0, le=1e6)
@@ -255,6 +271,7 @@ SCHEMA = Schema.of(
     NLL.means("test NLL of the posterior predictive"),
     col("energy_j", "1", "energy per device so far (joules when N_0 is in watts)"),
     col("k_active_mean", "count", "devices heard per round so far"),
+    col("silent_rounds", "count", "rounds so far in which no device was heard"),
     col("channel_noise_ratio", "1", "channel noise on the update over 2η, mean so far"),
 )
 
@@ -316,9 +333,12 @@ def run(config: OTALangevinConfig, *, seed: int = 0, progress: bool = False
     bar = runs_bar(range(len(cases) * config.rounds), progress, NAME)
     bar.unit = "round"
     out: list[dict[str, Any]] = []
+    silent: dict[tuple[str, float], tuple[int, int]] = {}
     for method, snr in cases:
         spec = AirCompSpec(tx_power=tx_power_from_snr_db(snr), noise_power=1.0,
-                           bandwidth_hz=config.bandwidth_hz, latency_s=config.latency_s)
+                           bandwidth_hz=config.bandwidth_hz, latency_s=config.latency_s,
+                           gain_threshold=config.gain_threshold,
+                           truncation=config.truncation)
         uplink: Any = None
         learner: Any = fedavg if method in ("ota-fedavg", "fedavg") else fald
         if method == "wfald":
@@ -348,6 +368,8 @@ def run(config: OTALangevinConfig, *, seed: int = 0, progress: bool = False
                             on_round=on_round, name=f"{NAME} {method} {snr:g} dB")
         rounds = frame[frame["event"].isin(("round", "silent_round"))].set_index("iteration")
         k_cum = rounds["k_active"].cumsum()
+        silent_cum = (rounds["event"] == "silent_round").cumsum()
+        silent[(method, snr)] = (int(silent_cum.iloc[-1]), len(rounds))
         ratio = (rounds["channel_var"] / fald.noise_target).cumsum()
         for r, metrics in evals:
             row = rounds.loc[r]
@@ -360,8 +382,10 @@ def run(config: OTALangevinConfig, *, seed: int = 0, progress: bool = False
                             "nll": metrics["nll"],
                             "energy_j": float(row["cum_energy_j"]) / K,
                             "k_active_mean": float(k_cum.loc[r]) / r,
+                            "silent_rounds": int(silent_cum.loc[r]),
                             "channel_noise_ratio": float(ratio.loc[r]) / r})
     bar.close()
+    silent_warning(NAME, silent)
     frame = pd.DataFrame.from_records(out, columns=SCHEMA.names())
     return frame.sort_values(["method", "snr_db", "iteration"], kind="stable",
                              key=lambda c: c.map(METHODS.index) if c.name == "method"

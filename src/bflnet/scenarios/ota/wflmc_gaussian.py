@@ -14,8 +14,9 @@ initial sample ``θ_0 ~ N(0, I)``. Uplink: Rayleigh block fading, amplitude
 ``|h_k| = |CN(0, mean_gain)|`` per round (paper: mean_gain_db = −20, h = 0.1 CN(0, 1);
 or, with ``placement`` distance or square, each device's mean gain from the log-distance
 path loss at its distance: :mod:`bflnet.scenarios.ota.placement`), noise N_0 = 1, per-round
-energy budget ``dim · 10^(snr_db/10) N_0``, the truncation
-threshold of the authors' code (or ``gain_threshold``).
+energy budget ``dim · 10^(snr_db/10) N_0``, the truncation threshold ``gain_threshold``
+or, unset, the ``truncation`` rule's (:mod:`bflnet.radio.aircomp`; ``authors``, the
+paper's code, by default: at d = 5 it rarely differs from ``consistent``).
 
 Methods (``methods``):
 
@@ -28,16 +29,28 @@ Methods (``methods``):
   Langevin noise (the same chain at low SNR, more energy at high SNR);
 * ``noiseless``: Langevin over ideal links (its rows repeat on every SNR).
 
-Each of the ``runs`` independent runs uses its own seed for everything (fading, channel
-noise, θ_0), the same for every SNR and method (common random numbers, as in the
-authors' code). After burn-in, at each round the samples of the ``runs`` runs are fitted
-by a Gaussian (mean, covariance over the runs) and compared with the exact posterior by
-the squared 2-Wasserstein distance; ``w2`` is the largest over the kept rounds (the
-statistic the authors' code plots), ``w2_mean`` the mean. With few runs the estimate is
-biased upward by the fit's sampling error (the same for every method).
+Every method and SNR sees the same data (drawn once per seed) and, run by run, the same
+random numbers (common random numbers): each of the ``runs`` independent runs has its own
+seed, and under it θ_0, the fading (the same draws at every SNR) and the Langevin noise
+are the same for every method: the channel's noise is drawn from the standard normals
+that noiseless Langevin adds (:class:`~bflnet.protocols.aircomp_server.
+AirCompServerProtocol`'s ``common_noise``), so where the channel supplies exactly 2η and
+nobody is cut or clipped, ``wflmc``'s chain is noiseless Langevin's draw for draw.
+
+After burn-in, at each round the samples of the ``runs`` runs are fitted by a Gaussian
+(mean, covariance over the runs) and compared with the exact posterior by the squared
+2-Wasserstein distance; ``w2`` is the largest over the kept rounds (the statistic the
+authors' code plots), ``w2_mean`` the mean. The fit's own sampling error biases it upward
+(the same for every method; about 5 times larger at 20 runs than at the paper's 100):
+``w2_exact`` is the same statistic for the exact law of noiseless Langevin's discretised
+chain (Gaussian, in closed form: :func:`~bflnet.learners.langevin.fald.fald_chain_laws`),
+what ``noiseless``'s ``w2`` estimates. The spread over seeds is that of several seeds'
+tables (``bflnet sweep`` or ``--seed``; ``bflnet summarize`` gives mean and sd). Rounds
+in which no device was heard are counted in ``silent_rounds`` and said in one warning
+line.
 
 One row per (method, SNR): ``event`` = ``snr``, ``method``, ``snr_db``, ``w2``,
-``w2_mean``, ``k_active_mean`` (devices heard per round), ``silent_rounds`` (rounds no
+``w2_mean``, ``w2_exact``, ``k_active_mean`` (devices heard per round), ``silent_rounds`` (rounds no
 device transmitted, summed over runs), ``channel_noise_ratio`` (mean channel noise over
 the Langevin target 2η; 1: the channel supplies it exactly), ``added_noise_ratio``
 (mean noise the learner added over 2η), ``energy_j`` (mean energy per device per round,
@@ -94,8 +107,32 @@ if TYPE_CHECKING:
 
 NAME = "wflmc-gaussian"
 METHODS = ("wflmc", "wflmc-full", "noiseless")
+#: The truncation rules (``bflnet.radio.aircomp.TRUNCATIONS``, named here without
+#: importing numpy).
+TRUNCATIONS = ("authors", "consistent")
 #: Bytes a recorded row of one simulation takes (a dict of ~20 fields).
 ROW_BYTES = 2000.0
+
+
+def silent_warning(name: str, silent: Mapping[tuple[str, float], tuple[int, int]]) -> None:
+    """One warning line if a method had rounds in which no device was heard: ``silent``
+    maps (method, SNR) to (silent rounds, rounds); a method never heard is named as a
+    silent baseline (its sample never left its start)."""
+    import warnings
+
+    never = [f"{m} at {snr:g} dB" for (m, snr), (n, total) in silent.items()
+             if n and n == total]
+    some = [f"{m} at {snr:g} dB ({n} of {total})" for (m, snr), (n, total) in silent.items()
+            if 0 < n < total]
+    parts = []
+    if never:
+        parts.append("no device was heard in any round of " + ", ".join(never)
+                     + " (a silent baseline: its sample never left its start)")
+    if some:
+        parts.append("rounds in which no device was heard (the sample kept): "
+                     + ", ".join(some))
+    if parts:
+        warnings.warn(f"{name}: " + "; ".join(parts), stacklevel=3)
 
 
 def snr_list(text: str) -> list[float]:
@@ -219,7 +256,8 @@ class WFLMCGaussianConfig(AirUplinkSettings, NetworkSettings):
                         "power over noise power (paper: 5 to 40)")
     methods: str = param("wflmc,wflmc-full,noiseless", "comma list of: "
                          + ", ".join(METHODS))
-    runs: int = param(20, "independent runs fitted by a Gaussian per round (paper: 100)",
+    runs: int = param(100, "independent runs fitted by a Gaussian per round (paper: 100; "
+                      "fewer inflate W2² by the fit's own error: about 5 times at 20)",
                       ge=2, le=10**6)
     rounds: int = param(100, "rounds, burn-in included (paper: 100)", ge=2, le=10**7)
     burn_in: int = param(50, "burn-in rounds (paper: 50)", ge=0, le=10**7)
@@ -232,8 +270,12 @@ class WFLMCGaussianConfig(AirUplinkSettings, NetworkSettings):
     mean_gain_db: float = param(-20.0, "mean power gain of the channel in dB (paper: −20; "
                                 "placement fixed)", ge=-200, le=0)
     gain_threshold: float | None = param(None, "fixed amplitude threshold of the "
-                                         "truncation (none: the authors' rule per round)",
-                                         ge=0, le=1e6)
+                                         "truncation (none: the truncation rule per "
+                                         "round)", ge=0, le=1e6)
+    truncation: str = param("authors", "rule for the truncation threshold when "
+                            "gain_threshold is unset: authors (the WFLMC authors' rule) or "
+                            "consistent (the whole vector's noise against the silent "
+                            "devices' bias)", choices=TRUNCATIONS)
     bandwidth_hz: float = param(radio_default("bandwidth_hz"), "channel uses per second",
                                 ge=MIN_BANDWIDTH_HZ, le=1e12)
     latency_s: float = param(0.0, "latency added to each round's air time", ge=0, le=1e6)
@@ -293,7 +335,8 @@ def w2_per_round(samples: np.ndarray, mean: np.ndarray, cov: np.ndarray) -> np.n
 
 
 def default_plot(frame: pd.DataFrame) -> Figure:
-    """Squared W2 to the exact posterior against SNR, one curve per method (log scale)."""
+    """Squared W2 to the exact posterior against SNR, one curve per method (log scale),
+    and the exact value of noiseless Langevin's chain (``w2_exact``)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -303,6 +346,10 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     styles = {"wflmc": "-o", "wflmc-full": "--s", "noiseless": ":*"}
     for method, rows in frame.groupby("method", sort=False):
         ax.semilogy(rows["snr_db"], rows["w2"], styles.get(method, "-"), label=method)
+    if "w2_exact" in frame:  # the noiseless chain's own law, without the fit's error
+        ax.semilogy(frame["snr_db"].drop_duplicates(), [frame["w2_exact"].iloc[0]]
+                    * frame["snr_db"].nunique(), "-", color="0.6", lw=1,
+                    label="noiseless chain, exact")
     ax.set(xlabel="SNR (dB)", ylabel="squared 2-Wasserstein distance",
            title="WFLMC, Bayesian linear regression")
     ax.grid(alpha=0.3, which="both")
@@ -322,6 +369,9 @@ SCHEMA = Schema.of(
         label="squared W2 to the posterior, max over the kept rounds"),
     col("w2_mean", "1", "the same, averaged over the kept rounds",
         label="squared W2 to the posterior, mean over the kept rounds"),
+    col("w2_exact", "1", "w2 of the exact law of noiseless Langevin's discretised chain "
+        "(closed form; what noiseless's w2 estimates, without the fit's error)",
+        label="exact squared W2 of noiseless Langevin, max over the kept rounds"),
     col("k_active_mean", "count", "devices heard per round, mean over rounds and runs"),
     col("silent_rounds", "count", "rounds in which no device transmitted, over all runs"),
     col("channel_noise_ratio", "1", "channel noise variance on the update over the "
@@ -344,7 +394,13 @@ def run(config: WFLMCGaussianConfig, *, seed: int = 0, progress: bool = False
     import numpy as np
     import pandas as pd
 
-    from bflnet.learners.langevin.fald import FALD, gaussian_linear_grads, gaussian_linear_posterior
+    from bflnet.learners.langevin.fald import (
+        FALD,
+        fald_chain_laws,
+        gaussian_linear_grads,
+        gaussian_linear_posterior,
+        gaussian_w2_squared,
+    )
     from bflnet.protocols.aircomp_server import AirCompUplink, run_fald
     from bflnet.protocols.progress import runs_bar, setup_bar
     from bflnet.radio.aircomp import AirCompSpec, tx_power_from_snr_db
@@ -359,6 +415,9 @@ def run(config: WFLMCGaussianConfig, *, seed: int = 0, progress: bool = False
     eta = config.step_scale * 2.0 / (eig.min() + eig.max())
     grads = gaussian_linear_grads(x, y, parts)
     learner = FALD(grads, step_size=eta, local_steps=config.local_steps)
+    laws = fald_chain_laws(grads, eta, config.local_steps, config.rounds)
+    w2_exact = max(gaussian_w2_squared(laws[0][s], laws[1][s], mean, cov)
+                   for s in range(config.burn_in + 1, config.rounds + 1))
     K, d = config.K, config.dim
     snrs = snr_list(config.snr_db)
     methods = comma_list("methods", config.methods, METHODS)
@@ -388,10 +447,12 @@ def run(config: WFLMCGaussianConfig, *, seed: int = 0, progress: bool = False
                                    bandwidth_hz=config.bandwidth_hz,
                                    latency_s=config.latency_s,
                                    gain_threshold=config.gain_threshold,
+                                   truncation=config.truncation,
                                    power_rule="langevin" if method == "wflmc" else "full")
                 uplink = AirCompUplink(spec, mean_gains, clip)
             frame, _ = run_fald(learner, config.rounds, d, seed=seeds[r], uplink=uplink,
-                                on_round=keep, name=f"{NAME} {method} run {r}")
+                                on_round=keep, name=f"{NAME} {method} run {r}",
+                                common_noise=True)
             rounds = frame[frame["event"].isin(("round", "silent_round"))]
             acc = stats[(method, snr)]
             for key, value in (
@@ -407,6 +468,8 @@ def run(config: WFLMCGaussianConfig, *, seed: int = 0, progress: bool = False
                        cum_bits_delivered=float(last["cum_bits_delivered"]),
                        uses=float(last["cum_channel_uses"]))
     bar.close()
+    silent_warning(NAME, {case: (int(acc["silent"]), int(acc["rounds"]))
+                          for case, acc in stats.items() if case[0] != "noiseless"})
     out = []
     for method in methods:
         for snr in snrs:
@@ -417,6 +480,7 @@ def run(config: WFLMCGaussianConfig, *, seed: int = 0, progress: bool = False
             out.append({"time_s": acc["time_s"], "event": "snr", "cum_bits": acc["cum_bits"],
                         "cum_bits_delivered": acc["cum_bits_delivered"], "method": method,
                         "snr_db": snr, "w2": float(w2.max()), "w2_mean": float(w2.mean()),
+                        "w2_exact": w2_exact,
                         "k_active_mean": acc["k_active"] / n,
                         "silent_rounds": int(acc["silent"]),
                         "channel_noise_ratio": acc["channel"] / n,

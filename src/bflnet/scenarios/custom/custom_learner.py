@@ -56,12 +56,13 @@ PROTOCOLS = ("random-walk", "parameter-server", "gossip")
 #: Bytes per agent each protocol keeps beyond the graph, the links and the data: the
 #: learner's agent state, the protocol's per-node records and, for gossip, every node's
 #: copy of the global state with its mixing weights. Measured with ``gaussian-mean``
-#: (peak resident memory at K = 10^5 and 2 x 10^5 on a ring and a torus: 0.5, 0.9 and
-#: 2.3 kB per agent), with a margin.
-AGENT_BYTES = {"random-walk": 800.0, "parameter-server": 1_200.0, "gossip": 3_000.0}
-#: Bytes per edge gossip keeps beyond the graph's: the messages of a round in the
-#: neighbours' inboxes (measured: 1.2 kB per edge), with a margin.
-GOSSIP_EDGE_BYTES = 1_500.0
+#: (peak resident memory at K = 10^5 and 2 x 10^5 on a ring and a torus: 0.4, 0.9 and
+#: 2.3 kB per agent), with a margin of about a fifth of the whole.
+AGENT_BYTES = {"random-walk": 1_000.0, "parameter-server": 1_500.0, "gossip": 3_500.0}
+#: Bytes per edge each protocol keeps beyond the graph's: the links' queues and, for
+#: gossip, a round's messages in the neighbours' inboxes (measured: 0.1 and 1.2 kB per
+#: edge), with a margin.
+EDGE_EXTRA_BYTES = {"random-walk": 300.0, "parameter-server": 0.0, "gossip": 1_700.0}
 
 
 def _known_learner(name: str) -> None:
@@ -122,7 +123,7 @@ class CustomLearnerConfig(NetworkSettings):
     def footprint(self) -> Footprint:
         """The network (a parameter server: the agents' uplinks and downlinks, no D2D
         graph), the agents' data (``points_per_agent`` float64 each), what the protocol
-        keeps per agent and per edge (:data:`AGENT_BYTES`, :data:`GOSSIP_EDGE_BYTES`:
+        keeps per agent and per edge (:data:`AGENT_BYTES`, :data:`EDGE_EXTRA_BYTES`:
         measured with the built-in learner; a plugin learner's own state is its own) and
         one row per round."""
         if self.protocol == "parameter-server":  # the run builds no D2D graph
@@ -134,8 +135,8 @@ class CustomLearnerConfig(NetworkSettings):
             fp = super().footprint()
         points = k * self.points_per_agent
         state = AGENT_BYTES[self.protocol] * k
-        if self.protocol == "gossip":
-            state += GOSSIP_EDGE_BYTES * self.graph_size().edges
+        if self.protocol != "parameter-server":
+            state += EDGE_EXTRA_BYTES[self.protocol] * self.graph_size().edges
         rows = self.rounds + 1.0
         return fp.add(
             f"{points:.3g} data points", ("K", "points_per_agent"), bytes=FLOAT64 * points,

@@ -208,16 +208,16 @@ def test_interrupted_run_ends_with_one_line(tmp_path, signum, code):
 
 
 def worker_pids(driver):
-    """The driver's Dask worker processes (multiprocessing children, not its tracker)."""
+    """The driver's local worker processes."""
     import psutil
 
     return [child.pid for child in psutil.Process(driver).children()
-            if "spawn_main" in " ".join(child.cmdline())]
+            if "bflnet.runtime.worker_pool" in " ".join(child.cmdline())]
 
 
 def test_a_killed_worker_loses_nothing(tmp_path, reference):
-    """kill -9 of one Dask worker mid-sweep: its run is done again elsewhere, the table is
-    that of an undisturbed sweep."""
+    """kill -9 of one worker process mid-sweep: its run is done again elsewhere, the table
+    is that of an undisturbed sweep."""
     out = tmp_path / "sweep"
     process = start([*ARGS, "--out", str(out)])
     wait_for(lambda: sweep_paths(out).runs.is_dir() and stamps(out), process,

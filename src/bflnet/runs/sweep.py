@@ -71,7 +71,6 @@ import json
 import logging
 import math
 import os
-import signal
 import sys
 import threading
 import time
@@ -92,13 +91,9 @@ from bflnet.runs.config import group_key, parse_value
 from bflnet.runs.output import METADATA_KEY, metadata_json, write_parquet
 from bflnet.runs.provenance import canonical_config, run_record, sweep_record
 from bflnet.runs.registry import get_scenario, run_scenario
-from bflnet.runtime.interrupt import (
-    Interrupted,
-    catch_signals,
-    children_ignore_signals,
-    deferred,
-)
+from bflnet.runtime.interrupt import Interrupted, catch_signals, deferred
 from bflnet.runtime.threads import available_cpus
+from bflnet.runtime.worker_pool import WorkerPool
 from bflnet.validation.errors import SweepError
 from bflnet.validation.renames import rename_keys
 
@@ -107,7 +102,6 @@ META_COLUMNS = ("seed", "run_id", "config_hash")
 MAX_RUNS = 100_000
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 CONNECT_TIMEOUT_S = 5.0  # to an existing scheduler
-STOP_TIMEOUT_S = 2.0  # for a killed local worker to be reaped
 
 
 #: Local worker processes a sweep may start per CPU this process may run on (each is a
@@ -470,12 +464,14 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
-def _worker_address() -> str | None:
-    try:
+def _worker_address() -> str:
+    """The Dask worker's address, or ``local:<process id>``."""
+    if "distributed" in sys.modules:  # imported in a Dask worker, never in a local one
         from distributed import get_worker
-        return get_worker().address
-    except ValueError:  # not inside a Dask worker
-        return None
+
+        with contextlib.suppress(ValueError):  # not inside a Dask worker
+            return str(get_worker().address)
+    return f"local:{os.getpid()}"
 
 
 def execute_run(scenario: str, config: Mapping[str, Any], seed: int,
@@ -540,76 +536,79 @@ def check_scheduler(address: str, timeout: float | None = None) -> None:
                          f"({reason[:300]})")
 
 
-async def _stop_workers(cluster: Any, timeout: float) -> None:
-    """Kill the cluster's worker processes, busy or not, and close their nannies: each
-    nanny is marked closing first (so it starts no new worker), then its process gets
-    SIGKILL (so a busy worker neither finishes its run nor prints anything)."""
-    nannies = list(cluster.workers.values())
-    pids = [nanny.pid for nanny in nannies]
-    closing = [asyncio.ensure_future(nanny.close(timeout=timeout)) for nanny in nannies]
-    await asyncio.sleep(0)  # each close() has begun: its nanny restarts nothing now
-    for pid in pids:
-        if pid:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-    await asyncio.gather(*closing, return_exceptions=True)
-
-
 @contextlib.contextmanager
-def _local_cluster(workers: int) -> Iterator[Any]:
-    """A LocalCluster of ``workers`` single-threaded processes that ignore a terminal's
-    Ctrl-C and a SIGTERM to the process group; on an exception (an interrupt), its workers
-    are killed at once, busy or not (see :func:`_stop_workers`)."""
-    from distributed import LocalCluster
-
-    cluster = None
-    try:
-        with children_ignore_signals():  # a signal meanwhile is raised as this block ends
-            # no dashboard; its HTTP server (health checks) on a free port, not 8787
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None,
-                                   scheduler_kwargs={"dashboard_address": ":0"},
-                                   silence_logs=logging.CRITICAL)
-        yield cluster
-    except BaseException:
-        if cluster is not None:
-            with deferred():  # a second Ctrl-C does not cut the clean-up short
-                cluster.sync(_stop_workers, cluster, STOP_TIMEOUT_S)
-        raise
-    finally:
-        if cluster is not None:
-            with deferred():
-                cluster.close()
-
-
-@contextlib.contextmanager
-def dask_client(workers: int, scheduler: str | None = None) -> Iterator[Any]:
-    """A ``distributed.Client``: on ``scheduler`` if given (checked first, with a short
-    connect timeout), else on a new LocalCluster of ``workers`` single-threaded processes
-    (no dashboard); closed on exit."""
+def dask_client(scheduler: str) -> Iterator[Any]:
+    """A ``distributed.Client`` on the existing cluster at ``scheduler`` (checked first,
+    with a short connect timeout); closed on exit."""
     from distributed import Client
 
     with _quiet_logs():
-        if scheduler is not None:
-            check_scheduler(scheduler)
-            client = None
-            try:
-                with deferred():  # no Client object is left to a slow clean-up at exit
-                    client = Client(scheduler, timeout=f"{max(CONNECT_TIMEOUT_S, 1)}s",
-                                    set_as_default=False)
-            except (OSError, TimeoutError, ValueError) as exc:
-                raise ValueError(f"--scheduler: cannot connect to {scheduler[:200]!r} "
-                                 f"({_one_line(exc)[:300]})") from None
-            except BaseException:  # an interrupt that came while connecting
-                if client is not None:
-                    client.close()
-                raise
-            with client:
-                yield client
-            return
-        with _local_cluster(workers) as cluster, \
-                Client(cluster, set_as_default=False) as client:
+        check_scheduler(scheduler)
+        client = None
+        try:
+            with deferred():  # no Client object is left to a slow clean-up at exit
+                client = Client(scheduler, timeout=f"{max(CONNECT_TIMEOUT_S, 1)}s",
+                                set_as_default=False)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise ValueError(f"--scheduler: cannot connect to {scheduler[:200]!r} "
+                             f"({_one_line(exc)[:300]})") from None
+        except BaseException:  # an interrupt that came while connecting
+            if client is not None:
+                client.close()
+            raise
+        with client:
             yield client
+
+
+def _thread_caps(torch_threads: int) -> dict[str, str]:
+    """The environment that caps a local worker's torch / OpenMP / BLAS threads."""
+    return {variable: str(torch_threads) for variable in _THREAD_VARIABLES}
+
+
+@contextlib.contextmanager
+def _outcomes(plan: SweepPlan, workers: int, scheduler: str | None,
+              torch_threads: int) -> Iterator[Callable[[Sequence[Run]], Iterator[Any]]]:
+    """Where the runs execute: ``workers`` local processes (:class:`WorkerPool`), or the
+    Dask cluster at ``scheduler``. Yields a function from the pending runs to their
+    ``(run, outcome)`` pairs as each ends."""
+    if scheduler is not None:
+        with dask_client(scheduler) as client:
+            yield lambda pending: _dask_outcomes(plan, pending, client, torch_threads)
+        return
+    with WorkerPool(workers, env=_thread_caps(torch_threads)) as pool:
+        yield lambda pending: _local_outcomes(plan, pending, pool, torch_threads)
+
+
+def _task_arguments(plan: SweepPlan, run: Run, torch_threads: int) -> tuple[Any, ...]:
+    return (plan.scenario, dict(plan.configs[run.config_hash]), run.seed, torch_threads,
+            plan.load_state)
+
+
+def _local_outcomes(plan: SweepPlan, pending: Sequence[Run], pool: WorkerPool,
+                    torch_threads: int) -> Iterator[tuple[Run, dict[str, Any]]]:
+    runs = {run.run_id: run for run in pending}
+    tasks = [(run.run_id, __name__, "execute_run", _task_arguments(plan, run, torch_threads))
+             for run in pending]
+    for run_id, status, value in pool.map(tasks):
+        if status == "ok":
+            yield runs[run_id], value
+        else:  # the worker died running it, or the outcome could not come back
+            yield runs[run_id], {"status": "error", "error": str(value), "elapsed_s": None}
+
+
+def _dask_outcomes(plan: SweepPlan, pending: Sequence[Run], client: Any,
+                   torch_threads: int) -> Iterator[tuple[Run, dict[str, Any]]]:
+    from distributed import as_completed
+
+    token = uuid.uuid4().hex[:8]
+    futures = {client.submit(execute_run, *_task_arguments(plan, run, torch_threads),
+                             key=f"bflnet-run-{run.run_id}-{token}", pure=False): run
+               for run in pending}
+    for future in as_completed(futures, loop=client.loop):
+        run = futures.pop(future)
+        outcome = _outcome(future)  # fetched from the worker: may be interrupted
+        future.release()
+        yield run, outcome
 
 
 def _outcome(future: Any) -> dict[str, Any]:
@@ -619,22 +618,12 @@ def _outcome(future: Any) -> dict[str, Any]:
         return {"status": "error", "error": _one_line(exc), "elapsed_s": None}
 
 
-def _run_pending(plan: SweepPlan, pending: Sequence[Run], paths: SweepPaths, client: Any,
-                 bar: Any, torch_threads: int) -> list[dict[str, Any]]:
-    """Submit every pending run; persist each as it completes; the failed runs' records."""
-    from distributed import as_completed
-
-    token = uuid.uuid4().hex[:8]
-    futures = {client.submit(execute_run, plan.scenario, dict(plan.configs[run.config_hash]),
-                             run.seed, torch_threads, plan.load_state,
-                             key=f"bflnet-run-{run.run_id}-{token}", pure=False): run
-               for run in pending}
+def _run_pending(plan: SweepPlan, outcomes: Iterator[tuple[Run, dict[str, Any]]],
+                 paths: SweepPaths, bar: Any) -> list[dict[str, Any]]:
+    """Persist each run as it ends; the failed runs' records."""
     failures = []
     with paths.manifest.open("a") as manifest:
-        for future in as_completed(futures, loop=client.loop):
-            run = futures.pop(future)
-            outcome = _outcome(future)  # fetched from the worker: may be interrupted
-            future.release()
+        for run, outcome in outcomes:
             with deferred():  # a part and its manifest line are written whole
                 frame = outcome.pop("frame", None)
                 if frame is not None:
@@ -799,12 +788,11 @@ def _sweep(plan: SweepPlan, paths: SweepPaths, workers: int, scheduler: str | No
     failures: list[dict[str, Any]] = []
     if not pending:
         _prepare(plan, paths, done, bad)
-    else:  # nothing is written before the cluster is up (or the scheduler answers)
-        with dask_client(workers, scheduler) as client:
+    else:  # nothing is written before the workers start (or the scheduler answers)
+        with _outcomes(plan, workers, scheduler, torch_threads) as outcomes:
             _prepare(plan, paths, done, bad)
-            # the bar starts once the cluster is up, so its ETA counts runs only
             with _progress_bar(len(plan.runs), len(done), plan.scenario, progress) as bar:
-                failures = _run_pending(plan, pending, paths, client, bar, torch_threads)
+                failures = _run_pending(plan, outcomes(pending), paths, bar)
     return _finish(plan, paths, len(done), len(pending), failures, bad)
 
 

@@ -87,6 +87,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from bflnet.files.atomic import write_files
+from bflnet.runs.column_types import one_type_per_column
 from bflnet.runs.config import group_key, parse_value
 from bflnet.runs.output import METADATA_KEY, metadata_json, write_parquet
 from bflnet.runs.provenance import canonical_config, run_record, sweep_record
@@ -705,7 +706,7 @@ def assemble(runs: Sequence[Run], keys: Sequence[str], paths: SweepPaths) -> pd.
         frames.append(pd.concat([head, body], axis=1))
     if not frames:
         return pd.DataFrame({k: pd.Series(dtype=dtypes[k]) for k in (*keys, *META_COLUMNS)})
-    return pd.concat(frames, ignore_index=True)
+    return one_type_per_column(pd.concat(frames, ignore_index=True))
 
 
 def _progress_bar(total: int, done: int, name: str, enabled: bool) -> Any:

@@ -1,12 +1,14 @@
-"""One type per column in a table put together from several runs' tables (a sweep's).
+"""One type per column in a table written as Parquet: a run's table, and a sweep's parts
+and its table, put together from several runs' tables.
 
-Each run's table keeps the types its scenario gives it. Runs of one sweep may disagree
-about what a column holds: ``node`` is a number (the node a random walk visits) in one
-run and the text ``"server"`` in another (a parameter server's rows). Where the runs'
-values are of more than one kind among numbers, flags (true / false) and texts, the
-column becomes text in every row: numbers as they read (``3``, ``2.5``; an integral
-float as an integer), flags as ``True`` / ``False``, a missing value stays missing.
-Every other column is left as it is, so a table whose runs agree is unchanged.
+A scenario's table may hold values of several kinds in one column, and the runs of one
+sweep may disagree about what a column holds: ``node`` is a number (the node a random
+walk visits) in one run and the text ``"server"`` in another (a parameter server's
+rows). Where a column's values are of more than one kind among numbers, flags (true /
+false) and texts, the column becomes text in every row: numbers as they read (``3``,
+``2.5``; an integral float as an integer), flags as ``True`` / ``False``, a missing value
+stays missing. Every other column is left as it is, so a table whose columns are each of
+one kind is written as before.
 
 >>> import pandas as pd
 >>> table = pd.concat([pd.DataFrame({"node": [3, 4]}), pd.DataFrame({"node": ["server"]})])

@@ -89,11 +89,15 @@ def sidecar_path(path: str | Path) -> Path:
 
 def write_parquet(frame: pd.DataFrame, path: str | Path,
                   metadata: Mapping[str, Any] | None = None) -> None:
-    """``frame`` as Parquet at ``path`` (any name), ``metadata`` under :data:`METADATA_KEY`."""
+    """``frame`` as Parquet at ``path`` (any name), ``metadata`` under :data:`METADATA_KEY`.
+    A column whose values are of several kinds (numbers and texts, say) is written as text
+    (:func:`~bflnet.runs.column_types.one_type_per_column`): a Parquet column has one type."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.Table.from_pandas(frame, preserve_index=False)
+    from bflnet.runs.column_types import one_type_per_column
+
+    table = pa.Table.from_pandas(one_type_per_column(frame), preserve_index=False)
     if metadata is not None:
         merged = {**(table.schema.metadata or {}),
                   METADATA_KEY: metadata_json(metadata).encode()}

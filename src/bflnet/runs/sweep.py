@@ -1,14 +1,19 @@
-"""Parameter sweeps: a grid of scenario parameters × seeds on Dask, one tidy table at the end.
+"""Parameter sweeps: a grid of scenario parameters × seeds on worker processes, one tidy
+table at the end.
 
 >>> table = sweep("consensus-averaging", {"graph": ["ring", "complete"], "K": [10, 20]},
 ...               seeds=3, out="sweeps/ca", fixed={"rounds": 100})  # doctest: +SKIP
 
 Each run is one validated scenario config and one seed. The whole grid is checked before
-any cluster starts (the same one-line ``ValueError`` as ``bflnet run --set``). Runs execute
-on Dask distributed: a ``LocalCluster`` of ``workers`` processes with one thread each, or an
-existing cluster given by its ``scheduler`` address. Each worker runs one run at a time
-with at most ``torch_threads`` (default 1) torch / OpenMP / BLAS threads, so W workers use
-W cores.
+any worker starts (the same one-line ``ValueError`` as ``bflnet run --set``). Runs execute
+on ``workers`` local processes (:class:`~bflnet.runtime.worker_pool.WorkerPool`: plain
+Python processes that never import the caller's ``__main__``, so a script without an
+``if __name__ == "__main__"`` guard, a notebook or ``python - < script.py`` can sweep, and
+the workers are ready as soon as they have imported what the runs need), or on an
+existing Dask cluster given by its ``scheduler`` address. Each worker runs one run at a
+time with at most ``torch_threads`` (default 1) torch / OpenMP / BLAS threads, so W
+workers use W cores. A local worker that dies loses only its run, which another worker
+does again (three tries in all).
 
 On disk (``out`` a directory, or a ``.parquet`` file whose parts live next to it)::
 
@@ -27,7 +32,10 @@ finished. A run that raises is recorded in the manifest with its error and is re
 the next invocation; the others go on. The final table is the parts in grid order (the
 last grid key varies fastest), then seed, then the run's own row order, with the swept
 parameters, ``seed``, ``run_id`` and ``config_hash`` as the first columns; so it is the
-same whatever the number of workers. Run one sweep process per ``out`` at a time.
+same whatever the number of workers. Every column has one type whatever the grid: where
+the runs' values are of several kinds (node ids: numbers under a random walk, ``"server"``
+under a parameter server), the column is text (:mod:`bflnet.runs.column_types`). Run one
+sweep process per ``out`` at a time.
 
 A run's own column named like one of those is dropped when it holds the same values
 (e.g. ``K``), else kept as ``run_<name>`` (e.g. per-run sub-seeds in ``seed`` become
@@ -46,7 +54,7 @@ Ctrl-C or SIGTERM stops a sweep within about a second: the runs in flight are ab
 the worker processes stopped, temporary files removed, and :class:`Interrupted` is raised
 with a message saying how many runs are kept and how to resume (run the same sweep
 again). The local workers do not see a terminal's Ctrl-C (nor a SIGTERM to the process
-group) themselves; the driver stops them. An existing cluster (``scheduler``) is checked
+group) themselves; the driver kills them. An existing cluster (``scheduler``) is checked
 with a short connect timeout before anything is written.
 
 Every part stores its run's record (scenario, full config, seed, bflnet version) and the
@@ -447,7 +455,7 @@ def _prepare(plan: SweepPlan, paths: SweepPaths, done: set[str],
     paths.table.unlink(missing_ok=True)
 
 
-# --- execution on Dask -------------------------------------------------------------------
+# --- execution: local worker processes, or Dask ------------------------------------------
 
 
 def _limit_threads(n: int) -> None:
@@ -735,12 +743,13 @@ def sweep(name: str, grid: Mapping[str, Sequence[Any]], seeds: int | Sequence[in
     change, and ``seeds`` must be 1 (or the saved seed's list), the saved seed only.
 
     ``workers`` local processes (default ``min(2, cpus)``; at most :func:`max_workers`:
-    4 per CPU, 256 in all) unless ``scheduler`` (an address such as ``tcp://host:8786``)
-    names an existing Dask cluster. Finished runs in ``out``
-    are skipped; failed runs are retried; a damaged part is computed again and reported to
-    ``warn`` (default :func:`warnings.warn`). ``table.attrs["sweep"]`` counts the runs and
-    lists the failures; :class:`SweepError` if no run succeeded; :class:`Interrupted` on
-    Ctrl-C or SIGTERM (in the main thread), every finished run kept.
+    4 per CPU, 256 in all; they never import the caller's ``__main__``) unless
+    ``scheduler`` (an address such as ``tcp://host:8786``) names an existing Dask cluster.
+    Finished runs in ``out`` are skipped; failed runs are retried; a damaged part is
+    computed again and reported to ``warn`` (default :func:`warnings.warn`).
+    ``table.attrs["sweep"]`` counts the runs and lists the failures; :class:`SweepError`
+    if no run succeeded; :class:`Interrupted` on Ctrl-C or SIGTERM (in the main thread),
+    every finished run kept.
     """
     workers = check_workers(default_workers() if workers is None else workers)
     plan = plan_sweep(name, grid, seeds, fixed, load_state)
@@ -780,7 +789,7 @@ def _check_writable(paths: SweepPaths) -> None:
 
 def _sweep(plan: SweepPlan, paths: SweepPaths, workers: int, scheduler: str | None,
            progress: bool, torch_threads: int, warn: Callable[[str], None]) -> pd.DataFrame:
-    _check_writable(paths)  # before a cluster starts
+    _check_writable(paths)  # before any worker starts
     done, bad = _scan(plan, paths)
     for run_id, problem in bad.items():
         warn(f"the part {str(paths.part(run_id))!r} is damaged: {problem}; "

@@ -2,7 +2,7 @@
 as a terminal does, to its whole process group), then run the same command again: nothing
 finished is recomputed or lost, and the table equals that of a sweep never interrupted.
 An interrupt stops the sweep within seconds with one line and leaves no worker or
-temporary file behind; ``bflnet run`` also ends with one line. The loss of a Dask worker
+temporary file behind; ``bflnet run`` also ends with one line. The loss of a worker
 loses nothing either."""
 
 import os

@@ -799,7 +799,7 @@ def _sweep(plan: SweepPlan, paths: SweepPaths, workers: int, scheduler: str | No
     if not pending:
         _prepare(plan, paths, done, bad)
     else:  # nothing is written before the workers start (or the scheduler answers)
-        with _outcomes(plan, workers, scheduler, torch_threads) as outcomes:
+        with _outcomes(plan, min(workers, len(pending)), scheduler, torch_threads) as outcomes:
             _prepare(plan, paths, done, bad)
             with _progress_bar(len(plan.runs), len(done), plan.scenario, progress) as bar:
                 failures = _run_pending(plan, outcomes(pending), paths, bar)

@@ -182,13 +182,17 @@ class WorkerPool:
         task_read, task_write = os.pipe()
         result_read, result_write = os.pipe()
         paths = json.dumps([p for p in sys.path if isinstance(p, str)])
+        process = None
         try:
             with children_ignore_signals():  # Ctrl-C and SIGTERM are the caller's
                 process = subprocess.Popen(
                     [sys.executable, "-c", BOOT, str(task_read), str(result_write), paths],
                     pass_fds=(task_read, result_write), env=self._env,
                     stdin=subprocess.DEVNULL)
-        except BaseException:
+        except BaseException:  # an interrupt as the block ends: this worker goes too
+            if process is not None:
+                process.kill()
+                process.wait()
             os.close(task_write)
             os.close(result_read)
             raise
@@ -222,18 +226,19 @@ class WorkerPool:
         come back), or ``"died"`` and how its worker ended, :data:`MAX_ATTEMPTS` times."""
         queue: deque[Task] = deque(tasks)
         attempts: Counter[Hashable] = Counter()
-        while queue or any(w.task is not None for w in self._workers):
-            self._assign(queue)
+        self._assign(queue)
+        while any(w.task is not None for w in self._workers):
             events = self._selector.select(POLL_S)
             lost = [w for w in self._workers if w.task is not None
                     and w.process.poll() is not None and not any(
                         key.data is w for key, _ in events)]
+            ended = []
             for key, _ in events:
                 worker: _Worker = key.data
                 ok, message = _receive(worker.results)
                 if ok and worker.task is not None:
-                    task, worker.task = worker.task, None
-                    yield task[0], message[0], message[1]
+                    ended.append((worker.task[0], message[0], message[1]))
+                    worker.task = None
                 elif not ok:
                     lost.append(worker)
             for worker in lost:
@@ -245,13 +250,17 @@ class WorkerPool:
                 if attempts[task[0]] < MAX_ATTEMPTS:
                     queue.appendleft(task)
                 else:
-                    yield task[0], "died", (f"its worker process {how}, {MAX_ATTEMPTS} "
-                                            f"times")
+                    ended.append((task[0], "died",
+                                  f"its worker process {how}, {MAX_ATTEMPTS} times"))
+            self._assign(queue)  # the next tasks start while the caller takes these
+            yield from ended
 
     def _assign(self, queue: deque[Task]) -> None:
         """A task to every idle worker; new workers in place of the lost ones."""
-        while queue and len(self._workers) < self.size:
+        idle = sum(w.task is None for w in self._workers)
+        while len(queue) > idle and len(self._workers) < self.size:
             self._start()
+            idle += 1
         for worker in list(self._workers):
             if not queue:
                 return

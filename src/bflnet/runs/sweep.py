@@ -88,14 +88,9 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
-
-import numpy as np
-import pandas as pd
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any, TextIO
 
 from bflnet.files.atomic import write_files
-from bflnet.runs.column_types import one_type_per_column
 from bflnet.runs.config import group_key, parse_value
 from bflnet.runs.output import METADATA_KEY, metadata_json, write_parquet
 from bflnet.runs.provenance import canonical_config, run_record, sweep_record
@@ -105,6 +100,9 @@ from bflnet.runtime.threads import available_cpus
 from bflnet.runtime.worker_pool import WorkerPool
 from bflnet.validation.errors import SweepError
 from bflnet.validation.renames import rename_keys
+
+if TYPE_CHECKING:  # NumPy, pandas and pyarrow are imported where tables are read or made,
+    import pandas as pd  # so that the workers start while the driver imports them
 
 META_COLUMNS = ("seed", "run_id", "config_hash")
 #: Most runs (grid points x seeds) of one sweep: each is a part file and a manifest line.
@@ -181,7 +179,8 @@ def config_hash(scenario: str, config: Mapping[str, Any]) -> str:
 
 def _typed(cls: type, key: str, value: Any) -> Any:
     """A command-line string converted to the field's type; NumPy scalars to Python ones."""
-    if isinstance(value, np.generic):
+    numpy = sys.modules.get("numpy")  # a NumPy scalar comes only once NumPy is imported
+    if numpy is not None and isinstance(value, numpy.generic):
         value = value.item()
     return parse_value(cls, key, value) if isinstance(value, str) else value
 
@@ -390,6 +389,8 @@ def part_problem(plan: SweepPlan, run: Run, part: Path, rows: Any) -> str | None
     """Why the part on disk cannot stand for ``run`` (``None`` if it can): it does not
     read back, its row count is not the ``rows`` the manifest recorded (when it recorded
     one), or its stored record is not that of this run."""
+    import pyarrow.parquet as pq
+
     try:
         table = pq.read_table(part)
         raw = (table.schema.metadata or {}).get(METADATA_KEY)
@@ -434,6 +435,8 @@ def _scan(plan: SweepPlan, paths: SweepPaths) -> tuple[set[str], dict[str, str]]
 def _prepare(plan: SweepPlan, paths: SweepPaths, done: set[str],
              bad: Mapping[str, str]) -> None:
     """Set up ``out``: delete the unsound parts, reconcile the manifest with the parts."""
+    import pyarrow.parquet as pq
+
     paths.runs.mkdir(parents=True, exist_ok=True)
     _remove_temporaries(paths)
     for run_id in bad:
@@ -659,6 +662,8 @@ def _append(manifest: TextIO, record: Mapping[str, Any]) -> None:
 
 def _head_columns(run: Run, keys: Sequence[str], dtypes: Mapping[str, Any],
                   index: pd.Index) -> pd.DataFrame:
+    import pandas as pd
+
     values = {**{k: run.params[k] for k in keys}, "seed": run.seed, "run_id": run.run_id,
               "config_hash": run.config_hash}
     return pd.DataFrame({k: pd.Series([v] * len(index), index=index, dtype=dtypes[k])
@@ -688,6 +693,8 @@ def _curve_ids(sweep_ids: pd.Series, own: pd.Series) -> pd.Series:
 
 
 def _column_dtypes(runs: Sequence[Run], keys: Sequence[str]) -> dict[str, Any]:
+    import pandas as pd
+
     dtypes = {k: pd.Series([run.params[k] for run in runs]).dtype for k in keys}
     dtypes.update(seed="int64", run_id=pd.Series(["x"]).dtype,
                   config_hash=pd.Series(["x"]).dtype)
@@ -696,6 +703,10 @@ def _column_dtypes(runs: Sequence[Run], keys: Sequence[str]) -> dict[str, Any]:
 
 def assemble(runs: Sequence[Run], keys: Sequence[str], paths: SweepPaths) -> pd.DataFrame:
     """The parts of the finished ``runs``, in order, with the sweep columns in front."""
+    import pandas as pd
+
+    from bflnet.runs.column_types import one_type_per_column
+
     dtypes = _column_dtypes(runs, keys)
     frames = []
     for run in runs:
@@ -825,6 +836,8 @@ def _finish(plan: SweepPlan, paths: SweepPaths, skipped: int, pending: int,
 
 def load_sweep(out: str | Path) -> pd.DataFrame:
     """The sweep's final table; for an unfinished sweep, the runs finished so far."""
+    import pandas as pd
+
     paths = sweep_paths(out)
     if paths.table.exists():
         return pd.read_parquet(paths.table)
@@ -837,6 +850,8 @@ def load_sweep(out: str | Path) -> pd.DataFrame:
 
 def load_manifest(out: str | Path) -> pd.DataFrame:
     """One row per run ever recorded under ``out``: parameters, seed, status, error, time."""
+    import pandas as pd
+
     paths = sweep_paths(out)
     if not paths.manifest.exists():
         raise ValueError(f"out: no sweep found at {str(out)!r}")

@@ -54,11 +54,13 @@ EXIT_TIMEOUT_S = 5.0
 
 _HEADER = struct.Struct("!Q")
 
-#: The worker's first lines: the caller's ``sys.path``, then this module's :func:`serve`.
-BOOT = ("import json, sys\n"
+#: The worker: the caller's ``sys.path``, this module's :func:`serve`, then an exit that
+#: skips the interpreter's tear-down of every object (a worker holds nothing to save).
+BOOT = ("import json, os, sys\n"
         "sys.path[:] = json.loads(sys.argv[3])\n"
         "from bflnet.runtime.worker_pool import serve\n"
-        "serve(int(sys.argv[1]), int(sys.argv[2]))\n")
+        "serve(int(sys.argv[1]), int(sys.argv[2]))\n"
+        "sys.stdout.flush(), sys.stderr.flush(), os._exit(0)\n")
 
 #: A task: its key (any hashable), the function's module and name, the arguments.
 Task = tuple[Hashable, str, str, tuple[Any, ...]]
@@ -204,10 +206,13 @@ class WorkerPool:
         self._selector.register(result_read, selectors.EVENT_READ, worker)
         return worker
 
-    def _retire(self, worker: _Worker) -> None:
+    def _retire(self, worker: _Worker, grace_s: float = 0.0) -> None:
+        """Forget the worker, kill it (after ``grace_s`` seconds to exit) and reap it."""
         self._selector.unregister(worker.results)
         self._workers.remove(worker)
         worker.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            worker.process.wait(grace_s)
         with contextlib.suppress(ProcessLookupError):
             worker.process.kill()
         worker.process.wait()
@@ -242,8 +247,8 @@ class WorkerPool:
                 elif not ok:
                     lost.append(worker)
             for worker in lost:
+                self._retire(worker, EXIT_TIMEOUT_S)  # its pipe ended: it is exiting
                 task, how = worker.task, _how_it_ended(worker.process)
-                self._retire(worker)
                 if task is None:
                     continue
                 attempts[task[0]] += 1

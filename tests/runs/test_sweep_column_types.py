@@ -10,9 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bflnet.runs.column_types import as_text, kinds, one_type_per_column
+from bflnet.runs.output import write_parquet
 from bflnet.runs.registry import run_scenario
 
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
@@ -69,3 +71,19 @@ def test_a_sweep_across_protocols_writes_one_table(tmp_path):
                                            check_names=False)
     record = json.loads(pq.read_schema(out / "table.parquet").metadata[b"bflnet"])
     assert record["grid"] == {"protocol": ["random-walk", "parameter-server", "gossip"]}
+
+
+def test_a_parquet_file_has_one_type_per_column_and_is_otherwise_as_before(tmp_path):
+    """A run's table whose node column mixes "server" and node numbers (forget-svgd's)
+    is written, the column as text; a table of one kind per column gives pyarrow's own
+    bytes, as before."""
+    write_parquet(pd.DataFrame({"node": ["server", 1, 2], "x": [1.0, 2.0, 3.0]}),
+                  tmp_path / "mixed.parquet")
+    assert list(pd.read_parquet(tmp_path / "mixed.parquet")["node"]) == ["server", "1", "2"]
+    plain = pd.DataFrame({"x": [1.0, np.nan], "n": [1, 2], "s": ["a", None],
+                          "f": [True, False]})
+    write_parquet(plain, tmp_path / "ours.parquet")
+    pq.write_table(pa.Table.from_pandas(plain, preserve_index=False),
+                   tmp_path / "pyarrow.parquet")
+    assert (tmp_path / "ours.parquet").read_bytes() == \
+        (tmp_path / "pyarrow.parquet").read_bytes()

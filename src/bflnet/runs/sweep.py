@@ -70,7 +70,6 @@ none) is computed again.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import hashlib
@@ -530,6 +529,8 @@ def check_scheduler(address: str, timeout: float | None = None) -> None:
 
     def attempt() -> None:
         try:
+            import asyncio
+
             asyncio.run(asyncio.wait_for(probe(), timeout + 1))
         except BaseException as exc:  # what a wrong address or peer can raise varies
             failure.append(exc)

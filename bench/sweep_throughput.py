@@ -1,10 +1,10 @@
-"""Benchmark: sweep throughput with 2 Dask workers over 1 worker (target >= 1.8).
+"""Benchmark: sweep throughput with 2 local workers over 1 worker (target >= 1.8).
 
 Sweeps CPU-bound runs of ``consensus-averaging`` (a ring of K agents gossiping for many
-rounds; pure Python, one core each, >= 5 s per run by default) over seeds, once on a
-LocalCluster of 1 worker and once on 2 workers, each into a fresh directory, and prints
-runs per second for both and their ratio. Wall time is end to end: cluster start-up and
-shutdown (about 2.5 s) are included.
+rounds; pure Python, one core each, >= 5 s per run by default) over seeds, once on 1
+local worker process and once on 2, each into a fresh directory, and prints runs per
+second for both and their ratio. Wall time is end to end: the workers' start-up (about a
+second) and shut-down are included.
 
 For reference it also prints the machine's own ceiling for that ratio: the same run in
 two bare processes side by side (no Dask) against one alone.

@@ -168,10 +168,13 @@ def test_sweep_checks_its_own_arguments_before_anything_runs(change, kind, text,
 def test_sweep_checks_its_seeds_before_any_cluster_starts(seeds, tmp_path, monkeypatch) -> None:
     import distributed
 
+    from bflnet.runs import sweep as sweep_module
+
     def no_cluster(*args, **kwargs):
         raise AssertionError("a cluster was started")
 
-    monkeypatch.setattr(distributed, "LocalCluster", no_cluster)
+    monkeypatch.setattr(distributed, "Client", no_cluster)
+    monkeypatch.setattr(sweep_module, "WorkerPool", no_cluster)
     with pytest.raises(ValueError, match="^seeds: must be a positive count or a list"):
         bflnet.sweep("cover-time", {"K": [4]}, tmp_path / "s", seeds=seeds)
     assert not (tmp_path / "s").exists()

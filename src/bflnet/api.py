@@ -93,10 +93,13 @@ def sweep(name: str, grid: Mapping[str, Sequence[Any]], out: str | Path, *,
           load_state: str | Path | None = None, **params: Any) -> pd.DataFrame:
     """Run scenario ``name`` over ``grid`` (parameter → list of values; the grid is their
     product) × ``seeds`` (a count N: seeds 0..N-1, or a list) with the fixed ``params``,
-    on Dask, every run kept under ``out`` (a directory or FILE.parquet; re-running
-    resumes); the full table, as ``bflnet sweep NAME --grid K=V1,V2 --set K=V --seeds N
-    --out OUT``. ``load_state``: every run starts from the state saved there, with its
-    settings and its seed only (``seeds`` 1), as ``--load-state``."""
+    on ``workers`` local processes (or the Dask cluster at ``scheduler``), every run kept
+    under ``out`` (a directory or FILE.parquet; re-running resumes); the full table, as
+    ``bflnet sweep NAME --grid K=V1,V2 --set K=V --seeds N --out OUT``. Works from a
+    script without an ``if __name__ == "__main__"`` guard, a notebook or standard input
+    (the workers never import the caller's main module). ``load_state``: every run starts
+    from the state saved there, with its settings and its seed only (``seeds`` 1), as
+    ``--load-state``."""
     from bflnet.runs.config_file import toml_grid
     from bflnet.runs.registry import get_scenario
     from bflnet.runs.sweep import check_workers

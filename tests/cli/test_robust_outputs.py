@@ -154,8 +154,8 @@ def test_a_sweep_out_under_a_file_is_one_line_before_any_cluster(tmp_path, capsy
                                                                  monkeypatch):
     from bflnet.runs import sweep as sweep_mod
 
-    monkeypatch.setattr(sweep_mod, "dask_client",
-                        lambda *a, **k: pytest.fail("a cluster started"))
+    monkeypatch.setattr(sweep_mod, "WorkerPool",
+                        lambda *a, **k: pytest.fail("a worker started"))
     (tmp_path / "plain").write_text("x")
     one_line(capsys, ["sweep", NAME, "--grid", "K=5,6", "--out",
                       str(tmp_path / "plain" / "sw")], 2, "Not a directory")

@@ -181,11 +181,13 @@ def test_sweep_request_merges_the_file_and_the_command_line(tmp_path):
 def test_bad_sweep_files_fail_before_any_cluster_starts(tmp_path, capsys, monkeypatch):
     import distributed
 
+    from bflnet.runs import sweep as sweep_module
+
     def no_cluster(*args, **kwargs):
         raise AssertionError("a cluster was started")
 
-    monkeypatch.setattr(distributed, "LocalCluster", no_cluster)
     monkeypatch.setattr(distributed, "Client", no_cluster)
+    monkeypatch.setattr(sweep_module, "WorkerPool", no_cluster)
     out = ["--out", str(tmp_path / "never")]
     cases = [
         ('scenario = "consensus-averaging"\nseed = 3\n',

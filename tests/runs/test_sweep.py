@@ -118,11 +118,13 @@ def test_a_failing_run_is_recorded_and_the_sweep_goes_on(tmp_path, capsys):
 def test_grid_is_validated_before_any_cluster_starts(monkeypatch, capsys, tmp_path):
     import distributed
 
+    from bflnet.runs import sweep as sweep_module
+
     monkeypatch.chdir(tmp_path)
     def no_cluster(*args, **kwargs):
         raise AssertionError("a cluster was started")
 
-    monkeypatch.setattr(distributed, "LocalCluster", no_cluster)
+    monkeypatch.setattr(sweep_module, "WorkerPool", no_cluster)
     monkeypatch.setattr(distributed, "Client", no_cluster)
     cases = [(["--grid", "K=4,1"], "K: must be an integer >= 2 and <= 1000000, got 1"),
              (["--grid", "colour=red"], "unknown parameter 'colour'"),

@@ -2,7 +2,7 @@
 as a terminal does, to its whole process group), then run the same command again: nothing
 finished is recomputed or lost, and the table equals that of a sweep never interrupted.
 An interrupt stops the sweep within seconds with one line and leaves no worker or
-temporary file behind; ``bflnet run`` also ends with one line. The loss of a Dask worker
+temporary file behind; ``bflnet run`` also ends with one line. The loss of a worker
 loses nothing either."""
 
 import os
@@ -208,16 +208,16 @@ def test_interrupted_run_ends_with_one_line(tmp_path, signum, code):
 
 
 def worker_pids(driver):
-    """The driver's Dask worker processes (multiprocessing children, not its tracker)."""
+    """The driver's local worker processes."""
     import psutil
 
     return [child.pid for child in psutil.Process(driver).children()
-            if "spawn_main" in " ".join(child.cmdline())]
+            if "bflnet.runtime.worker_pool" in " ".join(child.cmdline())]
 
 
 def test_a_killed_worker_loses_nothing(tmp_path, reference):
-    """kill -9 of one Dask worker mid-sweep: its run is done again elsewhere, the table is
-    that of an undisturbed sweep."""
+    """kill -9 of one worker process mid-sweep: its run is done again elsewhere, the table
+    is that of an undisturbed sweep."""
     out = tmp_path / "sweep"
     process = start([*ARGS, "--out", str(out)])
     wait_for(lambda: sweep_paths(out).runs.is_dir() and stamps(out), process,

@@ -240,7 +240,7 @@ def sweep(
     seeds: Annotated[int | None, typer.Option(
         help="seeds 0..N-1 for every grid point (default 1)")] = None,
     workers: Annotated[int | None, typer.Option(
-        help="local Dask worker processes, one thread each (default: min(2, CPUs))")] = None,
+        help="local worker processes, one run at a time each (default: min(2, CPUs))")] = None,
     scheduler: Annotated[str | None, typer.Option(
         help="address of an existing Dask scheduler, e.g. tcp://host:8786 "
              "(then --workers is ignored)")] = None,
@@ -249,7 +249,8 @@ def sweep(
         help=LOAD_STATE_HELP + "; every run starts there, with the saved seed only "
              "(--seeds 1)")] = None,
 ) -> None:
-    """Run a grid of parameters x seeds on Dask into one table; re-running resumes."""
+    """Run a grid of parameters x seeds on local worker processes (or a Dask cluster) into
+    one table; re-running resumes."""
     from bflnet.runs.sweep import sweep as run_sweep
     request = sweep_request(name, config, grid or [], set_ or [], seeds, out,
                             _saved_scenario(name, load_state))
@@ -276,7 +277,7 @@ def rerun(
         help="error, not warn, if the file was made by another bflnet version")] = False,
     force: Annotated[bool, typer.Option(help="overwrite an existing --out file")] = False,
     workers: Annotated[int | None, typer.Option(
-        help="for a sweep table: local Dask worker processes")] = None,
+        help="for a sweep table: local worker processes")] = None,
     progress: Annotated[bool, typer.Option(help="progress bar on long runs")] = True,
 ) -> None:
     """Make a result file again from the config, seed and version stored in it."""

@@ -15,12 +15,13 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from bflnet.files.atomic import WriteError, check_can_create, path_kind, write_files
 from bflnet.files.input_files import describe_os_error
+
+if TYPE_CHECKING:  # pandas is imported where a table is read or printed
+    import pandas as pd
 
 FORMATS = (".csv", ".parquet")
 #: The Parquet schema-metadata key that holds a result's provenance.
@@ -89,11 +90,15 @@ def sidecar_path(path: str | Path) -> Path:
 
 def write_parquet(frame: pd.DataFrame, path: str | Path,
                   metadata: Mapping[str, Any] | None = None) -> None:
-    """``frame`` as Parquet at ``path`` (any name), ``metadata`` under :data:`METADATA_KEY`."""
+    """``frame`` as Parquet at ``path`` (any name), ``metadata`` under :data:`METADATA_KEY`.
+    A column whose values are of several kinds (numbers and texts, say) is written as text
+    (:func:`~bflnet.runs.column_types.one_type_per_column`): a Parquet column has one type."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.Table.from_pandas(frame, preserve_index=False)
+    from bflnet.runs.column_types import one_type_per_column
+
+    table = pa.Table.from_pandas(one_type_per_column(frame), preserve_index=False)
     if metadata is not None:
         merged = {**(table.schema.metadata or {}),
                   METADATA_KEY: metadata_json(metadata).encode()}
@@ -144,6 +149,8 @@ def _unreadable(path: Path, exc: BaseException) -> ValueError:
 def read_frame(path: str | Path) -> pd.DataFrame:
     """Read a table written by :func:`write_frame`; a one-line error naming the file if
     it cannot be read."""
+    import pandas as pd
+
     path = _existing(path)
     try:
         return pd.read_csv(path) if path.suffix.lower() == ".csv" else pd.read_parquet(path)
@@ -242,6 +249,8 @@ def _per_run_summary(rows: pd.DataFrame, key: str, max_rows: int) -> str:
 
 
 def _settings(rows: pd.DataFrame, key: str) -> list[str]:
+    import pandas as pd
+
     """The columns that tell runs with one repeat index ``key`` apart: the text-valued ones
     (e.g. ``graph``, ``method``) and those a scenario puts before ``key`` (the setting of
     a list parameter, e.g. ``L`` of ``local_steps_values=1,50``)."""
@@ -251,6 +260,8 @@ def _settings(rows: pd.DataFrame, key: str) -> list[str]:
 
 
 def _table(rows: pd.DataFrame) -> str:
+    import pandas as pd
+
     with pd.option_context("display.width", 160, "display.max_columns", 12,
                            "display.float_format", "{:.6g}".format):
         return rows.to_string(index=False)

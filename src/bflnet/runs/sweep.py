@@ -1,14 +1,19 @@
-"""Parameter sweeps: a grid of scenario parameters × seeds on Dask, one tidy table at the end.
+"""Parameter sweeps: a grid of scenario parameters × seeds on worker processes, one tidy
+table at the end.
 
 >>> table = sweep("consensus-averaging", {"graph": ["ring", "complete"], "K": [10, 20]},
 ...               seeds=3, out="sweeps/ca", fixed={"rounds": 100})  # doctest: +SKIP
 
 Each run is one validated scenario config and one seed. The whole grid is checked before
-any cluster starts (the same one-line ``ValueError`` as ``bflnet run --set``). Runs execute
-on Dask distributed: a ``LocalCluster`` of ``workers`` processes with one thread each, or an
-existing cluster given by its ``scheduler`` address. Each worker runs one run at a time
-with at most ``torch_threads`` (default 1) torch / OpenMP / BLAS threads, so W workers use
-W cores.
+any worker starts (the same one-line ``ValueError`` as ``bflnet run --set``). Runs execute
+on ``workers`` local processes (:class:`~bflnet.runtime.worker_pool.WorkerPool`: plain
+Python processes that never import the caller's ``__main__``, so a script without an
+``if __name__ == "__main__"`` guard, a notebook or ``python - < script.py`` can sweep, and
+the workers are ready as soon as they have imported what the runs need), or on an
+existing Dask cluster given by its ``scheduler`` address. Each worker runs one run at a
+time with at most ``torch_threads`` (default 1) torch / OpenMP / BLAS threads, so W
+workers use W cores. A local worker that dies loses only its run, which another worker
+does again (three tries in all).
 
 On disk (``out`` a directory, or a ``.parquet`` file whose parts live next to it)::
 
@@ -27,7 +32,10 @@ finished. A run that raises is recorded in the manifest with its error and is re
 the next invocation; the others go on. The final table is the parts in grid order (the
 last grid key varies fastest), then seed, then the run's own row order, with the swept
 parameters, ``seed``, ``run_id`` and ``config_hash`` as the first columns; so it is the
-same whatever the number of workers. Run one sweep process per ``out`` at a time.
+same whatever the number of workers. Every column has one type whatever the grid: where
+the runs' values are of several kinds (node ids: numbers under a random walk, ``"server"``
+under a parameter server), the column is text (:mod:`bflnet.runs.column_types`). Run one
+sweep process per ``out`` at a time.
 
 A run's own column named like one of those is dropped when it holds the same values
 (e.g. ``K``), else kept as ``run_<name>`` (e.g. per-run sub-seeds in ``seed`` become
@@ -46,7 +54,7 @@ Ctrl-C or SIGTERM stops a sweep within about a second: the runs in flight are ab
 the worker processes stopped, temporary files removed, and :class:`Interrupted` is raised
 with a message saying how many runs are kept and how to resume (run the same sweep
 again). The local workers do not see a terminal's Ctrl-C (nor a SIGTERM to the process
-group) themselves; the driver stops them. An existing cluster (``scheduler``) is checked
+group) themselves; the driver kills them. An existing cluster (``scheduler``) is checked
 with a short connect timeout before anything is written.
 
 Every part stores its run's record (scenario, full config, seed, bflnet version) and the
@@ -62,7 +70,6 @@ none) is computed again.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import hashlib
@@ -71,7 +78,6 @@ import json
 import logging
 import math
 import os
-import signal
 import sys
 import threading
 import time
@@ -81,33 +87,27 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
-
-import numpy as np
-import pandas as pd
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any, TextIO
 
 from bflnet.files.atomic import write_files
 from bflnet.runs.config import group_key, parse_value
 from bflnet.runs.output import METADATA_KEY, metadata_json, write_parquet
 from bflnet.runs.provenance import canonical_config, run_record, sweep_record
 from bflnet.runs.registry import get_scenario, run_scenario
-from bflnet.runtime.interrupt import (
-    Interrupted,
-    catch_signals,
-    children_ignore_signals,
-    deferred,
-)
+from bflnet.runtime.interrupt import Interrupted, catch_signals, deferred
 from bflnet.runtime.threads import available_cpus
+from bflnet.runtime.worker_pool import WorkerPool
 from bflnet.validation.errors import SweepError
 from bflnet.validation.renames import rename_keys
+
+if TYPE_CHECKING:  # NumPy, pandas and pyarrow are imported where tables are read or made,
+    import pandas as pd  # so that the workers start while the driver imports them
 
 META_COLUMNS = ("seed", "run_id", "config_hash")
 #: Most runs (grid points x seeds) of one sweep: each is a part file and a manifest line.
 MAX_RUNS = 100_000
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 CONNECT_TIMEOUT_S = 5.0  # to an existing scheduler
-STOP_TIMEOUT_S = 2.0  # for a killed local worker to be reaped
 
 
 #: Local worker processes a sweep may start per CPU this process may run on (each is a
@@ -178,7 +178,8 @@ def config_hash(scenario: str, config: Mapping[str, Any]) -> str:
 
 def _typed(cls: type, key: str, value: Any) -> Any:
     """A command-line string converted to the field's type; NumPy scalars to Python ones."""
-    if isinstance(value, np.generic):
+    numpy = sys.modules.get("numpy")  # a NumPy scalar comes only once NumPy is imported
+    if numpy is not None and isinstance(value, numpy.generic):
         value = value.item()
     return parse_value(cls, key, value) if isinstance(value, str) else value
 
@@ -387,6 +388,8 @@ def part_problem(plan: SweepPlan, run: Run, part: Path, rows: Any) -> str | None
     """Why the part on disk cannot stand for ``run`` (``None`` if it can): it does not
     read back, its row count is not the ``rows`` the manifest recorded (when it recorded
     one), or its stored record is not that of this run."""
+    import pyarrow.parquet as pq
+
     try:
         table = pq.read_table(part)
         raw = (table.schema.metadata or {}).get(METADATA_KEY)
@@ -431,6 +434,8 @@ def _scan(plan: SweepPlan, paths: SweepPaths) -> tuple[set[str], dict[str, str]]
 def _prepare(plan: SweepPlan, paths: SweepPaths, done: set[str],
              bad: Mapping[str, str]) -> None:
     """Set up ``out``: delete the unsound parts, reconcile the manifest with the parts."""
+    import pyarrow.parquet as pq
+
     paths.runs.mkdir(parents=True, exist_ok=True)
     _remove_temporaries(paths)
     for run_id in bad:
@@ -452,7 +457,7 @@ def _prepare(plan: SweepPlan, paths: SweepPaths, done: set[str],
     paths.table.unlink(missing_ok=True)
 
 
-# --- execution on Dask -------------------------------------------------------------------
+# --- execution: local worker processes, or Dask ------------------------------------------
 
 
 def _limit_threads(n: int) -> None:
@@ -470,12 +475,14 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
-def _worker_address() -> str | None:
-    try:
+def _worker_address() -> str:
+    """The Dask worker's address, or ``local:<process id>``."""
+    if "distributed" in sys.modules:  # imported in a Dask worker, never in a local one
         from distributed import get_worker
-        return get_worker().address
-    except ValueError:  # not inside a Dask worker
-        return None
+
+        with contextlib.suppress(ValueError):  # not inside a Dask worker
+            return str(get_worker().address)
+    return f"local:{os.getpid()}"
 
 
 def execute_run(scenario: str, config: Mapping[str, Any], seed: int,
@@ -522,6 +529,8 @@ def check_scheduler(address: str, timeout: float | None = None) -> None:
 
     def attempt() -> None:
         try:
+            import asyncio
+
             asyncio.run(asyncio.wait_for(probe(), timeout + 1))
         except BaseException as exc:  # what a wrong address or peer can raise varies
             failure.append(exc)
@@ -540,76 +549,79 @@ def check_scheduler(address: str, timeout: float | None = None) -> None:
                          f"({reason[:300]})")
 
 
-async def _stop_workers(cluster: Any, timeout: float) -> None:
-    """Kill the cluster's worker processes, busy or not, and close their nannies: each
-    nanny is marked closing first (so it starts no new worker), then its process gets
-    SIGKILL (so a busy worker neither finishes its run nor prints anything)."""
-    nannies = list(cluster.workers.values())
-    pids = [nanny.pid for nanny in nannies]
-    closing = [asyncio.ensure_future(nanny.close(timeout=timeout)) for nanny in nannies]
-    await asyncio.sleep(0)  # each close() has begun: its nanny restarts nothing now
-    for pid in pids:
-        if pid:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-    await asyncio.gather(*closing, return_exceptions=True)
-
-
 @contextlib.contextmanager
-def _local_cluster(workers: int) -> Iterator[Any]:
-    """A LocalCluster of ``workers`` single-threaded processes that ignore a terminal's
-    Ctrl-C and a SIGTERM to the process group; on an exception (an interrupt), its workers
-    are killed at once, busy or not (see :func:`_stop_workers`)."""
-    from distributed import LocalCluster
-
-    cluster = None
-    try:
-        with children_ignore_signals():  # a signal meanwhile is raised as this block ends
-            # no dashboard; its HTTP server (health checks) on a free port, not 8787
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None,
-                                   scheduler_kwargs={"dashboard_address": ":0"},
-                                   silence_logs=logging.CRITICAL)
-        yield cluster
-    except BaseException:
-        if cluster is not None:
-            with deferred():  # a second Ctrl-C does not cut the clean-up short
-                cluster.sync(_stop_workers, cluster, STOP_TIMEOUT_S)
-        raise
-    finally:
-        if cluster is not None:
-            with deferred():
-                cluster.close()
-
-
-@contextlib.contextmanager
-def dask_client(workers: int, scheduler: str | None = None) -> Iterator[Any]:
-    """A ``distributed.Client``: on ``scheduler`` if given (checked first, with a short
-    connect timeout), else on a new LocalCluster of ``workers`` single-threaded processes
-    (no dashboard); closed on exit."""
+def dask_client(scheduler: str) -> Iterator[Any]:
+    """A ``distributed.Client`` on the existing cluster at ``scheduler`` (checked first,
+    with a short connect timeout); closed on exit."""
     from distributed import Client
 
     with _quiet_logs():
-        if scheduler is not None:
-            check_scheduler(scheduler)
-            client = None
-            try:
-                with deferred():  # no Client object is left to a slow clean-up at exit
-                    client = Client(scheduler, timeout=f"{max(CONNECT_TIMEOUT_S, 1)}s",
-                                    set_as_default=False)
-            except (OSError, TimeoutError, ValueError) as exc:
-                raise ValueError(f"--scheduler: cannot connect to {scheduler[:200]!r} "
-                                 f"({_one_line(exc)[:300]})") from None
-            except BaseException:  # an interrupt that came while connecting
-                if client is not None:
-                    client.close()
-                raise
-            with client:
-                yield client
-            return
-        with _local_cluster(workers) as cluster, \
-                Client(cluster, set_as_default=False) as client:
+        check_scheduler(scheduler)
+        client = None
+        try:
+            with deferred():  # no Client object is left to a slow clean-up at exit
+                client = Client(scheduler, timeout=f"{max(CONNECT_TIMEOUT_S, 1)}s",
+                                set_as_default=False)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise ValueError(f"--scheduler: cannot connect to {scheduler[:200]!r} "
+                             f"({_one_line(exc)[:300]})") from None
+        except BaseException:  # an interrupt that came while connecting
+            if client is not None:
+                client.close()
+            raise
+        with client:
             yield client
+
+
+def _thread_caps(torch_threads: int) -> dict[str, str]:
+    """The environment that caps a local worker's torch / OpenMP / BLAS threads."""
+    return {variable: str(torch_threads) for variable in _THREAD_VARIABLES}
+
+
+@contextlib.contextmanager
+def _outcomes(plan: SweepPlan, workers: int, scheduler: str | None,
+              torch_threads: int) -> Iterator[Callable[[Sequence[Run]], Iterator[Any]]]:
+    """Where the runs execute: ``workers`` local processes (:class:`WorkerPool`), or the
+    Dask cluster at ``scheduler``. Yields a function from the pending runs to their
+    ``(run, outcome)`` pairs as each ends."""
+    if scheduler is not None:
+        with dask_client(scheduler) as client:
+            yield lambda pending: _dask_outcomes(plan, pending, client, torch_threads)
+        return
+    with WorkerPool(workers, env=_thread_caps(torch_threads)) as pool:
+        yield lambda pending: _local_outcomes(plan, pending, pool, torch_threads)
+
+
+def _task_arguments(plan: SweepPlan, run: Run, torch_threads: int) -> tuple[Any, ...]:
+    return (plan.scenario, dict(plan.configs[run.config_hash]), run.seed, torch_threads,
+            plan.load_state)
+
+
+def _local_outcomes(plan: SweepPlan, pending: Sequence[Run], pool: WorkerPool,
+                    torch_threads: int) -> Iterator[tuple[Run, dict[str, Any]]]:
+    runs = {run.run_id: run for run in pending}
+    tasks = [(run.run_id, __name__, "execute_run", _task_arguments(plan, run, torch_threads))
+             for run in pending]
+    for run_id, status, value in pool.map(tasks):
+        if status == "ok":
+            yield runs[run_id], value
+        else:  # the worker died running it, or the outcome could not come back
+            yield runs[run_id], {"status": "error", "error": str(value), "elapsed_s": None}
+
+
+def _dask_outcomes(plan: SweepPlan, pending: Sequence[Run], client: Any,
+                   torch_threads: int) -> Iterator[tuple[Run, dict[str, Any]]]:
+    from distributed import as_completed
+
+    token = uuid.uuid4().hex[:8]
+    futures = {client.submit(execute_run, *_task_arguments(plan, run, torch_threads),
+                             key=f"bflnet-run-{run.run_id}-{token}", pure=False): run
+               for run in pending}
+    for future in as_completed(futures, loop=client.loop):
+        run = futures.pop(future)
+        outcome = _outcome(future)  # fetched from the worker: may be interrupted
+        future.release()
+        yield run, outcome
 
 
 def _outcome(future: Any) -> dict[str, Any]:
@@ -619,22 +631,12 @@ def _outcome(future: Any) -> dict[str, Any]:
         return {"status": "error", "error": _one_line(exc), "elapsed_s": None}
 
 
-def _run_pending(plan: SweepPlan, pending: Sequence[Run], paths: SweepPaths, client: Any,
-                 bar: Any, torch_threads: int) -> list[dict[str, Any]]:
-    """Submit every pending run; persist each as it completes; the failed runs' records."""
-    from distributed import as_completed
-
-    token = uuid.uuid4().hex[:8]
-    futures = {client.submit(execute_run, plan.scenario, dict(plan.configs[run.config_hash]),
-                             run.seed, torch_threads, plan.load_state,
-                             key=f"bflnet-run-{run.run_id}-{token}", pure=False): run
-               for run in pending}
+def _run_pending(plan: SweepPlan, outcomes: Iterator[tuple[Run, dict[str, Any]]],
+                 paths: SweepPaths, bar: Any) -> list[dict[str, Any]]:
+    """Persist each run as it ends; the failed runs' records."""
     failures = []
     with paths.manifest.open("a") as manifest:
-        for future in as_completed(futures, loop=client.loop):
-            run = futures.pop(future)
-            outcome = _outcome(future)  # fetched from the worker: may be interrupted
-            future.release()
+        for run, outcome in outcomes:
             with deferred():  # a part and its manifest line are written whole
                 frame = outcome.pop("frame", None)
                 if frame is not None:
@@ -661,6 +663,8 @@ def _append(manifest: TextIO, record: Mapping[str, Any]) -> None:
 
 def _head_columns(run: Run, keys: Sequence[str], dtypes: Mapping[str, Any],
                   index: pd.Index) -> pd.DataFrame:
+    import pandas as pd
+
     values = {**{k: run.params[k] for k in keys}, "seed": run.seed, "run_id": run.run_id,
               "config_hash": run.config_hash}
     return pd.DataFrame({k: pd.Series([v] * len(index), index=index, dtype=dtypes[k])
@@ -690,6 +694,8 @@ def _curve_ids(sweep_ids: pd.Series, own: pd.Series) -> pd.Series:
 
 
 def _column_dtypes(runs: Sequence[Run], keys: Sequence[str]) -> dict[str, Any]:
+    import pandas as pd
+
     dtypes = {k: pd.Series([run.params[k] for run in runs]).dtype for k in keys}
     dtypes.update(seed="int64", run_id=pd.Series(["x"]).dtype,
                   config_hash=pd.Series(["x"]).dtype)
@@ -698,6 +704,10 @@ def _column_dtypes(runs: Sequence[Run], keys: Sequence[str]) -> dict[str, Any]:
 
 def assemble(runs: Sequence[Run], keys: Sequence[str], paths: SweepPaths) -> pd.DataFrame:
     """The parts of the finished ``runs``, in order, with the sweep columns in front."""
+    import pandas as pd
+
+    from bflnet.runs.column_types import one_type_per_column
+
     dtypes = _column_dtypes(runs, keys)
     frames = []
     for run in runs:
@@ -716,7 +726,7 @@ def assemble(runs: Sequence[Run], keys: Sequence[str], paths: SweepPaths) -> pd.
         frames.append(pd.concat([head, body], axis=1))
     if not frames:
         return pd.DataFrame({k: pd.Series(dtype=dtypes[k]) for k in (*keys, *META_COLUMNS)})
-    return pd.concat(frames, ignore_index=True)
+    return one_type_per_column(pd.concat(frames, ignore_index=True))
 
 
 def _progress_bar(total: int, done: int, name: str, enabled: bool) -> Any:
@@ -745,12 +755,13 @@ def sweep(name: str, grid: Mapping[str, Sequence[Any]], seeds: int | Sequence[in
     change, and ``seeds`` must be 1 (or the saved seed's list), the saved seed only.
 
     ``workers`` local processes (default ``min(2, cpus)``; at most :func:`max_workers`:
-    4 per CPU, 256 in all) unless ``scheduler`` (an address such as ``tcp://host:8786``)
-    names an existing Dask cluster. Finished runs in ``out``
-    are skipped; failed runs are retried; a damaged part is computed again and reported to
-    ``warn`` (default :func:`warnings.warn`). ``table.attrs["sweep"]`` counts the runs and
-    lists the failures; :class:`SweepError` if no run succeeded; :class:`Interrupted` on
-    Ctrl-C or SIGTERM (in the main thread), every finished run kept.
+    4 per CPU, 256 in all; they never import the caller's ``__main__``) unless
+    ``scheduler`` (an address such as ``tcp://host:8786``) names an existing Dask cluster.
+    Finished runs in ``out`` are skipped; failed runs are retried; a damaged part is
+    computed again and reported to ``warn`` (default :func:`warnings.warn`).
+    ``table.attrs["sweep"]`` counts the runs and lists the failures; :class:`SweepError`
+    if no run succeeded; :class:`Interrupted` on Ctrl-C or SIGTERM (in the main thread),
+    every finished run kept.
     """
     workers = check_workers(default_workers() if workers is None else workers)
     plan = plan_sweep(name, grid, seeds, fixed, load_state)
@@ -790,7 +801,7 @@ def _check_writable(paths: SweepPaths) -> None:
 
 def _sweep(plan: SweepPlan, paths: SweepPaths, workers: int, scheduler: str | None,
            progress: bool, torch_threads: int, warn: Callable[[str], None]) -> pd.DataFrame:
-    _check_writable(paths)  # before a cluster starts
+    _check_writable(paths)  # before any worker starts
     done, bad = _scan(plan, paths)
     for run_id, problem in bad.items():
         warn(f"the part {str(paths.part(run_id))!r} is damaged: {problem}; "
@@ -799,12 +810,11 @@ def _sweep(plan: SweepPlan, paths: SweepPaths, workers: int, scheduler: str | No
     failures: list[dict[str, Any]] = []
     if not pending:
         _prepare(plan, paths, done, bad)
-    else:  # nothing is written before the cluster is up (or the scheduler answers)
-        with dask_client(workers, scheduler) as client:
+    else:  # nothing is written before the workers start (or the scheduler answers)
+        with _outcomes(plan, min(workers, len(pending)), scheduler, torch_threads) as outcomes:
             _prepare(plan, paths, done, bad)
-            # the bar starts once the cluster is up, so its ETA counts runs only
             with _progress_bar(len(plan.runs), len(done), plan.scenario, progress) as bar:
-                failures = _run_pending(plan, pending, paths, client, bar, torch_threads)
+                failures = _run_pending(plan, outcomes(pending), paths, bar)
     return _finish(plan, paths, len(done), len(pending), failures, bad)
 
 
@@ -827,6 +837,8 @@ def _finish(plan: SweepPlan, paths: SweepPaths, skipped: int, pending: int,
 
 def load_sweep(out: str | Path) -> pd.DataFrame:
     """The sweep's final table; for an unfinished sweep, the runs finished so far."""
+    import pandas as pd
+
     paths = sweep_paths(out)
     if paths.table.exists():
         return pd.read_parquet(paths.table)
@@ -839,6 +851,8 @@ def load_sweep(out: str | Path) -> pd.DataFrame:
 
 def load_manifest(out: str | Path) -> pd.DataFrame:
     """One row per run ever recorded under ``out``: parameters, seed, status, error, time."""
+    import pandas as pd
+
     paths = sweep_paths(out)
     if not paths.manifest.exists():
         raise ValueError(f"out: no sweep found at {str(out)!r}")

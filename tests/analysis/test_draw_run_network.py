@@ -17,6 +17,7 @@ from matplotlib.patches import Circle
 from bflnet.analysis.network_plot import draw_network
 from bflnet.cli.main import main
 from bflnet.cli.network_view import scenario_pictures, table_pictures
+from bflnet.runs.registry import get_scenario
 from bflnet.simulator.simulation import Simulation
 
 D2D = {"tasks": "consensus", "K": 12, "rounds": 2, "macs": "links,tdma,csma",
@@ -62,6 +63,13 @@ def positions(network) -> dict:
     return {n: tuple(medium.positions()[medium.index[n]]) for n in network.graph.nodes}
 
 
+def snr_at_1m(config) -> float:
+    """The medium's SNR at 1 m: power - loss at 1 m - thermal noise (-174 dBm/Hz over the
+    bandwidth, plus the noise figure)."""
+    return (config.tx_power_dbm - config.ref_loss_db + 174.0
+            - 10.0 * math.log10(config.bandwidth_hz) - config.noise_figure_db)
+
+
 def same_network(picture, network) -> None:
     assert sorted(picture.graph.edges) == sorted(network.graph.edges)
     ours = positions(network)
@@ -79,7 +87,8 @@ def test_draw_d2d_medium_is_the_network_each_run_built(tmp_path, built):
     assert set(runs) == {"links", "tdma unicast", "tdma broadcast", "csma unicast",
                          "csma broadcast"}
     table = pd.read_parquet(path)
-    area = 30.0 * math.sqrt(math.pi * 12 / 8.0)
+    config = get_scenario("d2d-medium").config(D2D)
+    area = config.radius_m * math.sqrt(math.pi * config.K / config.degree)
     for setting, network in runs.items():
         mac, _, cast = setting.partition(" ")
         filters = [f"mac={mac}"] + ([f"broadcast={cast == 'broadcast'}"] if cast else [])
@@ -91,12 +100,12 @@ def test_draw_d2d_medium_is_the_network_each_run_built(tmp_path, built):
             f"mac = {mac}, broadcast = {cast == 'broadcast'}"  # its setting, not its counts
         run = table[(table["mac"] == mac) & (table["broadcast"] == (cast == "broadcast"))]
         last = run.iloc[-1]
-        if mac == "links":  # independent links at the medium's SNR: 67 dB at 1 m, d^-3.5
+        if mac == "links":  # independent links at the medium's SNR at 1 m, d^-exponent
             assert picture.medium is None
             u, v = next(iter(network.graph.edges))
             d = math.dist(network.graph.nodes[u]["pos"], network.graph.nodes[v]["pos"])
             assert picture.quality[(u, v)] == pytest.approx(
-                0.0 - 40.0 + 174.0 - 60.0 - 7.0 - 35.0 * math.log10(d))
+                snr_at_1m(config) - 10.0 * config.path_loss_exponent * math.log10(d))
             continue
         # the medium: its totals over the run, its TDMA slots
         summary = (f"over the run: {last['transmissions']} packets on the air, "
@@ -112,18 +121,19 @@ def test_draw_d2d_medium_is_the_network_each_run_built(tmp_path, built):
 
 
 def test_draw_a_scenario_is_the_network_its_run_builds(built):
-    """The numbers of the first study: K = 30 devices in a 102.97 m square, the links
-    coloured from 67 dB at 1 m."""
-    from bflnet.runs.registry import get_scenario
-
+    """The numbers of a first study at K = 30: the run's square and the links coloured
+    from the run's SNR at 1 m (the title as the config gives them)."""
     (picture,) = scenario_pictures("d2d-medium", {"K": 30, "macs": "links"}, seed=0)
     config = get_scenario("d2d-medium").config({"K": 30, "macs": "links"})
     graph = config.run_graph(0)
     assert sorted(picture.graph.edges) == sorted(graph.edges)
-    assert "area 103 m" in picture.title and "67 dB mean SNR at 1 m" in picture.title
+    area = config.radius_m * math.sqrt(math.pi * config.K / config.degree)
+    assert f"area {area:.4g} m" in picture.title
+    assert f"{snr_at_1m(config):.0f} dB mean SNR at 1 m" in picture.title
     u, v = next(iter(graph.edges))
     d = math.dist(graph.nodes[u]["pos"], graph.nodes[v]["pos"])
-    assert picture.quality[(u, v)] == pytest.approx(67.0 - 35.0 * math.log10(d))
+    assert picture.quality[(u, v)] == pytest.approx(
+        snr_at_1m(config) - 10.0 * config.path_loss_exponent * math.log10(d))
 
 
 def test_draw_consensus_averaging_on_the_shared_medium(tmp_path, built):

@@ -24,7 +24,7 @@ are recognised without touching the cohort when they freeze. Run-outs at the sam
 are served in the order their countdowns began (cohort number, then place in the
 cohort), as one heap entry per node would serve them.
 
-With a PHY preset (``medium.timing``, :mod:`bflnet.radio.phy`) a countdown begins only
+With a PHY preset (``medium.timing``, :mod:`bflnet.radio.phy.timing`) a countdown begins only
 once the carrier has been idle for DIFS (EIFS after an errored busy period,
 :meth:`~bflnet.radio.medium.SharedMedium.ready_at`), and a new back-off at least DIFS
 after it is asked for (the node's own exchange just ended): its slots are counted from

@@ -18,7 +18,7 @@
   down one per idle ``slot_s`` and freezes while a transmitter within ``sense_range_m``
   is on the air (a deferral); at zero the node transmits. Two nodes whose counters reach
   zero in the same slot both transmit and collide. A unicast packet is dropped after
-  ``retry_limit`` retries. With a PHY preset (:mod:`bflnet.radio.phy`) the slot and the
+  ``retry_limit`` retries. With a PHY preset (:mod:`bflnet.radio.phy.timing`) the slot and the
   windows default to the preset's, and counting starts after DIFS or EIFS
   (:mod:`bflnet.radio.backoff`). Every back-off is one ``backoff`` row, written when it ends
   (the node transmits), with ``cw``, the ``counter`` drawn and its ``deferrals``.

@@ -39,7 +39,7 @@ Carrier sense (for CSMA): :meth:`SharedMedium.busy` says whether a transmitter o
 the node is on the air within ``sense_range_m`` of it; a ``carrier`` listener (the CSMA
 back-offs, :mod:`bflnet.radio.backoff`) is told which nodes' carrier became busy when a
 transmission starts and idle when one ends. With a PHY preset (``RadioSpec.phy``,
-:mod:`bflnet.radio.phy`) a node's own transmissions keep its carrier busy too (a node
+:mod:`bflnet.radio.phy.timing`) a node's own transmissions keep its carrier busy too (a node
 sending an ACK does not count its back-off down), and each node keeps when its carrier
 last became idle and whether that busy period was errored (two sensed transmissions
 overlapped): :meth:`SharedMedium.ready_at` is when its back-off may count again, after

@@ -10,7 +10,7 @@ is lost with the probability :func:`packet_error_rate` of its lowest SINR over t
 loss, the pair's shadowing and, per packet and receiver, a block-fading power gain of
 mean 1 (``rayleigh``: exponential; ``rician``: with K factor ``rician_k``; ``none``: 1).
 
-With ``phy`` an 802.11 preset (``80211b``, ``80211a``, ``80211g``; :mod:`bflnet.radio.phy`)
+With ``phy`` an 802.11 preset (``80211b``, ``80211a``, ``80211g``; :mod:`bflnet.radio.phy.timing`)
 a packet is a data frame: :meth:`RadioSpec.airtime_s` adds the PLCP preamble and header
 and the MAC header and FCS, and the medium adds SIFS, the ACK, DIFS and EIFS; ``ideal``
 (the default) is bits over the rate alone.
@@ -104,7 +104,7 @@ class RadioSpec:
 
     @property
     def timing(self) -> Phy | None:
-        """The 802.11 DCF timing of :attr:`phy` (:mod:`bflnet.radio.phy`; ``None``:
+        """The 802.11 DCF timing of :attr:`phy` (:mod:`bflnet.radio.phy.timing`; ``None``:
         ``ideal``, a packet's air time is its bits over the rate)."""
         return phy_preset(self.phy)
 

@@ -10,7 +10,7 @@ under CSMA the MAC's ``retry_limit`` decides instead); a packet that fails them 
 the message. A broadcast packet is sent once (nobody acknowledges it): each receiver gets
 the message iff it received every packet.
 
-With a PHY preset (``RadioSpec.phy``, :mod:`bflnet.radio.phy`) a packet is a data frame
+With a PHY preset (``RadioSpec.phy``, :mod:`bflnet.radio.phy.timing`) a packet is a data frame
 (preamble, MAC header and FCS included) and a unicast one is acknowledged on the air:
 SIFS after it ends, its receiver, if it decoded it and is not transmitting, sends an ACK
 at the basic rate (a transmission of the medium: it can collide, and it keeps the

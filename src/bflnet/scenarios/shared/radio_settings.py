@@ -21,7 +21,7 @@ MAC_NAMES = ("none", "tdma", "csma", "aloha")
 LAYOUT_NAMES = ("random", "circle", "grid")
 #: How the shared medium decides a packet from its SINR (``RadioSpec.reception``).
 RECEPTION_NAMES = ("threshold", "per")
-#: The shared medium's 802.11 timing (``RadioSpec.phy``, :mod:`bflnet.radio.phy`).
+#: The shared medium's 802.11 timing (``RadioSpec.phy``, :mod:`bflnet.radio.phy.timing`).
 PHY_NAMES = ("ideal", "80211b", "80211a", "80211g")
 #: CSMA fields that, left at their defaults, take the PHY preset's values.
 _PRESET_CSMA = ("backoff_slot_s", "cw_min", "cw_max")

@@ -242,3 +242,18 @@ def test_cli_accepts_the_thresholds_and_they_decide(tmp_path):
         return pd.read_csv(out)
     default, deaf = run(), run("ed_threshold_dbm=30", "pd_threshold_dbm=30")
     assert not default.equals(deaf)  # nothing sensed: other collisions
+
+
+def test_the_documented_thresholds_and_times_are_the_presets():
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "wireless-medium.md").read_text()
+    section = doc.split("## Carrier sense by received power", 1)[1].split("\n## ", 1)[0]
+    a, b = phy_preset("80211a"), phy_preset("80211b")
+    dbm = {float(x.replace("−", "-")) for x in re.findall(r"(−?\d+) dBm", section)}
+    assert dbm == {a.pd_dbm, a.ed_dbm, b.pd_dbm, *(b.ed_threshold_dbm(p) for p in
+                                                   (23.0, 20.0, 16.0)), 20.0}
+    assert phy_preset("80211g").pd_dbm == a.pd_dbm and phy_preset("80211g").ed_dbm == a.ed_dbm
+    us = {float(x) for x in re.findall(r"(\d+) µs", section)}
+    assert us == {a.cca_s * 1e6, b.cca_s * 1e6, a.turnaround_s * 1e6, b.turnaround_s * 1e6}

@@ -274,7 +274,7 @@ class BackoffScheduler:
         for n in found:
             state = waiting[n]
             ran = (now - state.t0) / slot + _SLOT_EPS
-            if timing is not None and n != own:  # the vulnerable window (module docstring)
+            if timing is not None and own >= 0 and n != own:  # the vulnerable window
                 if ran >= 0.0 and math.floor(ran) >= state.counter:
                     self._fire(n, state)  # it runs out now
                     continue

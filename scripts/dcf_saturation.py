@@ -1,9 +1,10 @@
 """Saturated 802.11 DCF on the shared medium: collision probability and throughput.
 
-``n`` stations around an access point (5 m away, no fading, every pair within carrier
-sense) always have a 1023-byte packet for it; 802.11b at 1 Mbit/s (``phy=80211b``:
-DIFS, SIFS, EIFS, PLCP preamble and header, MAC header and FCS, an ACK at the basic rate;
-CW 32 ... 1024), no retry limit. Measured over ``duration_s`` simulated seconds:
+``n`` stations around an access point (5 m away, no fading, carrier sense by received
+power: every pair well above the energy-detection threshold) always have a 1023-byte
+packet for it; 802.11b at 1 Mbit/s (``phy=80211b``: DIFS, SIFS, EIFS, PLCP preamble and
+header, MAC header and FCS, an ACK at the basic rate; CW 32 ... 1024), no retry limit.
+Measured over ``duration_s`` simulated seconds:
 
 * ``p``: the share of data frames whose ACK did not come back (the collision
   probability of Bianchi's model: no frame is lost to noise here);
@@ -11,10 +12,11 @@ CW 32 ... 1024), no retry limit. Measured over ``duration_s`` simulated seconds:
   the 1 Mbit/s data rate (the overheads, ACKs and idle slots all count as lost time).
 
 Besides ``n`` = 5 ... 50 in one collision domain, the hidden-terminal case A-B-C: A and
-C (80 m apart, carrier sense 50 m) both send to B in the middle; beside it the same
-three nodes with carrier sense covering all (``connected``). The table (with Bianchi's
-fixed point for the same timings, ``tests/radio/test_dcf_saturation.py`` checks both,
-with a fixed point of its own) and the table of docs/wireless-medium.md made from it::
+C (80 m apart, carrier sense a 50 m circle) both send to B in the middle; beside it the
+same three nodes sensing by received power, so everyone senses everyone
+(``connected``). The table (with Bianchi's fixed point for the same timings,
+``tests/radio/test_dcf_saturation.py`` checks both, with a fixed point of its own) and
+the table of docs/wireless-medium.md made from it::
 
     PYTHONPATH=src python scripts/dcf_saturation.py > docs/tables/dcf_saturation.csv
     PYTHONPATH=src python scripts/dcf_saturation.py --markdown docs/tables/dcf_saturation.csv
@@ -52,7 +54,8 @@ def saturate(n: int, duration_s: float, *, seed: int = 1, hidden: bool = False,
              phy: str = "80211b") -> dict[str, float]:
     """One saturated run: node 0 the access point, ``1..n`` the stations (``hidden``: two
     stations 80 m apart, each 40 m from the access point, carrier sense 50 m; else on a
-    5 m circle, everyone sensing everyone). ``{"p", "S", "attempts", "successes"}``."""
+    5 m circle, everyone sensing everyone by received power). ``{"p", "S", "attempts",
+    "successes"}``."""
     if hidden:
         if n != 2:
             raise ValueError(f"n: the hidden-terminal case has 2 stations, got {n}")
@@ -63,7 +66,7 @@ def saturate(n: int, duration_s: float, *, seed: int = 1, hidden: bool = False,
     g = nx.Graph()
     g.add_nodes_from((k, {"pos": p}) for k, p in enumerate(pos))
     g.add_edges_from((0, k) for k in range(1, len(pos)))
-    mac = Csma(sense_range_m=50.0 if hidden else 1000.0, retry_limit=1000)
+    mac = Csma(sense_range_m=50.0 if hidden else None, retry_limit=1000)
     sim = Simulation(seed)
     net = sim.build_network(g, medium=SharedMediumSpec(radio(phy), mac=mac),
                             mtu_bits=PAYLOAD_BITS)

@@ -172,3 +172,24 @@ def test_the_documentation_table_is_the_stored_csv_and_both_fixed_points_agree()
         assert h["bianchi"](int(n)) == pytest.approx(bianchi(int(n)), rel=1e-6)
     doc = (ROOT / "docs" / "wireless-medium.md").read_text()
     assert h["markdown"](table) in doc
+
+
+def test_every_station_senses_every_other_by_energy_in_the_connected_case():
+    """The connected runs sense by received power: with 50 stations on the 5 m circle
+    (and the access point at its centre) every node's power at every other is far above
+    the energy-detection threshold, so all are in one collision domain."""
+    h = harness()
+    n = 50
+    g = nx.Graph()
+    g.add_nodes_from((k, {"pos": (5 * math.cos(2 * math.pi * k / n),
+                                  5 * math.sin(2 * math.pi * k / n)) if k else (0.0, 0.0)})
+                     for k in range(n + 1))
+    g.add_edges_from((0, k) for k in range(1, n + 1))
+    net = Simulation(1).build_network(g, medium=SharedMediumSpec(h["radio"](), mac=Csma(
+        retry_limit=1000)), mtu_bits=BITS)
+    medium = net.air.medium
+    assert medium.power_sense is not None and medium.sense_range_m is None
+    ed_mw = 10 ** (medium.power_sense.ed_dbm / 10)
+    for a in range(n + 1):
+        powers = medium.mean_powers(a)
+        assert len(powers) == n and min(powers.values()) > 100 * ed_mw  # 20 dB above

@@ -63,6 +63,7 @@ CONTEXTS: list[dict[str, str]] = [
     {"medium": "shared", "mac": "aloha"}, {"medium": "shared", "mac": "tdma"},
     {"medium": "shared", "mac": "tdma", "speeds": "0"}, {"medium": "shared", "mac": "none"},
     {"medium": "shared", "reception": "per"}, {"medium": "shared", "graph": "ring"},
+    {"medium": "shared", "phy": "80211a"},
     {"medium": "shared", "methods": "sync"}, {"initial_activity": "0.5"},
     {"data": "radar-files", "radar_dir": "FILE"},
 ]

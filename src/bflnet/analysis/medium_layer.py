@@ -35,7 +35,8 @@ class MediumPicture:
     """The shared medium of one picture. ``mac``: its name; ``slots``: each node's TDMA
     slot (``None``: not TDMA) of ``frame_slots``; ranges in metres around ``focus`` (a
     node, or ``None``: no ranges drawn): ``radio_range_m`` (where the mean SNR falls to
-    the threshold), ``sense_range_m`` (CSMA's carrier sense; ``None``: no carrier sense)
+    the threshold), ``sense_range_m`` (CSMA's carrier sense; ``None``: no carrier sense, or
+    by received power, not a circle)
     and ``interference_range_m`` (beyond it a sender is not counted as interference);
     a run's activity: ``sent`` packets per node (labelled ``sent_label``), ``lost``
     receptions per node, and ``summary``, a line of the run's totals."""

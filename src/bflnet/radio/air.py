@@ -76,12 +76,16 @@ class Air:
         key = int(streams.seed_sequence("radio.shadowing").generate_state(1, np.uint64)[0])
         radio, mac = spec.radio, spec.mac
         timing = radio.timing
-        sense = None
-        if isinstance(mac, Csma):
+        sense, power = None, False
+        if isinstance(mac, Csma):  # a circle, or by received power under a PHY preset
             mac = mac.under(timing)
-            sense = mac.sense_range_m if mac.sense_range_m is not None else radio.range_m
+            sense = mac.sense_range_m
+            power = sense is None and timing is not None
+            if sense is None and not power:
+                sense = radio.range_m
         self.medium = SharedMedium(self.env, radio, ids, source, streams.numpy,
-                                   self.recorder, key=key, sense_range_m=sense)
+                                   self.recorder, key=key, sense_range_m=sense,
+                                   power_sense=power)
         if isinstance(mac, Csma):
             assert mac.slot_s is not None
             BackoffScheduler(self.env, self.medium, mac.slot_s, self.recorder, ids)

@@ -30,7 +30,11 @@ once the carrier has been idle for DIFS (EIFS after an errored busy period,
 after it is asked for (the node's own exchange just ended): its slots are counted from
 then (``t0`` may lie ahead), a counter of zero included, and a carrier that turns busy
 before ``t0`` freezes it with no slot counted. A node's own transmission (an ACK it
-sends) freezes its own countdown and never makes it transmit.
+sends) freezes its own countdown and never makes it transmit. A node cannot sense a
+transmission before its vulnerable window has passed (propagation delay, aCCATime and
+aRxTxTurnaroundTime, :func:`~bflnet.radio.phy.sensing.window_s`): one whose counter
+runs out within it keeps counting and transmits; the others freeze with the slots that
+ran out idle before it counted.
 
 The timer: ``_armed`` is the time of the timer in flight for the earliest run-out; a
 countdown that runs out earlier arms a new timer (the one in flight stays, and does
@@ -53,6 +57,7 @@ from typing import Any
 import simpy
 
 from bflnet.radio.events import call_soon, pending, succeed, timeout_at
+from bflnet.radio.phy.sensing import window_s
 
 #: Slots that ran out idle: ``floor(elapsed / slot + _SLOT_EPS)``.
 _SLOT_EPS = 1e-6
@@ -265,11 +270,20 @@ class BackoffScheduler:
                 found.append(n)
         if not found:
             return
-        waiting, now, slot = self.waiting, self.env._now, self.slot
+        waiting, now, slot, timing = self.waiting, self.env._now, self.slot, self.timing
         for n in found:
             state = waiting[n]
-            cd[n] = 0
             ran = (now - state.t0) / slot + _SLOT_EPS
+            if timing is not None and own >= 0 and n != own:  # the vulnerable window
+                if ran >= 0.0 and math.floor(ran) >= state.counter:
+                    self._fire(n, state)  # it runs out now
+                    continue
+                # slots that run out before it senses this transmission
+                ran = ((now + window_s(timing, self.medium.distance(own, n)) - state.t0)
+                       / slot - _SLOT_EPS)
+                if ran > state.counter:
+                    continue  # it runs out first: it keeps counting, and transmits
+            cd[n] = 0
             if ran >= 0.0:  # (before t0: still in DIFS or EIFS, no slot counted)
                 elapsed = math.floor(ran)
                 if elapsed >= state.counter and n != own:

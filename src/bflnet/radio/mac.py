@@ -104,8 +104,9 @@ class Tdma:
 
 @dataclass(frozen=True)
 class Csma:
-    """CSMA with binary exponential back-off; ``sense_range_m=None``: the radio's nominal
-    range (where the mean SNR falls to the threshold). ``slot_s``, ``cw_min`` and
+    """CSMA with binary exponential back-off; ``sense_range_m=None``: by received power
+    under a PHY preset (:mod:`bflnet.radio.phy.sensing`), else the radio's nominal range
+    (where the mean SNR falls to the threshold). ``slot_s``, ``cw_min`` and
     ``cw_max`` left ``None`` are the radio's PHY preset's (its slot, ``CWmin + 1`` and
     ``CWmax + 1`` values; ``ideal``: 20 µs, 16, 1024): :meth:`under`."""
 

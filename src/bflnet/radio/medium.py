@@ -43,7 +43,9 @@ transmission starts and idle when one ends. With a PHY preset (``RadioSpec.phy``
 sending an ACK does not count its back-off down), and each node keeps when its carrier
 last became idle and whether that busy period was errored (two sensed transmissions
 overlapped): :meth:`SharedMedium.ready_at` is when its back-off may count again, after
-DIFS, or EIFS after an errored period.
+DIFS, or EIFS after an errored period. With a PHY preset and ``power_sense`` (instead of
+``sense_range_m``) the carrier is sensed by received power, energy and preamble
+detection on the medium's own totals and draws (:mod:`bflnet.radio.phy.sensing`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from typing import Any
 import numpy as np
 import simpy
 
+from bflnet.radio.phy.sensing import PowerSense
 from bflnet.radio.spec import RadioSpec, packet_error_rate
 
 #: Overlaps shorter than this (seconds) are not overlaps.
@@ -110,7 +113,8 @@ class SharedMedium:
     def __init__(self, env: simpy.Environment, spec: RadioSpec, ids: Sequence[Any],
                  positions: np.ndarray | Callable[[], np.ndarray],
                  stream: Callable[[str], np.random.Generator], recorder: Any, *,
-                 key: int = 0, sense_range_m: float | None = None) -> None:
+                 key: int = 0, sense_range_m: float | None = None,
+                 power_sense: bool = False) -> None:
         self.env, self.spec, self.recorder = env, spec, recorder
         self.ids = list(ids)
         self.index = {node: i for i, node in enumerate(self.ids)}
@@ -168,6 +172,13 @@ class SharedMedium:
         self._refresh()
         #: Transmissions started so far.
         self.transmissions = 0
+        #: Carrier sense by received power (``power_sense``), or ``None``.
+        self.power_sense: PowerSense | None = None
+        if power_sense:
+            if self.timing is None or sense_range_m is not None:
+                raise ValueError("power_sense: needs a PHY preset (phy=80211b, 80211a or "
+                                 "80211g) and no sense_range_m")
+            self.power_sense = PowerSense(self, spec.ed_dbm, spec.pd_dbm)
 
     # ------------------------------------------------------------------ geometry
     def positions(self) -> np.ndarray:
@@ -390,6 +401,8 @@ class SharedMedium:
                 busy = self.busy_count
                 for n in sensed:
                     busy[n] += 1
+        elif self.power_sense is not None:
+            self.power_sense.on(tx)
         return tx
 
     def _carrier_on(self, sender: int) -> None:
@@ -491,6 +504,8 @@ class SharedMedium:
                 busy = self.busy_count
                 for n in sensed:
                     busy[n] -= 1
+        elif self.power_sense is not None:
+            self.power_sense.off(tx)
         if tx.causes or self.recorder.record_messages:
             self._record(tx)
 

@@ -13,7 +13,9 @@ mean 1 (``rayleigh``: exponential; ``rician``: with K factor ``rician_k``; ``non
 With ``phy`` an 802.11 preset (``80211b``, ``80211a``, ``80211g``; :mod:`bflnet.radio.phy.timing`)
 a packet is a data frame: :meth:`RadioSpec.airtime_s` adds the PLCP preamble and header
 and the MAC header and FCS, and the medium adds SIFS, the ACK, DIFS and EIFS; ``ideal``
-(the default) is bits over the rate alone.
+(the default) is bits over the rate alone. Under a preset, CSMA without a sense range
+senses the carrier by received power (:mod:`bflnet.radio.phy.sensing`):
+``ed_threshold_dbm`` and ``pd_threshold_dbm`` (``None``: the preset's).
 
 Interference from transmitters whose mean power at a receiver is more than
 ``interference_margin_db`` below the noise (plus three shadowing standard deviations) is
@@ -37,7 +39,12 @@ from typing import Any
 from bflnet.radio.pathloss import LogDistance, dbm_to_mw, noise_dbm
 from bflnet.radio.phy import Phy, phy_preset
 from bflnet.validation.checks import check_real
-from bflnet.validation.limits import MIN_BANDWIDTH_HZ, MIN_CODING_RATE
+from bflnet.validation.limits import (
+    MAX_CCA_DBM,
+    MIN_BANDWIDTH_HZ,
+    MIN_CCA_DBM,
+    MIN_CODING_RATE,
+)
 
 FADINGS = ("none", "rayleigh", "rician")
 #: How a packet's SINR decides it: a hard ``threshold``, or the packet error rate ``per``.
@@ -78,6 +85,8 @@ class RadioSpec:
     interference_range_m: float | None = None
     reception: str = "threshold"
     phy: str = "ideal"
+    ed_threshold_dbm: float | None = None
+    pd_threshold_dbm: float | None = None
 
     def __post_init__(self) -> None:
         check_real("tx_power_dbm", self.tx_power_dbm, ge=-100, le=100)
@@ -101,6 +110,30 @@ class RadioSpec:
             raise ValueError(f"reception: must be one of {', '.join(RECEPTIONS)}, got "
                              f"{self.reception!r}")
         phy_preset(self.phy)
+        for name in ("ed_threshold_dbm", "pd_threshold_dbm"):
+            value = getattr(self, name)
+            if value is not None:
+                check_real(name, value, ge=MIN_CCA_DBM, le=MAX_CCA_DBM)
+                if self.phy == "ideal":
+                    raise ValueError(f"{name}: carrier sense by received power needs a PHY "
+                                     f"preset (phy=80211b, 80211a or 80211g), got phy=ideal")
+
+    @property
+    def ed_dbm(self) -> float:
+        """The energy-detection threshold (given, or the preset's for this transmit power;
+        ``ideal``: none, ``inf``)."""
+        if self.ed_threshold_dbm is not None:
+            return self.ed_threshold_dbm
+        timing = self.timing
+        return math.inf if timing is None else timing.ed_threshold_dbm(self.tx_power_dbm)
+
+    @property
+    def pd_dbm(self) -> float:
+        """The preamble-detection threshold (given, or the preset's; ``ideal``: ``inf``)."""
+        if self.pd_threshold_dbm is not None:
+            return self.pd_threshold_dbm
+        timing = self.timing
+        return math.inf if timing is None else timing.pd_dbm
 
     @property
     def timing(self) -> Phy | None:

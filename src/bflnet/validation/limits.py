@@ -35,6 +35,8 @@ MIN_RATE_BPS = 1e-3
 #: shorter than any packet a radio sends; a slot of ``5e-324`` s vanishes in the clock's
 #: rounding at any time after 0.
 MIN_SLOT_S = 1e-9
+#: The range of a carrier-sense (energy / preamble detection) threshold, dBm.
+MIN_CCA_DBM, MAX_CCA_DBM = -150.0, 30.0
 
 #: Smallest slotted-ALOHA transmit probability: the slots a node skips are drawn at
 #: once as ``ceil(E / -log(1 - p))`` with ``E`` a standard exponential (at most about 745

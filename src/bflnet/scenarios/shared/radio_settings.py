@@ -14,7 +14,7 @@ from typing import Any
 
 from bflnet.runs.config import param
 from bflnet.scenarios.shared.radio_defaults import radio_default
-from bflnet.validation.limits import MIN_PROBABILITY, MIN_SLOT_S
+from bflnet.validation.limits import MAX_CCA_DBM, MIN_CCA_DBM, MIN_PROBABILITY, MIN_SLOT_S
 
 MEDIA = ("links", "shared")
 MAC_NAMES = ("none", "tdma", "csma", "aloha")
@@ -29,7 +29,7 @@ _PRESET_CSMA = ("backoff_slot_s", "cw_min", "cw_max")
 SHARED_FIELDS = ("mac", "broadcast", "reception", "tx_power_dbm", "noise_figure_db",
                  "ref_loss_db", "shadowing_db", "sinr_threshold_db", "layout", "aloha_p",
                  "mac_slot_s", "tdma_frame_slots", "sense_range_m", "backoff_slot_s", "cw_min",
-                 "cw_max", "retry_limit", "phy")
+                 "cw_max", "retry_limit", "phy", "ed_threshold_dbm", "pd_threshold_dbm")
 
 
 def is_shared(s: RadioSettings) -> bool:
@@ -39,9 +39,15 @@ def is_shared(s: RadioSettings) -> bool:
 
 def _threshold_read(s: RadioSettings) -> bool:
     """Whether the SINR threshold is read: it decides every packet (``reception=threshold``),
-    or it sets the nominal range that is CSMA's default carrier-sense range."""
+    or it sets the nominal range that is CSMA's default carrier-sense range (``ideal``)."""
     return is_shared(s) and (s.reception == "threshold"
-                             or (s.mac == "csma" and s.sense_range_m is None))
+                             or (s.mac == "csma" and s.sense_range_m is None
+                                 and s.phy == "ideal"))
+
+
+def _power_sensed(s: RadioSettings) -> bool:
+    """Whether CSMA senses the carrier by received power: a PHY preset, no sense range."""
+    return mac_is("csma")(s) and s.phy != "ideal" and s.sense_range_m is None
 
 
 def mac_is(*names: str) -> Callable[[RadioSettings], bool]:
@@ -61,8 +67,8 @@ RADIO_USED_ONLY_WITH: dict[str, tuple[Callable[[RadioSettings], bool], str]] = {
     "ref_loss_db": (is_shared, "medium=shared"),
     "shadowing_db": (is_shared, "medium=shared"),
     "sinr_threshold_db": (_threshold_read, "medium=shared and reception=threshold, or "
-                          "mac=csma without sense_range_m (the threshold's nominal range "
-                          "is the carrier-sense range)"),
+                          "mac=csma and phy=ideal without sense_range_m (the threshold's "
+                          "nominal range is the carrier-sense range)"),
     "aloha_p": (mac_is("aloha"), "medium=shared and mac=aloha"),
     "mac_slot_s": (mac_is("aloha", "tdma"), "medium=shared and mac=aloha or tdma"),
     "tdma_frame_slots": (mac_is("tdma"), "medium=shared and mac=tdma"),
@@ -72,6 +78,10 @@ RADIO_USED_ONLY_WITH: dict[str, tuple[Callable[[RadioSettings], bool], str]] = {
     "cw_max": (mac_is("csma"), "medium=shared and mac=csma"),
     "retry_limit": (mac_is("csma"), "medium=shared and mac=csma"),
     "phy": (is_shared, "medium=shared"),
+    "ed_threshold_dbm": (_power_sensed, "medium=shared, mac=csma and a PHY preset without "
+                         "sense_range_m (carrier sense by received power)"),
+    "pd_threshold_dbm": (_power_sensed, "medium=shared, mac=csma and a PHY preset without "
+                         "sense_range_m (carrier sense by received power)"),
 }
 
 
@@ -113,8 +123,10 @@ class RadioSettings:
                                      "of the largest packet)", ge=MIN_SLOT_S, le=1e6)
     tdma_frame_slots: int | None = param(None, "TDMA slots per frame (none: the number of "
                                          "colours)", ge=1, le=10_000_000)
-    sense_range_m: float | None = param(None, "CSMA carrier-sense range in metres (none: the "
-                                        "radio range)", ge=0, le=1e9)
+    sense_range_m: float | None = param(None, "CSMA carrier-sense range in metres (none: by "
+                                        "received power under a PHY preset, "
+                                        "ed_threshold_dbm and pd_threshold_dbm; the radio "
+                                        "range with phy=ideal)", ge=0, le=1e9)
     backoff_slot_s: float = param(20e-6, "CSMA back-off slot in seconds", ge=MIN_SLOT_S,
                                   le=1e3)
     cw_min: int = param(16, "CSMA smallest contention window", ge=1, le=2**20)
@@ -126,6 +138,15 @@ class RadioSettings:
                      "header, MAC header and FCS, an ACK at the basic rate; backoff_slot_s, "
                      "cw_min and cw_max at their defaults take the preset's; an ALOHA / "
                      "TDMA slot holds a frame, SIFS and its ACK", choices=PHY_NAMES)
+    ed_threshold_dbm: float | None = param(None, "CSMA energy detection in dBm: the carrier "
+                                           "is busy while the summed power on the air is at "
+                                           "or above it (none: the PHY preset's, -62 OFDM, "
+                                           "-76 DSSS at 20 dBm)", ge=MIN_CCA_DBM,
+                                           le=MAX_CCA_DBM)
+    pd_threshold_dbm: float | None = param(None, "CSMA preamble detection in dBm: a frame "
+                                           "received at or above it keeps the carrier busy "
+                                           "to its end (none: the PHY preset's, -82 OFDM, "
+                                           "-80 DSSS)", ge=MIN_CCA_DBM, le=MAX_CCA_DBM)
 
     def check_mac(self) -> None:
         """One-line ``ValueError`` for MAC settings that cannot go together."""
@@ -163,5 +184,7 @@ class RadioSettings:
             sinr_threshold_db=self.sinr_threshold_db, reception=self.reception,
             pathloss=LogDistance(path_loss_exponent, 1.0, self.ref_loss_db,
                                  self.shadowing_db),
-            fading=fading, rician_k=rician_k, latency_s=latency_s, phy=self.phy)
+            fading=fading, rician_k=rician_k, latency_s=latency_s, phy=self.phy,
+            ed_threshold_dbm=self.ed_threshold_dbm if _power_sensed(self) else None,
+            pd_threshold_dbm=self.pd_threshold_dbm if _power_sensed(self) else None)
         return SharedMediumSpec(radio, self.build_mac(), layout=self.layout, area_m=area_m)

@@ -757,10 +757,10 @@ def tdma_reuse() -> pd.DataFrame:
     return pd.read_csv(TABLES / "tdma_reuse.csv")
 
 
-def _slots(K: int, schedule: str, margin: float = 0.0) -> str:
+def _slots(K: int, schedule: str, margin: float = 0.0, phy: str = "ideal") -> str:
     t = tdma_reuse()
-    (value,) = t[(t["K"] == K) & (t["schedule"] == schedule) & (t["margin_db"] == margin)][
-        "frame_slots"]
+    (value,) = t[(t["K"] == K) & (t["schedule"] == schedule) & (t["margin_db"] == margin)
+                 & (t["phy"] == phy)]["frame_slots"]
     return str(int(value))
 
 
@@ -771,8 +771,11 @@ TDMA_REUSE_CLAIMS = [
           lambda: (_slots(100, "distance2"), _slots(100, "sinr"), _slots(1600, "distance2"),
                    _slots(1600, "sinr"), _slots(100, "sinr", 3.0), _slots(1600, "sinr", 3.0),
                    _slots(100, "sinr", 10.0), _slots(1600, "sinr", 10.0))),
+    Claim(r"With `phy=80211b`, whose ACKs the schedule checks too, it takes (\d+) and (\d+) "
+          r"slots",
+          lambda: (_slots(100, "sinr", phy="80211b"), _slots(1600, "sinr", phy="80211b"))),
 ]
-TDMA_REUSE_SETTINGS = [r"K = (100|1600)", r"\d+ dB"]
+TDMA_REUSE_SETTINGS = [r"K = (100|1600)", r"\d+ dB", r"`phy=80211b`"]
 
 
 def test_the_tdma_reuse_reading_is_the_table():
@@ -786,10 +789,11 @@ def test_the_tdma_reuse_table_at_k_100_is_the_script_s():
     stored = tdma_reuse()
     pd.testing.assert_frame_equal(again, stored[stored["K"] == 100].reset_index(drop=True),
                                   check_dtype=False)
-    t = stored.set_index(["K", "schedule", "margin_db"])["frame_slots"]
-    for k in (100, 1600):  # spatial reuse: fewer slots, more with a larger margin
-        assert t[(k, "sinr", 0.0)] < t[(k, "sinr", 3.0)] < t[(k, "sinr", 10.0)] \
-            < t[(k, "distance2", 0.0)]
+    t = stored.set_index(["K", "schedule", "margin_db", "phy"])["frame_slots"]
+    for k in (100, 1600):  # spatial reuse: fewer slots, more with a larger margin or ACKs
+        assert t[(k, "sinr", 0.0, "ideal")] < t[(k, "sinr", 3.0, "ideal")] \
+            < t[(k, "sinr", 10.0, "ideal")] < t[(k, "distance2", 0.0, "ideal")]
+        assert t[(k, "sinr", 0.0, "ideal")] < t[(k, "sinr", 0.0, "80211b")]
 
 
 @cache

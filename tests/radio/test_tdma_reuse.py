@@ -47,6 +47,22 @@ def test_the_check_is_cumulative_not_pairwise():
     assert all(colours[n] != colours[1] for n in (2, 3, 4))
 
 
+def test_with_acks_a_sender_must_decode_its_receiver_s_ack():
+    """A -> a and B -> b: both data frames decode together, but b's ACK drowns a's at A
+    (a weak link beside a strong one): only the ACK check splits them."""
+    A, a, B, b = range(4)
+    power = np.full((4, 4), 1e-6)
+    for (x, y), p in {(A, a): 20.0, (B, b): 100.0, (A, b): 5.0, (B, a): 0.1}.items():
+        power[x, y] = power[y, x] = p  # mean powers are reciprocal
+    around = [(np.array([n for n in range(4) if n != t]),
+               np.array([power[t, n] for n in range(4) if n != t])) for t in range(4)]
+    receivers = [np.array([a]), np.array([], np.int64), np.array([b]),
+                 np.array([], np.int64)]
+    plain, _ = sinr_schedule(around, receivers, noise_mw=0.01, threshold=10.0)
+    acked, _ = sinr_schedule(around, receivers, noise_mw=0.01, threshold=10.0, acks=True)
+    assert plain[A] == plain[B] and acked[A] != acked[B]
+
+
 @pytest.fixture(scope="module")
 def network():
     """d2d-medium's TDMA network at K = 100 (the study's layout and radio), SINR schedule,
@@ -76,20 +92,26 @@ def test_every_slot_decodes_with_the_medium_s_own_sinr(network):
     assert receptions == 2 * network.graph.number_of_edges()
 
 
-@pytest.mark.parametrize("broadcast", [True, False])
-def test_a_run_on_the_sinr_schedule_has_no_collision_rows(broadcast):
-    """Two rounds of consensus (unicast with ARQ, or broadcast) on the K = 100 network,
-    fading off: every packet on the air, none lost to a collision."""
+@pytest.mark.parametrize(("broadcast", "phy", "slots"), [
+    (True, "ideal", 19), (False, "ideal", 19), (False, "80211b", 21)])
+def test_a_run_on_the_sinr_schedule_has_no_collision_rows(broadcast, phy, slots):
+    """Two rounds of consensus (unicast with ARQ, or broadcast; with ``80211b`` every
+    unicast frame acknowledged on the air) on the K = 100 network, fading off: every
+    packet on the air, none (ACKs included) lost to a collision."""
     graph, kwargs = _settings(broadcast)
+    medium = kwargs["medium"]
+    kwargs["medium"] = replace(medium, radio=replace(medium.radio, phy=phy))
     sim = Simulation(0, record_messages=True)
     net = sim.build_network(graph, **kwargs)
-    assert net.air.frame_slots == 19
+    assert net.air.frame_slots == slots
     learner = ConsensusAveraging({k: float(k) for k in graph})
     sim.run(ConsensusProtocol(learner, "metropolis-hastings", StopRule(max_iterations=2),
                               broadcast=broadcast))
     frame = sim.recorder.to_frame()
     tx = frame[frame.event == "tx"]
     assert len(tx) >= 2 * len(graph) and tx.received.sum() > 0
+    if phy != "ideal":
+        assert (tx["frame"] == "ack").sum() > len(graph)
     assert "collision" not in set(frame.get("kind", []))
 
 

@@ -169,7 +169,8 @@ class Air:
 
     def _sinr_schedule(self, network: Any, mac: Tdma) -> tuple[dict[int, int], int]:
         """The SINR schedule (:func:`~bflnet.radio.scheduling.sinr_schedule`) of the
-        medium's mean powers, every node's receivers its links' destinations."""
+        medium's mean powers, every node's receivers its links' destinations (with a PHY
+        preset, their ACKs checked too)."""
         medium = self.medium
         index, k = medium.index, len(medium.ids)
         receivers: list[list[int]] = [[] for _ in range(k)]
@@ -186,7 +187,7 @@ class Air:
                            else None)
         return sinr_schedule(around, rx, noise_mw=medium.noise, threshold=medium.threshold,
                              margin_db=mac.margin_db, signals=signals,
-                             frame_slots=mac.frame_slots)
+                             frame_slots=mac.frame_slots, acks=medium.timing is not None)
 
     def attach(self, link: Any) -> None:
         """Make ``link`` send through its sender's transceiver (a sender with a battery

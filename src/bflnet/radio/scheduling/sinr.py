@@ -23,7 +23,13 @@ largest total its receptions tolerate, so one candidate is checked against every
 at once (numpy) over the nodes within its interference range: K = 1600 takes well under
 a second.
 
-ACK frames (with a PHY preset) are not part of the check.
+With ``acks`` (a PHY preset: a unicast frame is acknowledged SIFS after it ends) the
+ACKs of a slot, sent at once by the receivers, are checked the same way: each sender
+must decode the ACK of its weakest protected receiver (mean powers are reciprocal, so
+it arrives with that receiver's own signal power) with, from every other transmission
+of the slot, the strongest ACK any of its protected receivers may send (which one
+answers depends on the message: the worst case is counted). A broadcast has no ACK, so
+its schedule is then a little longer than it needs to be.
 
 >>> import numpy as np
 >>> # three nodes on a line, 0 -> 1 and 2 -> 1 would collide at 1; 0 -> 1 alone is fine
@@ -49,14 +55,16 @@ def sinr_schedule(around: Sequence[tuple[np.ndarray, np.ndarray]],
                   receivers: Sequence[np.ndarray], *, noise_mw: float, threshold: float,
                   margin_db: float = 0.0,
                   signals: Sequence[np.ndarray | None] | None = None,
-                  frame_slots: int | None = None) -> tuple[dict[int, int], int]:
+                  frame_slots: int | None = None, acks: bool = False
+                  ) -> tuple[dict[int, int], int]:
     """``({node: slot}, slots in a frame)`` of the greedy SINR schedule (module docstring).
 
     ``around[t]``: ``(nodes, mean powers in mW)`` of node ``t``'s transmission at the other
     nodes where the medium counts it; ``receivers[t]``: its receivers' indices;
     ``signals[t]`` (optional): the mean power at each receiver not in ``around[t]`` (a far
     receiver, whose signal the medium does not count as interference), ``NaN`` for those in
-    it. One-line error when ``frame_slots`` is fewer than the schedule needs."""
+    it. ``acks``: check the ACKs too (module docstring). One-line error when
+    ``frame_slots`` is fewer than the schedule needs."""
     k = len(around)
     margin = 10.0 ** (margin_db / 10.0)
     budget = (1.0 - _SLACK) / margin
@@ -89,11 +97,16 @@ def sinr_schedule(around: Sequence[tuple[np.ndarray, np.ndarray]],
         rx_nodes.append(rx[keep])
         rx_allow.append(allow[keep])
         rx_cap.append(allow[keep] + own[keep])
+    if acks:
+        ack_nodes, ack_power, ack_allow, ack_own = _ack_footprints(around, rx_nodes,
+                                                                   rx_allow)
     order = np.lexsort((np.arange(k), -np.array([len(r) for r in receivers], dtype=np.int64)))
     size = 8
     total = np.zeros((size, k))  # per slot: the summed mean power at every node
     cap = np.full((size, k), np.inf)  # per slot: the largest total each node tolerates
     member = np.zeros((size, k), dtype=bool)
+    ack_total = np.zeros((size if acks else 0, k))  # the same for the ACKs
+    ack_cap = np.full((size if acks else 0, k), np.inf)
     colour = np.full(k, -1, dtype=np.int64)
     slots = 0
     for v in order.tolist():
@@ -106,6 +119,11 @@ def sinr_schedule(around: Sequence[tuple[np.ndarray, np.ndarray]],
                 ok &= (total[:slots][:, rx] <= allow).all(axis=1)
             if hd[v].size:
                 ok &= ~member[:slots][:, hd[v]].any(axis=1)
+            if acks and ack_nodes[v].size:
+                a_near = ack_nodes[v]
+                ok &= ((ack_total[:slots][:, a_near] + ack_power[v])
+                       <= ack_cap[:slots][:, a_near]).all(axis=1)
+                ok &= ack_total[:slots, v] <= ack_allow[v]
             fits = np.flatnonzero(ok)
         else:
             fits = np.empty(0, dtype=np.int64)
@@ -119,14 +137,53 @@ def sinr_schedule(around: Sequence[tuple[np.ndarray, np.ndarray]],
                 total = np.vstack([total, np.zeros((size - total.shape[0], k))])
                 cap = np.vstack([cap, np.full((size - cap.shape[0], k), np.inf)])
                 member = np.vstack([member, np.zeros((size - member.shape[0], k), bool)])
+                if acks:
+                    more = size - ack_total.shape[0]
+                    ack_total = np.vstack([ack_total, np.zeros((more, k))])
+                    ack_cap = np.vstack([ack_cap, np.full((more, k), np.inf)])
         colour[v] = s
         member[s, v] = True
         total[s, near] += power
         if rx.size:
             cap[s, rx] = np.minimum(cap[s, rx], rx_cap[v])
+        if acks and ack_nodes[v].size:
+            ack_total[s, ack_nodes[v]] += ack_power[v]
+            ack_cap[s, v] = min(ack_cap[s, v], ack_allow[v] + ack_own[v])
     used = max(slots, 1)
     if frame_slots is not None and used > frame_slots:
         raise ValueError(f"tdma_frame_slots: the SINR schedule of this network needs {used} "
                          f"slots, got {frame_slots}")
     return ({v: int(c) for v, c in enumerate(colour.tolist())},
             used if frame_slots is None else frame_slots)
+
+
+def _ack_footprints(around: Sequence[tuple[np.ndarray, np.ndarray]],
+                    rx_nodes: list[np.ndarray], rx_allow: list[np.ndarray]
+                    ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray, np.ndarray]:
+    """Per transmission ``t``: the nodes its ACKs reach and, at each, the strongest of
+    its protected receivers' ACK powers (any of them may answer); the interference the
+    ACK of its weakest protected receiver tolerates at ``t`` (mean powers are
+    reciprocal: that ACK arrives with the frame's own mean power), and the power of its
+    own ACKs counted at ``t``."""
+    k = len(around)
+    nodes, power = [], []
+    allow = np.full(k, np.inf)
+    own = np.zeros(k)
+    for t in range(k):
+        rx = rx_nodes[t]
+        if not rx.size:
+            nodes.append(np.empty(0, dtype=np.int64))
+            power.append(np.empty(0))
+            continue
+        got_n = np.concatenate([around[r][0] for r in rx.tolist()])
+        got_p = np.concatenate([around[r][1] for r in rx.tolist()])
+        uniq, inverse = np.unique(got_n, return_inverse=True)
+        strongest = np.zeros(uniq.size)
+        np.maximum.at(strongest, inverse, got_p)
+        nodes.append(uniq)
+        power.append(strongest)
+        allow[t] = float(rx_allow[t].min())  # the weakest receiver's (its ACK's) margin
+        place = np.searchsorted(uniq, t)
+        if place < uniq.size and uniq[place] == t:
+            own[t] = strongest[place]
+    return nodes, power, allow, own

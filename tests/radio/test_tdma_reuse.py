@@ -126,3 +126,31 @@ def _settings(broadcast: bool) -> tuple[nx.Graph, dict]:
     kwargs["medium"] = replace(medium, radio=replace(medium.radio, fading="none"),
                                mac=Tdma(schedule="sinr"))
     return graph, kwargs
+
+
+def test_a_receiver_beyond_the_interference_range_is_scheduled_on_its_own_signal():
+    """A 10 m interference range and links of 20 m: the medium does not count those
+    signals as interference, and the schedule takes them from the mean gain."""
+    from bflnet.radio import LogDistance, RadioSpec, SharedMediumSpec
+    from bflnet.simulator.message import Message
+
+    g = nx.Graph()
+    g.add_nodes_from((k, {"pos": (20.0 * k, 0.0)}) for k in range(4))
+    g.add_edges_from([(0, 1), (2, 3)])
+    radio = RadioSpec(sinr_threshold_db=10.0, pathloss=LogDistance(3.0, 1.0, 40.0),
+                      fading="none", interference_range_m=10.0)
+    sim = Simulation(0, record_messages=True)
+    net = sim.build_network(g, medium=SharedMediumSpec(radio, mac=Tdma(schedule="sinr")),
+                            mtu_bits=1000)
+    # nobody counts anybody's power: two slots (half-duplex pairs), not four
+    assert net.air.frame_slots == 2
+    done = []
+
+    def body(src, dst):
+        d = yield from net.links[(src, dst)].send(Message(src, dst, "x", None, 1000),
+                                                  deliver=False)
+        done.append(d.delivered)
+    for src, dst in [(0, 1), (1, 0), (2, 3), (3, 2)]:
+        sim.env.process(body(src, dst))
+    sim.env.run()
+    assert done == [True] * 4

@@ -181,10 +181,10 @@ class Air:
         for t in range(k):
             near, power, place = medium.around(t)
             around.append((near, power))
-            far = [float(medium.spec.tx_mw * medium.mean_gain(t, r)) if r not in place
-                   else np.nan for r in rx[t].tolist()]
-            signals.append(np.asarray(far) if any(r not in place for r in rx[t].tolist())
-                           else None)
+            out = [r for r in rx[t].tolist() if r not in place]  # far receivers
+            signals.append(np.array([medium.spec.tx_mw * medium.mean_gain(t, r)
+                                     if r in out else np.nan for r in rx[t].tolist()])
+                           if out else None)
         return sinr_schedule(around, rx, noise_mw=medium.noise, threshold=medium.threshold,
                              margin_db=mac.margin_db, signals=signals,
                              frame_slots=mac.frame_slots, acks=medium.timing is not None)

@@ -3,7 +3,8 @@
 * :class:`NoMac` — at once (overlapping transmissions collide: the medium decides).
 * :class:`Aloha` — slotted ALOHA: at each slot boundary the node transmits with
   probability ``p`` (else it defers to the next slot; the default slot is the air time of
-  the largest packet, with a PHY preset that of the largest frame, SIFS and its ACK);
+  the largest packet, with a PHY preset that of the largest frame of the run's first
+  message, SIFS and its ACK, plus the guard time, :mod:`bflnet.radio.scheduling.guard`);
   the slots until it transmits are drawn at once (geometric). An attempt that deferred
   is one ``defer`` row, written when the node transmits, with the slots it skipped
   (``deferrals``).

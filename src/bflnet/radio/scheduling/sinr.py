@@ -83,15 +83,10 @@ def sinr_schedule(around: Sequence[tuple[np.ndarray, np.ndarray]],
         near, power = around[t]
         rx = np.asarray(receivers[t], dtype=np.int64)
         rx = rx[rx != t]
-        place = np.searchsorted(near, rx)
-        inside = (place < near.size) & (near[np.minimum(place, max(near.size - 1, 0))] == rx) \
-            if near.size else np.zeros(rx.size, dtype=bool)
-        own = np.where(inside, power[np.minimum(place, max(near.size - 1, 0))]
-                       if near.size else 0.0, 0.0)
-        signal = own.copy()
+        inside, own = _counted(near, power, rx)
+        signal = own
         if signals is not None and signals[t] is not None:
-            far = np.asarray(signals[t], dtype=np.float64)
-            signal = np.where(inside, own, far)
+            signal = np.where(inside, own, np.asarray(signals[t], dtype=np.float64))
         allow = (signal / threshold - noise_mw) * budget
         keep = allow >= 0.0  # decodes alone: protected
         rx_nodes.append(rx[keep])
@@ -155,6 +150,17 @@ def sinr_schedule(around: Sequence[tuple[np.ndarray, np.ndarray]],
                          f"slots, got {frame_slots}")
     return ({v: int(c) for v, c in enumerate(colour.tolist())},
             used if frame_slots is None else frame_slots)
+
+
+def _counted(near: np.ndarray, power: np.ndarray, rx: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Which of the receivers ``rx`` are among ``near`` (sorted), and the power counted
+    at each (0 where it is not)."""
+    if not near.size:
+        return np.zeros(rx.size, dtype=bool), np.zeros(rx.size)
+    place = np.minimum(np.searchsorted(near, rx), near.size - 1)
+    inside = near[place] == rx
+    return inside, np.where(inside, power[place], 0.0)
 
 
 def _ack_footprints(around: Sequence[tuple[np.ndarray, np.ndarray]],

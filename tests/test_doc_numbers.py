@@ -748,3 +748,122 @@ def test_a_changed_or_unread_ota_number_fails(old, new):
     found = [*problems(changed, "wflmc_gaussian", WFLMC_CLAIMS, WFLMC_SETTINGS),
              *problems(changed, "ota_langevin", OTA_CLAIMS, [*tables, *OTA_SETTINGS])]
     assert found != []
+
+
+# --- TDMA spatial reuse and round starts: docs/tables/tdma_reuse.csv, round_jitter.csv --
+
+@cache
+def tdma_reuse() -> pd.DataFrame:
+    return pd.read_csv(TABLES / "tdma_reuse.csv")
+
+
+def _slots(K: int, schedule: str, margin: float = 0.0, phy: str = "ideal") -> str:
+    t = tdma_reuse()
+    (value,) = t[(t["K"] == K) & (t["schedule"] == schedule) & (t["margin_db"] == margin)
+                 & (t["phy"] == phy)]["frame_slots"]
+    return str(int(value))
+
+
+TDMA_REUSE_CLAIMS = [
+    Claim(r"The frame shrinks from (\d+) to (\d+) slots at K = 100 and from (\d+) to (\d+) "
+          r"slots at K = 1600 \(with a 3 dB margin (\d+) and (\d+) slots, with 10 dB (\d+) "
+          r"and (\d+)\)",
+          lambda: (_slots(100, "distance2"), _slots(100, "sinr"), _slots(1600, "distance2"),
+                   _slots(1600, "sinr"), _slots(100, "sinr", 3.0), _slots(1600, "sinr", 3.0),
+                   _slots(100, "sinr", 10.0), _slots(1600, "sinr", 10.0))),
+    Claim(r"With `phy=80211b`, whose ACKs the schedule checks too, it takes (\d+) and (\d+) "
+          r"slots",
+          lambda: (_slots(100, "sinr", phy="80211b"), _slots(1600, "sinr", phy="80211b"))),
+]
+TDMA_REUSE_SETTINGS = [r"K = (100|1600)", r"\d+ dB", r"`phy=80211b`"]
+
+
+def test_the_tdma_reuse_reading_is_the_table():
+    assert problems(WIRELESS.read_text(), "tdma_reuse", TDMA_REUSE_CLAIMS,
+                    TDMA_REUSE_SETTINGS) == []
+
+
+def test_the_tdma_reuse_table_at_k_100_is_the_script_s():
+    """The K = 100 rows rebuilt now (the K = 1600 ones take the script's seconds)."""
+    again = _script("tdma_reuse").rows((100,))
+    stored = tdma_reuse()
+    pd.testing.assert_frame_equal(again, stored[stored["K"] == 100].reset_index(drop=True),
+                                  check_dtype=False)
+    t = stored.set_index(["K", "schedule", "margin_db", "phy"])["frame_slots"]
+    for k in (100, 1600):  # spatial reuse: fewer slots, more with a larger margin or ACKs
+        assert t[(k, "sinr", 0.0, "ideal")] < t[(k, "sinr", 3.0, "ideal")] \
+            < t[(k, "sinr", 10.0, "ideal")] < t[(k, "distance2", 0.0, "ideal")]
+        assert t[(k, "sinr", 0.0, "ideal")] < t[(k, "sinr", 0.0, "80211b")]
+
+
+@cache
+def round_jitter() -> pd.DataFrame:
+    return pd.read_csv(TABLES / "round_jitter.csv")
+
+
+def _losses(fmt: str, csma: str, jitter: float, broadcast: bool | None = None
+            ) -> tuple[str, str]:
+    t = round_jitter()
+    keep = (t["csma"] == csma) & (t["round_jitter_s"] == jitter)
+    if broadcast is not None:
+        keep &= t["broadcast"] == broadcast
+    return span(t[keep]["loss_rate_mean"], fmt, 100)
+
+
+def _jitter_cause():
+    t = round_jitter()
+    at_once = t[t["round_jitter_s"] == 0]
+    default = at_once[at_once["csma"] == "default"].set_index(["K", "broadcast"])
+    wide = at_once[at_once["csma"] == "cw_min=256"].set_index(["K", "broadcast"])
+    assert (wide["loss_rate_max"] < default["loss_rate_min"] / 5).all()  # the window
+    spread = t[(t["round_jitter_s"] == 0.01) & (t["csma"] == "default")]
+    assert (spread.set_index(["K", "broadcast"])["loss_rate_mean"]
+            < default["loss_rate_mean"] / 1.5).all()  # synchronised starts
+    return ()
+
+
+ROUND_JITTER_CLAIMS = [
+    Claim(r"With every device starting at once CSMA loses (\d+) to (\d+) % of receptions",
+          lambda: _losses(".0f", "default", 0.0)),
+    Claim(r"with `cw_min = 256` ([\d.]+) to ([\d.]+) %", lambda: _losses(".1f", "cw_min=256", 0.0)),
+    Claim(r"where nobody is hidden, (\d+) to (\d+) %",
+          lambda: _losses(".0f", "sense_range_m=1000", 0.0)),
+    Claim(r"The losses come from CW 16 with synchronised starts, not from hidden terminals",
+          _jitter_cause),
+    Claim(r"cuts broadcast losses to ([\d.]+) to ([\d.]+) % and unicast ones to (\d+) to "
+          r"(\d+) %", lambda: (*_losses(".1f", "default", 0.01, True),
+                               *_losses(".0f", "default", 0.01, False))),
+]
+ROUND_JITTER_SETTINGS = [r"K = 10 and 30", r"`cw_min = 256`", r"`sense_range_m = 1000`",
+                         r"over 10 ms", r"CW 16"]
+
+
+def test_the_round_jitter_reading_is_the_table():
+    assert problems(WIRELESS.read_text(), "round_jitter", ROUND_JITTER_CLAIMS,
+                    ROUND_JITTER_SETTINGS) == []
+
+
+def test_the_round_jitter_table_at_k_10_without_jitter_is_the_script_s():
+    """One cell rebuilt now: K = 10, CSMA's defaults, every device at once, 3 seeds."""
+    study = _script("round_jitter_study")
+    runs = pd.DataFrame([row for seed in study.SEEDS
+                         for row in study.loss_rates(10, 0.0, "default", seed)])
+    again = study.table(runs)
+    t = round_jitter()
+    stored = t[(t["K"] == 10) & (t["csma"] == "default") & (t["round_jitter_s"] == 0)]
+    pd.testing.assert_frame_equal(again.reset_index(drop=True),
+                                  stored.reset_index(drop=True), check_dtype=False)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("from 100 to 19 slots", "from 100 to 18 slots"),
+    ("with `cw_min = 256` 2.6 to 3.7 %", "with `cw_min = 256` 2.6 to 3.9 %"),
+    ("not from hidden terminals.", "not from hidden terminals (4 of them)."),
+])
+def test_a_changed_tdma_or_jitter_number_fails(old, new):
+    flat_page = " ".join(WIRELESS.read_text().split())
+    assert old in flat_page
+    changed = flat_page.replace(old, new)
+    found = [*problems(changed, "tdma_reuse", TDMA_REUSE_CLAIMS, TDMA_REUSE_SETTINGS),
+             *problems(changed, "round_jitter", ROUND_JITTER_CLAIMS, ROUND_JITTER_SETTINGS)]
+    assert found != []

@@ -9,6 +9,7 @@ import pytest
 
 from bflnet.radio import Aloha, Csma, LogDistance, NoMac, RadioSpec, SharedMediumSpec, Tdma
 from bflnet.radio.phy import PHYS, phy_preset
+from bflnet.radio.scheduling import default_guard_s
 from bflnet.simulator import Simulation
 from bflnet.simulator.message import Message
 
@@ -127,7 +128,9 @@ def test_an_aloha_or_tdma_slot_holds_the_frame_sifs_and_its_ack(mac):
     timing = phy_preset("80211b")
     sim, net = network([(0.0, 0.0), (5.0, 0.0), (400.0, 0.0), (405.0, 0.0)],
                        [(0, 1), (2, 3)], mac)
-    slot = timing.frame_s(BITS, 1e6) + timing.sifs_s + timing.ack_s
+    guard = default_guard_s("80211b", net.air.medium.range_m)  # propagation + turnaround
+    assert net.air.guard_s == guard > 5e-6
+    slot = timing.frame_s(BITS, 1e6) + timing.sifs_s + timing.ack_s + guard
     assert net.air.slot_s == pytest.approx(slot)
     done: list = []
     for _ in range(5):

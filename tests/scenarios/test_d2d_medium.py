@@ -107,6 +107,18 @@ def test_threads_is_accepted_without_the_cdbfl_task(tmp_path, capsys):
     (["macs=tdma", "tdma_frame_slots=2"],
      "tdma_frame_slots: a distance-2 colouring of this interference graph needs at least"),
     (["macs=aloha", "mac_slot_s=1e-9"], "mac_slot_s: must be at least the air time"),
+    (["round_jitter_s=-1"], "round_jitter_s: must be a finite number >= 0"),
+    (["round_jitter_s=nan"], "round_jitter_s: must be a finite number >= 0"),
+    (["macs=tdma", "tdma_schedule=greedy"], "tdma_schedule: must be one of auto, distance2"),
+    (["macs=tdma", "tdma_schedule=sinr", "tdma_frame_slots=1"],
+     "tdma_frame_slots: the SINR schedule of this network needs"),
+    # phy=ideal: the automatic schedule is distance2, which has no margin
+    (["macs=tdma", "tdma_margin_db=3"], "tdma_margin_db: not used with macs=tdma"),
+    (["macs=csma", "guard_s=0.001"], "guard_s: not used with macs=csma"),
+    (["macs=aloha", "guard_s=-1"], "guard_s: must be a finite number >= 0"),
+    (["macs=aloha", "mac_slot_s=0.0001", "guard_s=0.0001"],
+     "mac_slot_s: must be at least the air time of the largest packet (mtu_bits / rate, "
+     "plus the guard time"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(capsys, tmp_path, extra, text):
     sets = [x for kv in [*(f"{k}={v}" for k, v in FAST.items()), *extra]
@@ -122,3 +134,17 @@ def test_the_default_plot_draws_both_tasks(frame):
     fig = default_plot(frame.assign(seed=3))
     assert len(fig.axes) == 2  # one task: seconds and bits
     assert len(fig.axes[0].lines) == frame["run_id"].nunique()
+
+
+def test_round_jitter_spreads_the_round_starts_from_its_own_stream():
+    """CSMA consensus: jitter changes when packets go (and the losses), the same seed
+    gives the same rows, and 0 is the default's rows."""
+    base = {**FAST, "macs": "csma", "broadcasts": "true", "rounds": 4}
+    at_once = run_scenario("d2d-medium", base, seed=5)
+    zero = run_scenario("d2d-medium", {**base, "round_jitter_s": 0.0}, seed=5)
+    spread = run_scenario("d2d-medium", {**base, "round_jitter_s": 0.01}, seed=5)
+    again = run_scenario("d2d-medium", {**base, "round_jitter_s": 0.01}, seed=5)
+    assert zero.equals(at_once) and spread.equals(again)
+    # a round lasts at least until its last device has started and sent
+    assert (spread["time_s"].iloc[-1] > at_once["time_s"].iloc[-1])
+    assert not spread["collisions"].equals(at_once["collisions"])

@@ -62,6 +62,8 @@ CONTEXTS: list[dict[str, str]] = [
     {"medium": "shared"}, {"medium": "shared", "channel": "rayleigh"},
     {"medium": "shared", "mac": "aloha"}, {"medium": "shared", "mac": "tdma"},
     {"medium": "shared", "mac": "tdma", "speeds": "0"}, {"medium": "shared", "mac": "none"},
+    {"medium": "shared", "mac": "tdma", "tdma_schedule": "sinr"},
+    {"medium": "shared", "mac": "tdma", "tdma_schedule": "sinr", "speeds": "0"},
     {"medium": "shared", "reception": "per"}, {"medium": "shared", "graph": "ring"},
     {"medium": "shared", "phy": "80211a"},
     {"medium": "shared", "methods": "sync"}, {"initial_activity": "0.5"},

@@ -166,6 +166,11 @@ def test_reception_per_loses_packets_with_the_bpsk_error_rate_where_threshold_lo
     ("mobile-gossip", ["medium=shared", "mac=tdma"],
      "mac: not used as tdma with moving nodes"),
     ("mobile-gossip", ["medium=shared", "layout=grid"], "layout: not used by mobile-gossip"),
+    ("consensus-averaging", ["round_jitter_s=-0.1"], "round_jitter_s: must be a finite number"),
+    ("consensus-averaging", ["medium=shared", "mac=tdma", "tdma_schedule=x"],
+     "tdma_schedule: must be one of auto, distance2, sinr"),
+    ("consensus-averaging", ["medium=shared", "mac=aloha", "guard_s=inf"],
+     "guard_s: must be a finite number >= 0"),
 ])
 def test_bad_settings_are_one_line_errors_with_exit_code_2(capsys, tmp_path, scenario, sets,
                                                            text):
@@ -199,3 +204,16 @@ def test_em_tdamp_rounds_broadcast_the_state_once():
     for name in ("emtdamp-boston", "emtdamp-mnist"):
         used = get_scenario(name).config({"medium": "shared"}).used_fields()
         assert {"broadcast", "reception", "area_m", "layout"} <= used
+
+
+def test_round_jitter_spreads_consensus_averaging_s_rounds():
+    """0 is the default's rows; a jitter changes when packets go, the same seed gives the
+    same rows."""
+    base = {"K": 10, "rounds": 5, "medium": "shared", "mac": "csma", "channel": "rayleigh"}
+    at_once = run_scenario("consensus-averaging", base, seed=1)
+    assert run_scenario("consensus-averaging", {**base, "round_jitter_s": 0.0},
+                        seed=1).equals(at_once)
+    spread = run_scenario("consensus-averaging", {**base, "round_jitter_s": 0.01}, seed=1)
+    assert spread.equals(run_scenario("consensus-averaging",
+                                      {**base, "round_jitter_s": 0.01}, seed=1))
+    assert spread["time_s"].iloc[-1] > at_once["time_s"].iloc[-1]

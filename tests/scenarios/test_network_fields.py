@@ -36,7 +36,8 @@ ALT = {
     "sinr_threshold_db": 20.0, "layout": "circle", "aloha_p": 0.5, "mac_slot_s": 0.05,
     "tdma_frame_slots": 50, "sense_range_m": 1.0, "backoff_slot_s": 1e-3, "cw_min": 2,
     "cw_max": 16, "retry_limit": 0, "phy": "80211b", "ed_threshold_dbm": 30.0,
-    "pd_threshold_dbm": 30.0,
+    "pd_threshold_dbm": 30.0, "tdma_schedule": "sinr", "tdma_margin_db": 30.0,
+    "guard_s": 0.01,
 }
 #: Settings under which the field is read (where there are such settings).
 LOSSY_FADING = {"mean_snr_db": 35.0}
@@ -72,7 +73,16 @@ CONTEXT: dict[str, dict[str, object]] = {
     # alone decides (30 dBm: nothing sensed)
     "ed_threshold_dbm": {**SHARED, "phy": "80211b", "pd_threshold_dbm": 30.0},
     "pd_threshold_dbm": {**SHARED, "phy": "80211b", "ed_threshold_dbm": 30.0},
+    # nodes on a circle: the SINR schedule shares slots, a 30 dB margin does not
+    "tdma_schedule": {**SHARED, "mac": "tdma", "layout": "circle"},
+    "tdma_margin_db": {**SHARED, "mac": "tdma", "tdma_schedule": "sinr", "layout": "circle"},
+    "guard_s": {**SHARED, "mac": "aloha"},
 }
+#: Where one scenario reads a field only under settings of its own (it has no ``layout``):
+#: added to the field's context.
+SCENARIO_CONTEXT: dict[tuple[str, str], dict[str, object]] = {
+    ("mobile-gossip", f): {"layout": None, "area_m": 100.0, "radius_m": 30.0}
+    for f in ("tdma_schedule", "tdma_margin_db")}
 #: Scenarios cheap enough to run for every field, with tiny settings.
 TINY: dict[str, dict[str, object]] = {
     "consensus-averaging": {"K": 6, "rounds": 5},
@@ -172,15 +182,16 @@ def test_declared_fields_change_the_output(name: str, files: dict[str, str]) -> 
 
     checked = []
     for field in FIELDS:
-        context = _overrides(name, TINY[name], CONTEXT.get(field, {}), {}, files=files)
+        own = {**CONTEXT.get(field, {}), **SCENARIO_CONTEXT.get((name, field), {})}
+        own = {k: v for k, v in own.items() if v is not None}
+        context = _overrides(name, TINY[name], own, {}, files=files)
         try:
             config = scenario.config(context)
         except ValueError:
             continue  # no setting of this scenario reads the field (first test)
         if field not in config.used_fields():
             continue
-        changed = _overrides(name, TINY[name], CONTEXT.get(field, {}), {field: ALT[field]},
-                             files=files)
+        changed = _overrides(name, TINY[name], own, {field: ALT[field]}, files=files)
         assert not _same(run(context), run(changed)), (name, field)
         checked.append(field)
     assert set(checked) == set(FIELDS) - set(scenario.config_cls.decided_elsewhere())

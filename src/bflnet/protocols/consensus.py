@@ -21,6 +21,7 @@ from bflnet.radio.transceiver import Sending
 from bflnet.simulator.link import checked_bits
 from bflnet.simulator.message import Message
 from bflnet.simulator.simulation import Outcome, Simulation
+from bflnet.validation.checks import check_real
 
 #: What a lost gossip message does (see :class:`ConsensusProtocol`).
 LOST = ("reuse", "skip")
@@ -60,6 +61,11 @@ class ConsensusProtocol:
     neighbour). A reception lost under broadcast follows ``lost`` as any lost message:
     no negative acknowledgement, no resending.
 
+    ``round_jitter_s`` > 0: each node starts its round (its computation, then its
+    messages) a delay uniform in ``[0, round_jitter_s)`` after the round begins, drawn
+    per node and round from the stream ``round_jitter`` (0, the default: every node at
+    once, no draw).
+
     ``weights`` may also be the name of a mixing rule (:data:`MIXING_NAMES`), built for
     the network's graph. A network with mobility needs a name: each round that starts
     after the live graph changed recomputes the matrix for the live graph (an isolated
@@ -70,7 +76,10 @@ class ConsensusProtocol:
 
     def __init__(self, learner: ConsensusLearner, weights: np.ndarray | str, stop: StopRule, *,
                  codec: CodecSpec = None, eval_every: int = 1, progress: bool = False,
-                 lost: str | None = None, broadcast: bool = False) -> None:
+                 lost: str | None = None, broadcast: bool = False,
+                 round_jitter_s: float = 0.0) -> None:
+        check_real("round_jitter_s", round_jitter_s, ge=0, le=1e6)
+        self.round_jitter_s = float(round_jitter_s)
         if not isinstance(broadcast, bool):
             raise ValueError(f"broadcast: must be True or False, got {broadcast!r}")
         self.broadcast = broadcast
@@ -144,6 +153,9 @@ class ConsensusProtocol:
         last: dict[Any, dict[Any, Any]] = {k: {} for k in nodes}
         skip = self.lost == "skip"
         links, compute = net.links, {k: net.nodes[k].compute_time for k in nodes}
+        jitter = self.round_jitter_s
+        starts = sim.streams.numpy("round_jitter") if jitter > 0 else None
+        delay = dict.fromkeys(nodes, 0.0)
         iteration = 0
         while True:
             if live is not None and live.version != version:
@@ -160,10 +172,13 @@ class ConsensusProtocol:
             sends: list[tuple[float, float, int, Any, Any, Message, Any]] = []
             decoded: dict[Any, Any] = {}
             round_end = t0
+            if starts is not None:  # each node starts its round uniformly in [0, J)
+                delay = dict(zip(nodes, (starts.random(len(nodes)) * jitter).tolist(),
+                                 strict=True))
             for k in nodes:
                 ready = t0 + self._compute_and_publish(sim, slots, k, neighbours[k],
                                                         codec_rngs[k], iteration, decoded,
-                                                        compute[k], sends)
+                                                        compute[k], sends, delay[k])
                 round_end = max(round_end, ready)
             if net.air is not None:
                 if skip:
@@ -236,16 +251,18 @@ class ConsensusProtocol:
     def _compute_and_publish(self, sim: Simulation, slots: AgentSlots, node: Any,
                              neighbours: list[Any], rng: Any, iteration: int,
                              decoded: dict[Any, Any], compute: Any,
-                             sends: list[Any]) -> float:
+                             sends: list[Any], delay: float = 0.0) -> float:
         """Node ``node``'s local steps and payloads: appends ``(ready, neighbour, node,
         payload, bits)`` to ``sends``, notes what the neighbours decode, tells the sender
-        (``sent``); returns the node's compute time."""
+        (``sent``); returns the node's start ``delay`` (its round jitter) plus its compute
+        time."""
         learner = self.learner
         state, work = call(sim, learner.local_steps, node, slots.state(node), slots.rng(node),
                            node=node, iteration=iteration, what="learner.local_steps")
         duration = compute(work)
         value = call(sim, learner.outgoing, node, state, node=node, iteration=iteration,
                      what="learner.outgoing")
+        duration = delay + duration
         ready = sim.env.now + duration
         if isinstance(value, PerNeighbour):
             missing = [j for j in neighbours if j not in value]

@@ -24,6 +24,7 @@ from bflnet.radio.backoff import BackoffScheduler
 from bflnet.radio.mac import Aloha, Csma, Mac, NoMac, Tdma, distance2_colouring
 from bflnet.radio.medium import SharedMedium
 from bflnet.radio.positions import LAYOUTS, MAX_AREA_M, node_positions
+from bflnet.radio.scheduling import default_guard_s, sinr_schedule
 from bflnet.radio.spec import RadioSpec
 from bflnet.radio.transceiver import Transceiver
 from bflnet.validation.checks import check_real
@@ -91,12 +92,20 @@ class Air:
             BackoffScheduler(self.env, self.medium, mac.slot_s, self.recorder, ids)
         self.mtu_bits = network.mtu_bits
         slot, colours, frame = 0.0, {}, 1
+        #: The slot's guard time (0 for MACs without slots).
+        self.guard_s = 0.0
+        fitted = False
         if isinstance(mac, (Aloha, Tdma)):
-            largest = radio.airtime_s(self.mtu_bits)
+            guard = self.guard_s = (mac.guard_s if mac.guard_s is not None else
+                                    default_guard_s(radio.phy, self.medium.range_m))
+            largest = self.slot_for(self.mtu_bits)
             what = "mtu_bits / rate"
             if timing is not None:  # the largest frame, SIFS and its ACK
-                largest += timing.sifs_s + timing.ack_s
                 what = f"the largest frame, SIFS and its ACK under phy={radio.phy}"
+            if guard:
+                what += f", plus the guard time {guard:g} s"
+            # with a preset, a default slot fits the run's first message (Air.fit_slot)
+            fitted = mac.slot_s is None and timing is not None
             slot = mac.slot_s if mac.slot_s is not None else largest
             if slot < largest * (1 - 1e-12):
                 raise ValueError(f"mac_slot_s: must be at least the air time of the largest "
@@ -114,9 +123,14 @@ class Air:
                               slot_s=slot, colour=colours.get(index[node], 0),
                               frame_slots=frame)
             for node in ids}
+        if fitted:
+            for r in self.radios.values():
+                r.fit_slot = self.fit_slot
         #: The TDMA colour of each node index (empty for other MACs).
         self.colours: dict[int, int] = colours
         self.frame_slots = frame
+        #: The ALOHA / TDMA slot (with a PHY preset and no ``slot_s``: the air time of the
+        #: largest packet until the first message fits it, :meth:`fit_slot`).
         self.slot_s = slot
         for link in network.links.values():
             self.attach(link)
@@ -125,10 +139,30 @@ class Air:
             if tank is not None and tank.spec.rx_power_w > 0:
                 self.medium.rx_energy[index[node]] = (tank, tank.spec.rx_power_w)
 
+    def slot_for(self, bits: int) -> float:
+        """An ALOHA / TDMA slot that holds a packet of ``bits``: its air time (with a PHY
+        preset: the data frame, SIFS and its ACK) plus the guard time."""
+        radio = self.spec.radio
+        timing = radio.timing
+        slot = radio.airtime_s(bits)
+        if timing is not None:
+            slot += timing.sifs_s + timing.ack_s
+        return slot + self.guard_s
+
+    def fit_slot(self, bits: int) -> None:
+        """With a PHY preset and no ``slot_s``: the slot of every radio becomes that of the
+        run's first message's largest packet, ``bits`` (:meth:`slot_for`), and a later,
+        larger packet is refused (``Transceiver.slot_bits``)."""
+        slot = self.slot_s = self.slot_for(bits)
+        for r in self.radios.values():
+            r.slot_s, r.slot_bits, r.fit_slot = slot, bits, None
+
     def _colouring(self, network: Any, mac: Tdma) -> tuple[dict[int, int], int]:
         medium = self.medium
         medium.positions()
         index = medium.index
+        if mac.schedule_under(medium.timing) == "sinr":
+            return self._sinr_schedule(network, mac)
         pairs = medium._tree.query_pairs(medium.range_m, output_type="ndarray") \
             if np.isfinite(medium.range_m) else np.array(
                 [(a, b) for a in range(len(index)) for b in range(a + 1, len(index))],
@@ -136,6 +170,28 @@ class Air:
         edges = {(int(a), int(b)) for a, b in pairs.tolist()}
         edges |= {(index[s], index[d]) for s, d in network.links}
         return distance2_colouring(range(len(index)), edges, mac.frame_slots)
+
+    def _sinr_schedule(self, network: Any, mac: Tdma) -> tuple[dict[int, int], int]:
+        """The SINR schedule (:func:`~bflnet.radio.scheduling.sinr_schedule`) of the
+        medium's mean powers, every node's receivers its links' destinations (with a PHY
+        preset, their ACKs checked too)."""
+        medium = self.medium
+        index, k = medium.index, len(medium.ids)
+        receivers: list[list[int]] = [[] for _ in range(k)]
+        for s, d in network.links:
+            receivers[index[s]].append(index[d])
+        rx = [np.unique(np.asarray(r, dtype=np.int64)) for r in receivers]
+        around, signals = [], []
+        for t in range(k):
+            near, power, place = medium.around(t)
+            around.append((near, power))
+            out = [r for r in rx[t].tolist() if r not in place]  # far receivers
+            signals.append(np.array([medium.spec.tx_mw * medium.mean_gain(t, r)
+                                     if r in out else np.nan for r in rx[t].tolist()])
+                           if out else None)
+        return sinr_schedule(around, rx, noise_mw=medium.noise, threshold=medium.threshold,
+                             margin_db=mac.margin_db, signals=signals,
+                             frame_slots=mac.frame_slots, acks=medium.timing is not None)
 
     def attach(self, link: Any) -> None:
         """Make ``link`` send through its sender's transceiver (a sender with a battery

@@ -3,15 +3,18 @@
 * :class:`NoMac` — at once (overlapping transmissions collide: the medium decides).
 * :class:`Aloha` — slotted ALOHA: at each slot boundary the node transmits with
   probability ``p`` (else it defers to the next slot; the default slot is the air time of
-  the largest packet, with a PHY preset that of the largest frame, SIFS and its ACK);
+  the largest packet, with a PHY preset that of the largest frame of the run's first
+  message, SIFS and its ACK, plus the guard time, :mod:`bflnet.radio.scheduling.guard`);
   the slots until it transmits are drawn at once (geometric). An attempt that deferred
   is one ``defer`` row, written when the node transmits, with the slots it skipped
   (``deferrals``).
-* :class:`Tdma` — a conflict-free schedule: a distance-2 greedy colouring of the
-  interference graph (nodes within interference range, and the graph's links) gives every
-  node a colour; a frame is ``frame_slots`` (default: the number of colours) slots of
-  ``slot_s`` (default: the air time of the largest packet), and a node transmits only at
-  the start of its own slot.
+* :class:`Tdma` — a schedule: a distance-2 greedy colouring of the interference graph
+  (nodes within interference range, and the graph's links), or, with spatial reuse, the
+  SINR schedule (:mod:`bflnet.radio.scheduling.sinr`: nodes share a slot while every
+  receiver of each still decodes at its mean SINR), gives every node a colour; a frame
+  is ``frame_slots`` (default: the number of colours) slots of ``slot_s`` (default: the
+  air time of the largest packet plus the guard time), and a node transmits only at the
+  start of its own slot.
 * :class:`Csma` — carrier sense with binary exponential back-off (the 802.11 DCF in its
   simple form): before each attempt the node draws a back-off counter uniform in
   ``{0, ..., CW - 1}``, ``CW = min(cw_min · 2^(attempt-1), cw_max)``; the counter runs
@@ -60,6 +63,10 @@ class Transceiver(Protocol):
     frame_slots: int
 
 MACS = ("none", "tdma", "csma", "aloha")
+#: TDMA schedules: a distance-2 colouring, or slots shared while every SINR holds.
+SCHEDULES = ("distance2", "sinr")
+#: The default margin (dB) on the interference of the SINR schedule.
+SINR_MARGIN_DB = 0.0
 #: Slot boundaries closer than this fraction of a slot are the same boundary.
 _SLOT_TOL = 1e-9
 
@@ -74,25 +81,36 @@ class NoMac:
 @dataclass(frozen=True)
 class Aloha:
     """Slotted ALOHA with transmit probability ``p`` per slot; ``slot_s=None``: the air
-    time of the largest packet."""
+    time of the largest packet and the guard; ``guard_s=None``: the PHY's default guard
+    (:func:`bflnet.radio.scheduling.default_guard_s`; 0 without a preset)."""
 
     p: float = 0.1
     slot_s: float | None = None
+    guard_s: float | None = None
     name = "aloha"
 
     def __post_init__(self) -> None:
         check_real("aloha_p", self.p, ge=MIN_PROBABILITY, le=1)
         if self.slot_s is not None:
             check_real("slot_s", self.slot_s, ge=MIN_SLOT_S, le=1e6)
+        _check_guard(self.guard_s)
 
 
 @dataclass(frozen=True)
 class Tdma:
-    """TDMA over a distance-2 colouring; ``frame_slots=None``: as many slots as colours;
-    ``slot_s=None``: the air time of the largest packet."""
+    """TDMA over a schedule: ``schedule="distance2"`` (a distance-2 colouring of the
+    interference graph) or ``"sinr"`` (spatial reuse:
+    :func:`bflnet.radio.scheduling.sinr_schedule`, interference counted ``margin_db``
+    above its mean); ``None``: ``distance2`` with ``phy="ideal"``, ``sinr`` with a PHY
+    preset. ``frame_slots=None``: as many slots as the schedule needs; ``slot_s=None``:
+    the air time of the largest packet and the guard; ``guard_s=None``: the PHY's
+    default guard (0 without a preset)."""
 
     frame_slots: int | None = None
     slot_s: float | None = None
+    schedule: str | None = None
+    margin_db: float = SINR_MARGIN_DB
+    guard_s: float | None = None
     name = "tdma"
 
     def __post_init__(self) -> None:
@@ -100,6 +118,22 @@ class Tdma:
             check_int("tdma_frame_slots", self.frame_slots, ge=1, le=10**7)
         if self.slot_s is not None:
             check_real("slot_s", self.slot_s, ge=MIN_SLOT_S, le=1e6)
+        if self.schedule is not None and self.schedule not in SCHEDULES:
+            raise ValueError(f"tdma_schedule: must be one of {', '.join(SCHEDULES)}, got "
+                             f"{self.schedule!r}")
+        check_real("tdma_margin_db", self.margin_db, ge=0, le=100)
+        _check_guard(self.guard_s)
+
+    def schedule_under(self, timing: Any) -> str:
+        """The schedule this TDMA uses under the PHY preset ``timing`` (``None``: ideal)."""
+        if self.schedule is not None:
+            return self.schedule
+        return "distance2" if timing is None else "sinr"
+
+
+def _check_guard(guard_s: float | None) -> None:
+    if guard_s is not None:
+        check_real("guard_s", guard_s, ge=0, le=1e3)
 
 
 @dataclass(frozen=True)

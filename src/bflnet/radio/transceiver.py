@@ -3,7 +3,9 @@
 Every message a node sends (over any of its links, or as a broadcast) queues for the
 node's one radio in FIFO order. A message is cut into packets of at most ``mtu_bits``;
 each packet waits for the MAC, goes on the air for its air time, and is decided by the
-medium when it ends; the sender learns the outcome ``latency_s`` later. A unicast packet
+medium when it ends; the sender learns a unicast packet's outcome ``latency_s`` later
+(the radio waits for it: stop-and-wait). A broadcast frees the radio when its last
+packet ends, and its receivers have it ``latency_s`` later. A unicast packet
 that is lost is sent again (stop-and-wait ARQ) up to ``max_attempts`` attempts in all
 (``None``: until it arrives, given up after :data:`UNLIMITED_ATTEMPTS` losses in a row;
 under CSMA the MAC's ``retry_limit`` decides instead); a packet that fails them all drops
@@ -27,6 +29,7 @@ events in the same order either way, without a process per message in the second
 
 from __future__ import annotations
 
+import sys
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from functools import partial
@@ -69,6 +72,11 @@ class Transceiver:
         #: A ``mac`` row to write when the node resumes from its access wait (ALOHA's
         #: ``defer`` row), or ``None``.
         self.pending_row: dict[str, Any] | None = None
+        #: The largest packet (bits) the ALOHA / TDMA slot holds, and, until the run's
+        #: first message has fitted the slot (a PHY preset without ``slot_s``), the
+        #: function that fits it (``Air.fit_slot``).
+        self.slot_bits = sys.maxsize
+        self.fit_slot: Callable[[int], None] | None = None
 
     @property
     def mac_rng(self) -> np.random.Generator:
@@ -143,8 +151,8 @@ class Sending:
 
     #: states: the radio to take, waiting for the radio, the MAC's access, on the air,
     #: the outcome's latency over, done; with a PHY preset: SIFS after a unicast frame,
-    #: its ACK on the air
-    _TAKE, _TURN, _ACCESS, _START, _AIR, _LATE, _DONE, _SIFS, _ACK = range(9)
+    #: its ACK on the air; a broadcast's latency, the radio already free
+    _TAKE, _TURN, _ACCESS, _START, _AIR, _LATE, _DONE, _SIFS, _ACK, _TAIL = range(10)
 
     def __init__(self, radio: Transceiver, targets: list[int], bits: int,
                  acknowledged: bool, cap: int,
@@ -195,8 +203,13 @@ class Sending:
         elif state == 1:  # _TURN: handed over
             self.turn = None
             state = self._ACCESS
+        elif state == 9:  # _TAIL over: the message has arrived
+            self.state = 6  # _DONE
+            return None
         while True:
             if state == 2:  # _ACCESS
+                if radio.fit_slot is not None:  # the run's first message fits the slot
+                    radio.fit_slot(self.sizes[0])
                 if self.again:
                     self.again = False
                 else:
@@ -215,6 +228,11 @@ class Sending:
                     radio.recorder.record_fields("mac", row)
                 medium = radio.medium
                 size = self.sizes[self.k]
+                if size > radio.slot_bits:
+                    raise ValueError(
+                        f"mac_slot_s: the slot was fitted to the run's first message "
+                        f"({radio.slot_bits} bits, {radio.slot_s:g} s); a {size}-bit packet "
+                        f"does not fit: set mac_slot_s for the largest packet")
                 timing = radio.timing
                 if timing is None:
                     airtime = size / medium.rate_bps
@@ -240,7 +258,7 @@ class Sending:
                 if radio.timing is not None and self.acknowledged:
                     self.outcome, self.state = outcome, 7  # _SIFS
                     return timeout(radio.env, radio.timing.sifs_s)
-                if radio.latency_s:
+                if radio.latency_s and self.acknowledged:  # the outcome's way back
                     self.outcome, self.state = outcome, 5  # _LATE
                     return timeout(radio.env, radio.latency_s)
             elif state == 7:  # _SIFS over: the receiver acknowledges what it decoded
@@ -278,6 +296,10 @@ class Sending:
             if self.k == len(self.sizes) or (self.acknowledged and not self.got[first]):
                 self.state = 6  # _DONE
                 radio._give()
+                if radio.latency_s and not self.acknowledged:
+                    # the radio is free; the receivers have the message latency_s later
+                    self.state = 9  # _TAIL
+                    return timeout(radio.env, radio.latency_s)
                 return None
             state = 2
 
@@ -306,6 +328,6 @@ class Sending:
                 radio._give()
             else:
                 radio._queue.remove(turn)
-        elif self.state not in (self._TAKE, self._DONE):
+        elif self.state not in (self._TAKE, self._DONE, self._TAIL):
             radio._give()
         self.state = self._DONE

@@ -89,7 +89,7 @@ ROW_EVENTS = ("init", "round")
 COUNTS = ("transmissions", "receptions", "collisions", "backoffs", "deferrals")
 
 #: The fields every task reads (beyond the network's).
-_OWN = ("tasks", "macs", "broadcasts", "degree", "rounds")
+_OWN = ("tasks", "macs", "broadcasts", "degree", "rounds", "round_jitter_s")
 #: Fields that say how a run computes, not what: accepted whatever the tasks (``bflnet run
 #: --threads`` fills ``threads``; the consensus task computes without torch).
 _HOW = ("threads",)
@@ -153,6 +153,9 @@ class D2DMediumConfig(CDBFLSettings):
     eval_size: int = param(300, "test examples the predictive is measured on", ge=1,
                            le=10_000)
     rounds: int = param(40, "rounds of each run (CD-BFL and consensus)", ge=1, le=10**6)
+    round_jitter_s: float = param(0.0, "each device starts each round a delay uniform in "
+                                  "[0, round_jitter_s) seconds after the round begins (its "
+                                  "own random stream; 0: all at once)", ge=0, le=1e6)
     burn_in: int = param(20, "CD-BFL rounds whose samples are discarded", ge=0, le=10**6)
     lr: float = param(5e-3, "CD-BFL learning rate eta", ge=MIN_STEP, le=1e3)
     local_steps: int = param(4, "CD-BFL local steps L per round", ge=1, le=10**6)
@@ -359,7 +362,8 @@ def _run_one(config: D2DMediumConfig, seed: int, graph: nx.Graph, learner: Any, 
     kwargs: dict[str, Any] = {} if eval_every is None else {"eval_every": eval_every}
     protocol = ConsensusProtocol(learner, metropolis_hastings_weights(graph, sparse=True),
                                  StopRule(max_iterations=config.rounds), codec=codec,
-                                 progress=progress, broadcast=broadcast, **kwargs)
+                                 progress=progress, broadcast=broadcast,
+                                 round_jitter_s=config.round_jitter_s, **kwargs)
     return _summarise(sim.run(protocol).frame)
 
 

@@ -50,6 +50,9 @@ class ConsensusAveragingConfig(NetworkSettings):
     tolerance: float = param(0.0, "stop early once max_deviation <= tolerance (0: never)", ge=0,
                              le=1e6)
     record_messages: bool = param(False, "also record one row per message")
+    round_jitter_s: float = param(0.0, "each node starts each round a delay uniform in "
+                                  "[0, round_jitter_s) seconds after the round begins (its "
+                                  "own random stream; 0: all at once)", ge=0, le=1e6)
 
     def __post_init__(self) -> None:
         validate(self)
@@ -120,7 +123,8 @@ def run(config: ConsensusAveragingConfig, *, seed: int = 0,
                     if config.tolerance > 0 else None)
     protocol = ConsensusProtocol(ConsensusAveraging(distribution=config.init), weights, stop,
                                  codec=make_codec(config.codec), progress=progress,
-                                 broadcast=config.broadcast)
+                                 broadcast=config.broadcast,
+                                 round_jitter_s=config.round_jitter_s)
     frame = sim.run(protocol).frame
     frame["spectral_gap"] = spectral_gap(weights)
     return frame

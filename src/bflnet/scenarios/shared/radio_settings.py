@@ -23,13 +23,16 @@ LAYOUT_NAMES = ("random", "circle", "grid")
 RECEPTION_NAMES = ("threshold", "per")
 #: The shared medium's 802.11 timing (``RadioSpec.phy``, :mod:`bflnet.radio.phy.timing`).
 PHY_NAMES = ("ideal", "80211b", "80211a", "80211g")
+#: TDMA schedules (``auto``: distance2 with ``phy=ideal``, sinr with a PHY preset).
+SCHEDULE_NAMES = ("auto", "distance2", "sinr")
 #: CSMA fields that, left at their defaults, take the PHY preset's values.
 _PRESET_CSMA = ("backoff_slot_s", "cw_min", "cw_max")
 #: The fields of the shared medium (read only with ``medium=shared``).
 SHARED_FIELDS = ("mac", "broadcast", "reception", "tx_power_dbm", "noise_figure_db",
                  "ref_loss_db", "shadowing_db", "sinr_threshold_db", "layout", "aloha_p",
                  "mac_slot_s", "tdma_frame_slots", "sense_range_m", "backoff_slot_s", "cw_min",
-                 "cw_max", "retry_limit", "phy", "ed_threshold_dbm", "pd_threshold_dbm")
+                 "cw_max", "retry_limit", "phy", "ed_threshold_dbm", "pd_threshold_dbm",
+                 "tdma_schedule", "tdma_margin_db", "guard_s")
 
 
 def is_shared(s: RadioSettings) -> bool:
@@ -82,6 +85,12 @@ RADIO_USED_ONLY_WITH: dict[str, tuple[Callable[[RadioSettings], bool], str]] = {
                          "sense_range_m (carrier sense by received power)"),
     "pd_threshold_dbm": (_power_sensed, "medium=shared, mac=csma and a PHY preset without "
                          "sense_range_m (carrier sense by received power)"),
+    "tdma_schedule": (mac_is("tdma"), "medium=shared and mac=tdma"),
+    "tdma_margin_db": (lambda s: mac_is("tdma")(s) and (
+        s.tdma_schedule == "sinr" or (s.tdma_schedule == "auto" and s.phy != "ideal")),
+        "medium=shared, mac=tdma and the sinr schedule (tdma_schedule=sinr, or auto with a "
+        "PHY preset)"),
+    "guard_s": (mac_is("aloha", "tdma"), "medium=shared and mac=aloha or tdma"),
 }
 
 
@@ -120,7 +129,10 @@ class RadioSettings:
     aloha_p: float = param(0.1, "slotted ALOHA transmit probability per slot",
                            ge=MIN_PROBABILITY, le=1)
     mac_slot_s: float | None = param(None, "ALOHA / TDMA slot in seconds (none: the air time "
-                                     "of the largest packet)", ge=MIN_SLOT_S, le=1e6)
+                                     "of the largest packet, mtu_bits, plus guard_s; with a "
+                                     "PHY preset that of the run's first message, whose "
+                                     "packets no later packet may exceed)", ge=MIN_SLOT_S,
+                                     le=1e6)
     tdma_frame_slots: int | None = param(None, "TDMA slots per frame (none: the number of "
                                          "colours)", ge=1, le=10_000_000)
     sense_range_m: float | None = param(None, "CSMA carrier-sense range in metres (none: by "
@@ -147,6 +159,18 @@ class RadioSettings:
                                            "received at or above it keeps the carrier busy "
                                            "to its end (none: the PHY preset's, -82 OFDM, "
                                            "-80 DSSS)", ge=MIN_CCA_DBM, le=MAX_CCA_DBM)
+    tdma_schedule: str = param("auto", "TDMA schedule: distance2 (no two nodes within "
+                               "interference range share a slot), sinr (spatial reuse: nodes "
+                               "share a slot while every receiver of each still decodes at "
+                               "its mean SINR, path loss and shadowing), auto (distance2 with "
+                               "phy=ideal, sinr with a PHY preset)", choices=SCHEDULE_NAMES)
+    tdma_margin_db: float = param(0.0, "TDMA sinr schedule: margin on the interference in dB "
+                                  "(0: the mean SINR just meets the threshold; more guards "
+                                  "against fading)", ge=0, le=100)
+    guard_s: float | None = param(None, "guard time after the frame in an ALOHA / TDMA slot "
+                                  "in seconds (none: 0 with phy=ideal; with a PHY preset the "
+                                  "propagation delay over the interference range plus the "
+                                  "Rx/Tx turnaround)", ge=0, le=1e3)
 
     def check_mac(self) -> None:
         """One-line ``ValueError`` for MAC settings that cannot go together."""
@@ -164,8 +188,10 @@ class RadioSettings:
         from bflnet.radio import Aloha, Csma, NoMac, Tdma
         mac: Any = {
             "none": NoMac,
-            "aloha": lambda: Aloha(self.aloha_p, self.mac_slot_s),
-            "tdma": lambda: Tdma(self.tdma_frame_slots, self.mac_slot_s),
+            "aloha": lambda: Aloha(self.aloha_p, self.mac_slot_s, self.guard_s),
+            "tdma": lambda: Tdma(self.tdma_frame_slots, self.mac_slot_s,
+                                 None if self.tdma_schedule == "auto" else self.tdma_schedule,
+                                 self.tdma_margin_db, self.guard_s),
             "csma": lambda: Csma(self.sense_range_m, *map(self._csma_value, _PRESET_CSMA),
                                  self.retry_limit),
         }[self.mac]()

@@ -209,6 +209,12 @@ class NetworkSettings(RadioSettings, LinkSettings, GraphSettings):
             if self.medium == "shared" and field in USED_ONLY_WITH and "mac=" in \
                     USED_ONLY_WITH[field][1]:
                 return f"mac={self.mac}"
+            if self.medium == "shared" and field == "fading_model" and \
+                    self.channel in FADING:
+                tc = self.coherence_time_s
+                return f"coherence_time_s={'none' if tc is None else tc}"
+            if self.medium == "shared" and field in ("coherence_time_s", "fading_model"):
+                return f"channel={self.channel}"
             if self.medium == "shared" and field == "layout":
                 graphs = self.graphs_in_use()
                 return (f"graph={graphs[0]}" if len(graphs) == 1
@@ -283,6 +289,7 @@ class NetworkSettings(RadioSettings, LinkSettings, GraphSettings):
                                  f"{elsewhere[f.name]}")
             raise ValueError(f"{f.name}: not used with {self._setting(f.name)}; used only "
                              f"with {USED_ONLY_WITH[f.name][1]}")
+        self.check_radio()
         network = {f.name for f in dataclasses.fields(NetworkSettings)}
         for f in dataclasses.fields(self):  # the scenario's own fields it decides itself
             if f.name in elsewhere and f.name not in network \

@@ -14,8 +14,13 @@ receiver, found with a k-d tree, not over all K). Times are the process's CPU ti
 shared machine wall-clock time counts the other processes' turns too), the least of
 ``--repeat`` measurements; the ratios are measured in the same process.
 
+With ``--coherence-time S`` the shared medium is measured again with fading correlated
+in time (``coherence_time_s=S``, ``--fading-model``), against the memoryless medium
+(target: at most ``COHERENT`` times its cost).
+
     python bench/medium_cost.py [--sizes 16 256 1024] [--messages 20000]
                                 [--mac none tdma csma aloha] [--repeat 2]
+                                [--coherence-time S [--fading-model gauss-markov|block]]
 
 prints, per K and MAC, both costs, their ratio and whether the target is met, then the
 flatness of each MAC's cost over K.
@@ -27,6 +32,7 @@ import argparse
 import math
 import os
 import time
+from dataclasses import replace
 
 import networkx as nx
 import numpy as np
@@ -41,6 +47,8 @@ from bflnet.simulator import Simulation
 RADIUS_M, DEGREE = 30.0, 10.0
 #: Shared at most this many times the links' cost, flat in K within this fraction.
 TARGET, FLAT = 3.0, 0.5
+#: With a coherence time, the shared medium at most this many times its memoryless cost.
+COHERENT = 1.5
 #: Mean SNR 10 dB at the graph's radius (the threshold is 0 dB: radio range 65 m, carrier
 #: sense as far, interference counted up to 139 m).
 RADIO = RadioSpec(tx_power_dbm=-12.7, bandwidth_hz=1e6, noise_figure_db=7.0,
@@ -110,6 +118,10 @@ def main() -> None:
     parser.add_argument("--mac", nargs="+", default=list(MACS), choices=list(MACS))
     parser.add_argument("--repeat", type=int, default=2,
                         help="measurements of each cost (the least is kept)")
+    parser.add_argument("--coherence-time", type=float, default=None, metavar="S",
+                        help="also measure the medium with this coherence time (seconds)")
+    parser.add_argument("--fading-model", default="gauss-markov",
+                        choices=["gauss-markov", "block"])
     args = parser.parse_args()
     load0, wall0, cpu0 = os.getloadavg()[0], time.perf_counter(), time.process_time()
     print(f"load average {load0:.2f} at the start; target: shared <= {TARGET:g} x links, "
@@ -133,6 +145,17 @@ def main() -> None:
                   f"{c * 1e6:12.1f} {ratio:6.2f} {rows:7.1f}  "
                   f"<= {TARGET:g}: {'met' if met else 'MISSED'}",
                   flush=True)
+            if args.coherence_time is not None:
+                radio = replace(RADIO, coherence_time_s=args.coherence_time,
+                                fading_model=args.fading_model)
+                coh, _ = cost(graph, SharedMediumSpec(radio, make_mac(mac)), args.messages,
+                              args.repeat)
+                met = coh <= COHERENT * c
+                misses += not met
+                print(f"{'':19s} coherence_time_s={args.coherence_time:g} "
+                      f"{args.fading_model}: {coh * 1e6:.1f} us/tx, x{coh / c:.2f} of "
+                      f"memoryless (<= {COHERENT:g}: {'met' if met else 'MISSED'})",
+                      flush=True)
     for mac, costs in shared.items():
         if len(costs) < 2:
             continue

@@ -20,7 +20,7 @@ in time (``coherence_time_s=S``, ``--fading-model``), against the memoryless med
 
     python bench/medium_cost.py [--sizes 16 256 1024] [--messages 20000]
                                 [--mac none tdma csma aloha] [--repeat 2]
-                                [--coherence-time S [--fading-model gauss-markov|block]]
+                                [--coherence-time S [--fading-model block|gauss-markov]]
 
 prints, per K and MAC, both costs, their ratio and whether the target is met, then the
 flatness of each MAC's cost over K.
@@ -120,8 +120,8 @@ def main() -> None:
                         help="measurements of each cost (the least is kept)")
     parser.add_argument("--coherence-time", type=float, default=None, metavar="S",
                         help="also measure the medium with this coherence time (seconds)")
-    parser.add_argument("--fading-model", default="gauss-markov",
-                        choices=["gauss-markov", "block"])
+    parser.add_argument("--fading-model", default="block",
+                        choices=["block", "gauss-markov"])
     args = parser.parse_args()
     load0, wall0, cpu0 = os.getloadavg()[0], time.perf_counter(), time.process_time()
     print(f"load average {load0:.2f} at the start; target: shared <= {TARGET:g} x links, "

@@ -115,9 +115,11 @@ CASES = {
     "block, far receiver": (dict(coherence_time_s=1e3, fading_model="block",
                                  interference_range_m=10.0), 1e3, 1.0),
     # Gauss-Markov, Tc = 4 air times: rho = exp(-1/4) between an attempt and its retry
-    "gauss-markov": (dict(coherence_time_s=4 * AIRTIME_S), 1.0, math.exp(-0.25)),
+    "gauss-markov": (dict(coherence_time_s=4 * AIRTIME_S, fading_model="gauss-markov"), 1.0,
+                     math.exp(-0.25)),
     # Tc -> 0: every attempt an independent fade
-    "gauss-markov, Tc -> 0": (dict(coherence_time_s=1e-6), 1.0, 0.0),
+    "gauss-markov, Tc -> 0": (dict(coherence_time_s=1e-6, fading_model="gauss-markov"), 1.0,
+                              0.0),
     # no coherence time: a fresh draw per packet, as before
     "memoryless": ({}, 1.0, 0.0),
 }
@@ -214,7 +216,7 @@ def test_the_same_seed_gives_the_same_channel_and_0_is_the_memoryless_medium():
     zero = run_scenario("consensus-averaging", {**sets, "coherence_time_s": 0.0}, seed=3)
     wall = [c for c in plain.columns if "wall" in c]
     assert plain.drop(columns=wall).equals(zero.drop(columns=wall))
-    coherent = {**sets, "coherence_time_s": 0.01, "fading_model": "block"}
+    coherent = {**sets, "coherence_time_s": 0.01, "fading_model": "gauss-markov"}
     a = run_scenario("consensus-averaging", coherent, seed=3)
     b = run_scenario("consensus-averaging", coherent, seed=3)
     assert a.drop(columns=wall).equals(b.drop(columns=wall))
@@ -229,7 +231,7 @@ def test_the_same_seed_gives_the_same_channel_and_0_is_the_memoryless_medium():
                                    "[1e-09, 1e+06]"),
     (dict(coherence_time_s=1.0, fading="none"), "coherence_time_s: needs fading rayleigh or "
                                                 "rician"),
-    (dict(fading_model="jakes"), "fading_model: must be one of gauss-markov, block"),
+    (dict(fading_model="jakes"), "fading_model: must be one of block, gauss-markov"),
 ])
 def test_bad_radio_settings_are_one_line_errors(fields, text):
     with pytest.raises(ValueError) as info:
@@ -243,9 +245,9 @@ SHARED = ["--set", "medium=shared", "--set", "channel=rayleigh"]
 @pytest.mark.parametrize(("sets", "text"), [
     ([*SHARED, "--set", "coherence_time_s=-1"], "coherence_time_s: must be a finite number"),
     ([*SHARED, "--set", "coherence_time_s=1e-12"], "coherence_time_s: must be 0 (off)"),
-    ([*SHARED, "--set", "fading_model=ar1"], "fading_model: must be one of gauss-markov, "
-                                             "block"),
-    ([*SHARED, "--set", "fading_model=block"], "fading_model: not used with "
+    ([*SHARED, "--set", "fading_model=ar1"], "fading_model: must be one of block, "
+                                             "gauss-markov"),
+    ([*SHARED, "--set", "fading_model=gauss-markov"], "fading_model: not used with "
                                                "coherence_time_s=none"),
     (["--set", "medium=shared", "--set", "channel=fixed", "--set", "coherence_time_s=1"],
      "coherence_time_s: not used with channel=fixed; used only with medium=shared and "

@@ -36,7 +36,7 @@ ALT = {
     "sinr_threshold_db": 20.0, "layout": "circle", "aloha_p": 0.5, "mac_slot_s": 0.05,
     "tdma_frame_slots": 50, "sense_range_m": 1.0, "backoff_slot_s": 1e-3, "cw_min": 2,
     "cw_max": 16, "retry_limit": 0, "phy": "80211b", "coherence_time_s": 1e-3,
-    "fading_model": "block",
+    "fading_model": "gauss-markov",
 }
 #: Settings under which the field is read (where there are such settings).
 LOSSY_FADING = {"mean_snr_db": 35.0}

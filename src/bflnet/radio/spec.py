@@ -10,7 +10,7 @@ is lost with the probability :func:`packet_error_rate` of its lowest SINR over t
 loss, the pair's shadowing and, per packet and receiver, a block-fading power gain of
 mean 1 (``rayleigh``: exponential; ``rician``: with K factor ``rician_k``; ``none``: 1),
 drawn afresh for every packet; with ``coherence_time_s`` the fade of a pair of nodes is
-correlated over that time instead (``fading_model`` ``gauss-markov`` or ``block``,
+correlated over that time instead (``fading_model`` ``block`` or ``gauss-markov``,
 :mod:`bflnet.radio.phy.coherence`), so a retry soon after a loss meets the same fade.
 
 With ``phy`` an 802.11 preset (``80211b``, ``80211a``, ``80211g``; :mod:`bflnet.radio.phy.timing`)
@@ -80,7 +80,7 @@ class RadioSpec:
     fading: str = "rayleigh"
     rician_k: float = 0.0
     coherence_time_s: float | None = None
-    fading_model: str = "gauss-markov"
+    fading_model: str = "block"
     latency_s: float = 0.0
     interference_margin_db: float = 10.0
     interference_range_m: float | None = None

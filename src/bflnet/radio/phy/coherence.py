@@ -14,7 +14,14 @@ law of the memoryless fading (exponential for Rayleigh), whatever ``Tc``.
 
 Two laws of evolution (``RadioSpec.fading_model``):
 
-* ``gauss-markov`` (the default): a first-order Gauss-Markov (complex Ornstein-Uhlenbeck)
+* ``block`` (the default): block fading (Biglieri, Proakis and Shamai, "Fading channels:
+  information-theoretic and communications aspects", IEEE Trans. Inf. Theory 44(6),
+  1998): time is cut into blocks ``[m Tc, (m + 1) Tc)`` aligned on multiples of ``Tc``;
+  a pair's gain is constant within a block and independent from block to block. The
+  blocks are on a common grid (not restarted at each use), so a pair's channel is a
+  function of time alone, not of how often it is used. Only the pairs whose block has
+  passed are drawn again: the cheaper law.
+* ``gauss-markov``: a first-order Gauss-Markov (complex Ornstein-Uhlenbeck)
   process, ``s' = rho s + sqrt(1 - rho^2) w`` with ``w`` a fresh complex normal of the
   same power and ``rho = exp(-dt / Tc)`` over the time ``dt`` since the pair was last
   updated (Baddour and Beaulieu, "Autoregressive modeling for fading channel
@@ -24,21 +31,16 @@ Two laws of evolution (``RadioSpec.fading_model``):
   ``J0(2 pi f_d dt)`` (Jakes, "Microwave Mobile Communications", 1974) is not Markov:
   ``J0(x) J0(y) != J0(x + y)``, so a pair updated only when it is used (at irregular
   times) could not follow it; the exponential is the correlation whose updates compose
-  exactly, whatever the times in between. ``Tc`` is its 1/e time.
-* ``block``: block fading (Biglieri, Proakis and Shamai, "Fading channels:
-  information-theoretic and communications aspects", IEEE Trans. Inf. Theory 44(6),
-  1998): time is cut into blocks ``[m Tc, (m + 1) Tc)`` aligned on multiples of ``Tc``;
-  a pair's gain is constant within a block and independent from block to block. The
-  blocks are on a common grid (not restarted at each use), so a pair's channel is a
-  function of time alone, not of how often it is used.
+  exactly, whatever the times in between. ``Tc`` is its 1/e time. Every pair a
+  transmission touches draws an innovation: it costs more than ``block``.
 
 State is kept per pair, created when the pair is first used (drawn from the stationary
 law: ``rho = 0``), and advanced lazily when the pair is next used: a transmission
 advances the pairs of its sender and every node in its interference range (their power
 is both signal and interference) in one vectorised step, over arrays aligned with the
 sender's neighbours. The draws come from the medium's stream ``radio.fading`` in blocks,
-one complex normal per pair a transmission touches, in the order of the transmissions:
-the same seed gives the same channel. ``coherence_time_s`` ``None`` or ``0`` (a fresh
+one complex normal per pair a transmission touches (``block``: per pair whose block has
+passed), in the order of the transmissions: the same seed gives the same channel. ``coherence_time_s`` ``None`` or ``0`` (a fresh
 draw per transmission, the limit ``Tc -> 0``) does not build this model: the medium keeps
 its memoryless draws, row for row.
 
@@ -63,7 +65,7 @@ from typing import Any
 import numpy as np
 
 #: How the fade of a pair evolves in time (module docstring).
-FADING_MODELS = ("gauss-markov", "block")
+FADING_MODELS = ("block", "gauss-markov")
 #: Normals drawn at a time.
 NORMAL_BLOCK = 1 << 15
 

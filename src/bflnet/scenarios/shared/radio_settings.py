@@ -25,7 +25,7 @@ RECEPTION_NAMES = ("threshold", "per")
 PHY_NAMES = ("ideal", "80211b", "80211a", "80211g")
 #: How a pair's fade evolves over the coherence time (``RadioSpec.fading_model``,
 #: :mod:`bflnet.radio.phy.coherence`).
-FADING_MODEL_NAMES = ("gauss-markov", "block")
+FADING_MODEL_NAMES = ("block", "gauss-markov")
 #: The channels that fade (a coherence time is read only with them).
 _FADING_CHANNELS = ("rayleigh", "rician")
 #: CSMA fields that, left at their defaults, take the PHY preset's values.
@@ -124,11 +124,11 @@ class RadioSettings:
                                            "so a retry soon after a loss meets the same fade "
                                            "(none or 0: a fresh fade for every packet; else "
                                            ">= 1e-9)", ge=0, le=1e6)
-    fading_model: str = param("gauss-markov", "how a pair's fade evolves over "
-                              "coherence_time_s: gauss-markov (correlation exp(-dt / "
-                              "coherence_time_s) after dt) or block (constant within blocks "
-                              "of coherence_time_s aligned on its multiples, independent "
-                              "across)", choices=FADING_MODEL_NAMES)
+    fading_model: str = param("block", "how a pair's fade evolves over coherence_time_s: "
+                              "block (constant within blocks of coherence_time_s aligned on "
+                              "its multiples, independent across) or gauss-markov "
+                              "(correlation exp(-dt / coherence_time_s) after dt)",
+                              choices=FADING_MODEL_NAMES)
     sinr_threshold_db: float | None = param(radio_default("sinr_threshold_db"), "SINR "
                                             "threshold in dB (none: 2^R - 1 of coding_rate) "
                                             "(shared medium; reception=per: only its nominal "

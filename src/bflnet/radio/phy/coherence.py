@@ -40,9 +40,10 @@ advances the pairs of its sender and every node in its interference range (their
 is both signal and interference) in one vectorised step, over arrays aligned with the
 sender's neighbours. The draws come from the medium's stream ``radio.fading`` in blocks,
 one complex normal per pair a transmission touches (``block``: per pair whose block has
-passed), in the order of the transmissions: the same seed gives the same channel. ``coherence_time_s`` ``None`` or ``0`` (a fresh
-draw per transmission, the limit ``Tc -> 0``) does not build this model: the medium keeps
-its memoryless draws, row for row.
+passed), in the order of the transmissions: the same seed gives the same channel.
+``coherence_time_s`` ``None`` or ``0`` (a fresh draw per transmission, the limit
+``Tc -> 0``) does not build this model: the medium keeps its memoryless draws, row for
+row.
 
 >>> import numpy as np
 >>> fading = CoherentFading(3, 1e-3, "block", lambda: np.random.default_rng(1))

@@ -72,6 +72,9 @@ __all__ = ["CHANNELS", "FADING", "GRAPHS", "GRAPH_FIELDS", "LAYOUT_NAMES", "MAC_
 #: Bytes per pair of nodes within interference range of each other on the shared medium
 #: (an entry of the mean-power table, of the neighbour index and of the TDMA pairs).
 MEDIUM_PAIR_BYTES = 200
+#: More bytes per such pair with fading correlated in time (a coherence time): its fade and
+#: time, its slot in the pair table and in each sender's slots.
+COHERENCE_PAIR_BYTES = 80
 #: Set-up operations per such pair (building the tables; every packet scans its sender's
 #: and receivers' neighbours).
 MEDIUM_PAIR_WORK = 10
@@ -381,10 +384,11 @@ class NetworkSettings(RadioSettings, LinkSettings, GraphSettings):
             else 1.0
         near = min(k, max(1.0, k * share))
         pairs = k * near
+        per_pair = MEDIUM_PAIR_BYTES + (COHERENCE_PAIR_BYTES if self.coherence_time_s else 0)
         return fp.add(f"shared medium: {count(k)} nodes x {count(near)} within interference "
                       f"range ({r:.3g} m)", ("K", "area_m", "tx_power_dbm",
                                               "path_loss_exponent"),
-                      bytes=MEDIUM_PAIR_BYTES * pairs, work=MEDIUM_PAIR_WORK * pairs)
+                      bytes=per_pair * pairs, work=MEDIUM_PAIR_WORK * pairs)
 
     def network_kwargs(self, graph: nx.Graph) -> dict[str, Any]:
         """Keyword arguments for ``Simulation.build_network``."""

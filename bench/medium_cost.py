@@ -22,9 +22,14 @@ stations sending over independent links; the same target, and flat in ``n``. Tim
 the process's CPU time (on a shared machine wall-clock time counts the other processes'
 turns too), the least of ``--repeat`` measurements; the ratios are measured in the same process.
 
+With ``--coherence-time S`` the shared medium is measured again with fading correlated
+in time (``coherence_time_s=S``, ``--fading-model``), against the memoryless medium
+(target: at most ``COHERENT`` times its cost).
+
     python bench/medium_cost.py [--sizes 16 256 1024] [--messages 20000]
                                 [--mac none tdma csma aloha] [--repeat 2]
                                 [--phy 80211b] [--stations 5 10 20 50]
+                                [--coherence-time S [--fading-model block|gauss-markov]]
 
 prints, per K and MAC, both costs, their ratio and whether the target is met, then the
 flatness of each MAC's cost over K, then the saturated stations' costs.
@@ -37,6 +42,7 @@ import dataclasses
 import math
 import os
 import time
+from dataclasses import replace
 
 import networkx as nx
 import numpy as np
@@ -56,6 +62,8 @@ RADIUS_M, DEGREE = 30.0, 10.0
 TARGETS, FLAT = {"ideal": 3.0, "dcf": 10.0}, 0.5
 #: The saturated stations' payload (bits).
 PAYLOAD_BITS = 1023 * 8
+#: With a coherence time, the shared medium at most this many times its memoryless cost.
+COHERENT = 1.5
 #: Mean SNR 10 dB at the graph's radius (the threshold is 0 dB: radio range 65 m, carrier
 #: sense as far, interference counted up to 139 m).
 RADIO = RadioSpec(tx_power_dbm=-12.7, bandwidth_hz=1e6, noise_figure_db=7.0,
@@ -179,6 +187,10 @@ def main() -> None:
                         help="the shared medium's PHY preset (ideal: no 802.11 timing)")
     parser.add_argument("--stations", type=int, nargs="*", default=[5, 10, 20, 50],
                         help="saturated stations in one collision domain (none: skip)")
+    parser.add_argument("--coherence-time", type=float, default=None, metavar="S",
+                        help="also measure the medium with this coherence time (seconds)")
+    parser.add_argument("--fading-model", default="block",
+                        choices=["block", "gauss-markov"])
     args = parser.parse_args()
     TARGET = TARGETS["ideal" if args.phy == "ideal" else "dcf"]
     what = "packet" if args.phy == "ideal" else "data frame exchange (ACK included)"
@@ -195,8 +207,7 @@ def main() -> None:
         links, _ = cost(graph, None, 10 * args.messages, args.repeat)
         for mac in args.mac:
             c, rows = cost(graph, SharedMediumSpec(radio(args.phy), make_mac(mac)),
-                           args.messages,
-                           args.repeat)
+                           args.messages, args.repeat)
             shared[mac].append(c)
             ratio = c / links
             met = ratio <= TARGET
@@ -205,6 +216,17 @@ def main() -> None:
                   f"{c * 1e6:12.1f} {ratio:6.2f} {rows:7.1f}  "
                   f"<= {TARGET:g}: {'met' if met else 'MISSED'}",
                   flush=True)
+            if args.coherence_time is not None:
+                coherent = replace(radio(args.phy), coherence_time_s=args.coherence_time,
+                                   fading_model=args.fading_model)
+                coh, _ = cost(graph, SharedMediumSpec(coherent, make_mac(mac)), args.messages,
+                              args.repeat)
+                met = coh <= COHERENT * c
+                misses += not met
+                print(f"{'':19s} coherence_time_s={args.coherence_time:g} "
+                      f"{args.fading_model}: {coh * 1e6:.1f} us/tx, x{coh / c:.2f} of "
+                      f"memoryless (<= {COHERENT:g}: {'met' if met else 'MISSED'})",
+                      flush=True)
     for mac, costs in shared.items():
         if len(costs) < 2:
             continue

@@ -68,6 +68,9 @@ CONTEXTS: list[dict[str, str]] = [
     {"medium": "shared", "phy": "80211a"},
     {"medium": "shared", "methods": "sync"}, {"initial_activity": "0.5"},
     {"data": "radar-files", "radar_dir": "FILE"},
+    {"coherence_time_s": "0.01"},
+    {"medium": "shared", "channel": "rayleigh", "coherence_time_s": "0.01"},
+    {"medium": "shared", "methods": "sync", "channel": "rayleigh", "coherence_time_s": "0.01"},
 ]
 
 

@@ -38,6 +38,7 @@ ALT = {
     "cw_max": 16, "retry_limit": 0, "phy": "80211b", "ed_threshold_dbm": 30.0,
     "pd_threshold_dbm": 30.0, "tdma_schedule": "sinr", "tdma_margin_db": 30.0,
     "guard_s": 0.01,
+    "coherence_time_s": 1e-3, "fading_model": "gauss-markov",
 }
 #: Settings under which the field is read (where there are such settings).
 LOSSY_FADING = {"mean_snr_db": 35.0}
@@ -77,6 +78,8 @@ CONTEXT: dict[str, dict[str, object]] = {
     "tdma_schedule": {**SHARED, "mac": "tdma", "layout": "circle"},
     "tdma_margin_db": {**SHARED, "mac": "tdma", "tdma_schedule": "sinr", "layout": "circle"},
     "guard_s": {**SHARED, "mac": "aloha"},
+    "coherence_time_s": SHARED,
+    "fading_model": {**SHARED, "coherence_time_s": 1e-3},
 }
 #: Where one scenario reads a field only under settings of its own (it has no ``layout``):
 #: added to the field's context.

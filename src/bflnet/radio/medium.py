@@ -6,7 +6,8 @@ Every transmission is a :class:`Transmission` from one node to one or more recei
 within the interference range of its sender
 (:meth:`RadioSpec.effective_interference_range_m`), each under its own path loss,
 shadowing and block-fading draw (one per transmission and node, from the medium's
-stream ``radio.fading``, drawn in blocks): every node keeps the *total* power of the
+stream ``radio.fading``, drawn in blocks; with a coherence time, the fade of the pair at
+the packet's start, :mod:`bflnet.radio.phy.coherence`): every node keeps the *total* power of the
 transmissions on the air near it, added when one starts and taken off when it ends, in
 one vectorised step over the nodes in range. Those nodes are found with a k-d tree of
 the positions, built once (again when nodes have moved), so a packet costs the number of
@@ -58,6 +59,7 @@ from typing import Any
 import numpy as np
 import simpy
 
+from bflnet.radio.phy.coherence import coherent_fading
 from bflnet.radio.phy.sensing import PowerSense
 from bflnet.radio.spec import RadioSpec, packet_error_rate
 
@@ -145,6 +147,9 @@ class SharedMedium:
             kf = spec.rician_k
             self._los = math.sqrt(kf / (kf + 1.0))
             self._scatter = math.sqrt(0.5 / (kf + 1.0))
+        #: Fading correlated in time (``coherence_time_s``), or ``None`` (a fresh draw per
+        #: transmission and node).
+        self._coherent = coherent_fading(spec, k, lambda: stream("radio.fading"))
         self.active: dict[int, Transmission] = {}
         self.rx_at: list[list[Reception]] = [[] for _ in range(k)]
         #: Per node: 1 while it transmits (one radio), else 0.
@@ -317,8 +322,10 @@ class SharedMedium:
             rng = self._per_rng = self._stream("radio.reception")
         return float(rng.random())
 
-    def _fade(self) -> float:
-        """One block-fading power gain (mean 1)."""
+    def _fade(self, a: int, b: int) -> float:
+        """One block-fading power gain (mean 1) of the pair ``a``, ``b`` now."""
+        if self._coherent is not None:
+            return self._coherent.gain(a, b, self.env.now)
         return 1.0 if self._fading == "none" else float(self._gains(1)[0])
 
     def _faded(self, mean: np.ndarray) -> np.ndarray:
@@ -349,6 +356,8 @@ class SharedMedium:
         n, pos = mean.size, self._pos
         if self._fading == "none":
             power = mean
+        elif self._coherent is not None:  # fading correlated in time: each pair's fade now
+            power = mean * self._coherent.gains(sender, near, now)
         elif pos + n <= self._buf.size:
             self._pos = pos + n
             power = mean * self._buf[pos:pos + n]
@@ -366,7 +375,7 @@ class SharedMedium:
             j = place.get(r)
             if j is None:  # beyond the interference range (a far unicast receiver)
                 rec = Reception(r, self._tx_mw * self.mean_gain(sender, r)
-                                * self._fade(), False)
+                                * self._fade(sender, r), False)
             else:
                 rec = Reception(r, float(power[j]), True)
             if tx_count[r]:

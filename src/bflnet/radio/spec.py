@@ -8,7 +8,10 @@ independent fading links). With ``reception="per"`` the threshold is not used: a
 is lost with the probability :func:`packet_error_rate` of its lowest SINR over the packet
 (uncoded BPSK; ``coding_rate`` then only sets the air time). Signals undergo the path
 loss, the pair's shadowing and, per packet and receiver, a block-fading power gain of
-mean 1 (``rayleigh``: exponential; ``rician``: with K factor ``rician_k``; ``none``: 1).
+mean 1 (``rayleigh``: exponential; ``rician``: with K factor ``rician_k``; ``none``: 1),
+drawn afresh for every packet; with ``coherence_time_s`` the fade of a pair of nodes is
+correlated over that time instead (``fading_model`` ``block`` or ``gauss-markov``,
+:mod:`bflnet.radio.phy.coherence`), so a retry soon after a loss meets the same fade.
 
 With ``phy`` an 802.11 preset (``80211b``, ``80211a``, ``80211g``; :mod:`bflnet.radio.phy.timing`)
 a packet is a data frame: :meth:`RadioSpec.airtime_s` adds the PLCP preamble and header
@@ -38,15 +41,19 @@ from typing import Any
 
 from bflnet.radio.pathloss import LogDistance, dbm_to_mw, noise_dbm
 from bflnet.radio.phy import Phy, phy_preset
+from bflnet.radio.phy.coherence import FADING_MODELS
 from bflnet.validation.checks import check_real
 from bflnet.validation.limits import (
     MAX_CCA_DBM,
     MIN_BANDWIDTH_HZ,
     MIN_CCA_DBM,
     MIN_CODING_RATE,
+    MIN_COHERENCE_S,
 )
 
 FADINGS = ("none", "rayleigh", "rician")
+#: The longest coherence time accepted, in seconds.
+MAX_COHERENCE_S = 1e6
 #: How a packet's SINR decides it: a hard ``threshold``, or the packet error rate ``per``.
 RECEPTIONS = ("threshold", "per")
 
@@ -80,6 +87,8 @@ class RadioSpec:
     pathloss: LogDistance = field(default_factory=LogDistance)
     fading: str = "rayleigh"
     rician_k: float = 0.0
+    coherence_time_s: float | None = None
+    fading_model: str = "block"
     latency_s: float = 0.0
     interference_margin_db: float = 10.0
     interference_range_m: float | None = None
@@ -102,6 +111,18 @@ class RadioSpec:
             raise ValueError(f"fading: must be one of {', '.join(FADINGS)}, got "
                              f"{self.fading!r}")
         check_real("rician_k", self.rician_k, ge=0, le=1e6)
+        if self.coherence_time_s is not None:
+            check_real("coherence_time_s", self.coherence_time_s, ge=0, le=MAX_COHERENCE_S)
+            if 0 < self.coherence_time_s < MIN_COHERENCE_S:
+                raise ValueError(f"coherence_time_s: must be 0 (off) or a finite number in "
+                                 f"[{MIN_COHERENCE_S:g}, {MAX_COHERENCE_S:g}], got "
+                                 f"{self.coherence_time_s!r}")
+            if self.coherence_time_s and self.fading == "none":
+                raise ValueError("coherence_time_s: needs fading rayleigh or rician (without "
+                                 "fading there is no fade to keep), got fading='none'")
+        if self.fading_model not in FADING_MODELS:
+            raise ValueError(f"fading_model: must be one of {', '.join(FADING_MODELS)}, got "
+                             f"{self.fading_model!r}")
         check_real("latency_s", self.latency_s, ge=0, le=1e6)
         check_real("interference_margin_db", self.interference_margin_db, ge=0, le=100)
         if self.interference_range_m is not None:

@@ -38,6 +38,10 @@ MIN_SLOT_S = 1e-9
 #: The range of a carrier-sense (energy / preamble detection) threshold, dBm.
 MIN_CCA_DBM, MAX_CCA_DBM = -150.0, 30.0
 
+#: Shortest coherence time of the fading in seconds (besides 0, off): a nanosecond; a
+#: time divided by a much shorter one loses the blocks and lags it counts in rounding.
+MIN_COHERENCE_S = 1e-9
+
 #: Smallest slotted-ALOHA transmit probability: the slots a node skips are drawn at
 #: once as ``ceil(E / -log(1 - p))`` with ``E`` a standard exponential (at most about 745
 #: in float64), so at most 7.5e11 slots: an exact integer, and ``slots x slot`` a finite

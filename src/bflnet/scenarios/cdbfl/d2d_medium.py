@@ -201,6 +201,8 @@ class D2DMediumConfig(CDBFLSettings):
         return frozenset(n for n in used if n not in elsewhere)
 
     def _setting(self, field: str) -> str:
+        if field in ("coherence_time_s", "fading_model") and self.mac_list() != ["links"]:
+            return self.network(medium="shared")._setting(field)  # the channel decides
         if field in USED_ONLY_WITH and ("medium=" in USED_ONLY_WITH[field][1]):
             return f"macs={self.macs}"
         return super()._setting(field)

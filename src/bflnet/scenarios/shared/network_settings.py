@@ -72,6 +72,9 @@ __all__ = ["CHANNELS", "FADING", "GRAPHS", "GRAPH_FIELDS", "LAYOUT_NAMES", "MAC_
 #: Bytes per pair of nodes within interference range of each other on the shared medium
 #: (an entry of the mean-power table, of the neighbour index and of the TDMA pairs).
 MEDIUM_PAIR_BYTES = 200
+#: More bytes per such pair with fading correlated in time (a coherence time): its fade and
+#: time, its slot in the pair table and in each sender's slots.
+COHERENCE_PAIR_BYTES = 80
 #: Set-up operations per such pair (building the tables; every packet scans its sender's
 #: and receivers' neighbours).
 MEDIUM_PAIR_WORK = 10
@@ -209,6 +212,12 @@ class NetworkSettings(RadioSettings, LinkSettings, GraphSettings):
             if self.medium == "shared" and field in USED_ONLY_WITH and "mac=" in \
                     USED_ONLY_WITH[field][1]:
                 return f"mac={self.mac}"
+            if self.medium == "shared" and field == "fading_model" and \
+                    self.channel in FADING:
+                tc = self.coherence_time_s
+                return f"coherence_time_s={'none' if tc is None else tc}"
+            if self.medium == "shared" and field in ("coherence_time_s", "fading_model"):
+                return f"channel={self.channel}"
             if self.medium == "shared" and field == "layout":
                 graphs = self.graphs_in_use()
                 return (f"graph={graphs[0]}" if len(graphs) == 1
@@ -283,6 +292,7 @@ class NetworkSettings(RadioSettings, LinkSettings, GraphSettings):
                                  f"{elsewhere[f.name]}")
             raise ValueError(f"{f.name}: not used with {self._setting(f.name)}; used only "
                              f"with {USED_ONLY_WITH[f.name][1]}")
+        self.check_radio()
         network = {f.name for f in dataclasses.fields(NetworkSettings)}
         for f in dataclasses.fields(self):  # the scenario's own fields it decides itself
             if f.name in elsewhere and f.name not in network \
@@ -374,10 +384,11 @@ class NetworkSettings(RadioSettings, LinkSettings, GraphSettings):
             else 1.0
         near = min(k, max(1.0, k * share))
         pairs = k * near
+        per_pair = MEDIUM_PAIR_BYTES + (COHERENCE_PAIR_BYTES if self.coherence_time_s else 0)
         return fp.add(f"shared medium: {count(k)} nodes x {count(near)} within interference "
                       f"range ({r:.3g} m)", ("K", "area_m", "tx_power_dbm",
                                               "path_loss_exponent"),
-                      bytes=MEDIUM_PAIR_BYTES * pairs, work=MEDIUM_PAIR_WORK * pairs)
+                      bytes=per_pair * pairs, work=MEDIUM_PAIR_WORK * pairs)
 
     def network_kwargs(self, graph: nx.Graph) -> dict[str, Any]:
         """Keyword arguments for ``Simulation.build_network``."""

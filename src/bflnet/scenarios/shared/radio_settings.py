@@ -14,7 +14,13 @@ from typing import Any
 
 from bflnet.runs.config import param
 from bflnet.scenarios.shared.radio_defaults import radio_default
-from bflnet.validation.limits import MAX_CCA_DBM, MIN_CCA_DBM, MIN_PROBABILITY, MIN_SLOT_S
+from bflnet.validation.limits import (
+    MAX_CCA_DBM,
+    MIN_CCA_DBM,
+    MIN_COHERENCE_S,
+    MIN_PROBABILITY,
+    MIN_SLOT_S,
+)
 
 MEDIA = ("links", "shared")
 MAC_NAMES = ("none", "tdma", "csma", "aloha")
@@ -25,6 +31,11 @@ RECEPTION_NAMES = ("threshold", "per")
 PHY_NAMES = ("ideal", "80211b", "80211a", "80211g")
 #: TDMA schedules (``auto``: distance2 with ``phy=ideal``, sinr with a PHY preset).
 SCHEDULE_NAMES = ("auto", "distance2", "sinr")
+#: How a pair's fade evolves over the coherence time (``RadioSpec.fading_model``,
+#: :mod:`bflnet.radio.phy.coherence`).
+FADING_MODEL_NAMES = ("block", "gauss-markov")
+#: The channels that fade (a coherence time is read only with them).
+_FADING_CHANNELS = ("rayleigh", "rician")
 #: CSMA fields that, left at their defaults, take the PHY preset's values.
 _PRESET_CSMA = ("backoff_slot_s", "cw_min", "cw_max")
 #: The fields of the shared medium (read only with ``medium=shared``).
@@ -32,7 +43,8 @@ SHARED_FIELDS = ("mac", "broadcast", "reception", "tx_power_dbm", "noise_figure_
                  "ref_loss_db", "shadowing_db", "sinr_threshold_db", "layout", "aloha_p",
                  "mac_slot_s", "tdma_frame_slots", "sense_range_m", "backoff_slot_s", "cw_min",
                  "cw_max", "retry_limit", "phy", "ed_threshold_dbm", "pd_threshold_dbm",
-                 "tdma_schedule", "tdma_margin_db", "guard_s")
+                 "tdma_schedule", "tdma_margin_db", "guard_s",
+                 "coherence_time_s", "fading_model")
 
 
 def is_shared(s: RadioSettings) -> bool:
@@ -51,6 +63,16 @@ def _threshold_read(s: RadioSettings) -> bool:
 def _power_sensed(s: RadioSettings) -> bool:
     """Whether CSMA senses the carrier by received power: a PHY preset, no sense range."""
     return mac_is("csma")(s) and s.phy != "ideal" and s.sense_range_m is None
+
+
+def _fades(s: RadioSettings) -> bool:
+    """Whether the shared medium's signals fade (the channel, a layer above, says)."""
+    return is_shared(s) and getattr(s, "channel", None) in _FADING_CHANNELS
+
+
+def _coherent(s: RadioSettings) -> bool:
+    """Whether the shared medium's fading is correlated in time (a coherence time > 0)."""
+    return _fades(s) and bool(s.coherence_time_s)
 
 
 def mac_is(*names: str) -> Callable[[RadioSettings], bool]:
@@ -91,6 +113,9 @@ RADIO_USED_ONLY_WITH: dict[str, tuple[Callable[[RadioSettings], bool], str]] = {
         "medium=shared, mac=tdma and the sinr schedule (tdma_schedule=sinr, or auto with a "
         "PHY preset)"),
     "guard_s": (mac_is("aloha", "tdma"), "medium=shared and mac=aloha or tdma"),
+    "coherence_time_s": (_fades, "medium=shared and channel=rayleigh or rician"),
+    "fading_model": (_coherent, "medium=shared, channel=rayleigh or rician and "
+                     "coherence_time_s > 0"),
 }
 
 
@@ -119,6 +144,17 @@ class RadioSettings:
                                "medium)", ge=-100, le=300)
     shadowing_db: float = param(radio_default("shadowing_db"), "log-normal shadowing std in "
                                 "dB, one draw per pair and run (shared medium)", ge=0, le=50)
+    coherence_time_s: float | None = param(None, "coherence time of the fading in seconds "
+                                           "(shared medium, channel rayleigh or rician): a "
+                                           "pair of nodes keeps its fade for about this long, "
+                                           "so a retry soon after a loss meets the same fade "
+                                           "(none or 0: a fresh fade for every packet; else "
+                                           ">= 1e-9)", ge=0, le=1e6)
+    fading_model: str = param("block", "how a pair's fade evolves over coherence_time_s: "
+                              "block (constant within blocks of coherence_time_s aligned on "
+                              "its multiples, independent across) or gauss-markov "
+                              "(correlation exp(-dt / coherence_time_s) after dt)",
+                              choices=FADING_MODEL_NAMES)
     sinr_threshold_db: float | None = param(radio_default("sinr_threshold_db"), "SINR "
                                             "threshold in dB (none: 2^R - 1 of coding_rate) "
                                             "(shared medium; reception=per: only its nominal "
@@ -177,6 +213,13 @@ class RadioSettings:
         if self.cw_max < self.cw_min:
             raise ValueError(f"cw_max: must be >= cw_min ({self.cw_min}), got {self.cw_max}")
 
+    def check_radio(self) -> None:
+        """One-line ``ValueError`` for radio settings outside what their bounds say."""
+        tc = self.coherence_time_s
+        if tc is not None and 0 < tc < MIN_COHERENCE_S:
+            raise ValueError(f"coherence_time_s: must be 0 (off) or a finite number in "
+                             f"[{MIN_COHERENCE_S:g}, 1e+06], got {tc!r}")
+
     def _csma_value(self, name: str) -> Any:
         """A CSMA field's value, ``None`` (the preset's) at its default under a preset."""
         value = getattr(self, name)
@@ -212,5 +255,7 @@ class RadioSettings:
                                  self.shadowing_db),
             fading=fading, rician_k=rician_k, latency_s=latency_s, phy=self.phy,
             ed_threshold_dbm=self.ed_threshold_dbm if _power_sensed(self) else None,
-            pd_threshold_dbm=self.pd_threshold_dbm if _power_sensed(self) else None)
+            pd_threshold_dbm=self.pd_threshold_dbm if _power_sensed(self) else None,
+            coherence_time_s=self.coherence_time_s if fading != "none" else None,
+            fading_model=self.fading_model)
         return SharedMediumSpec(radio, self.build_mac(), layout=self.layout, area_m=area_m)

@@ -192,6 +192,7 @@ MADE_BY = {
                                       "emtdamp_mnist_multi_paper.png", "emtdamp"),
     "d2d_medium.png": ("scripts/reproduce_d2d_medium.py", "d2d"),
     "wflmc_gaussian.png": ("scripts/plot_wflmc_gaussian.py wflmc_s*.csv", "wflmc"),
+    "wflmc_five_curves.png": ("scripts/wflmc_five_curves.py --run 5", "wflmc"),
     "ota_langevin.png": ("scripts/summarise_ota_langevin.py", "ota"),
     "async_fedavg.png": ("CLI", "the command-line pages (tests/test_doc_figures.py)"),
 }
@@ -374,6 +375,30 @@ def test_wflmc_gaussian_summary_and_figure_over_seeds(tmp_path):
     np.testing.assert_allclose(out["w2_last_sd"], w2.std().reindex(out.index), rtol=1e-9)
     fig = plot_wflmc_gaussian.figure(frame, runs=3)
     assert fig.axes[0].get_title().endswith("(3 runs, mean ± sd over 2 seeds)")
+    assert any(isinstance(c, LineCollection) for c in fig.axes[0].collections)  # error bars
+
+
+def test_wflmc_five_curves_figure_and_summary(tmp_path):
+    """The five methods of two seeds: the summary over the seeds, the figure with ours and
+    the paper's five curves."""
+    import wflmc_five_curves as five
+
+    small = {"runs": 3, "rounds": 10, "burn_in": 5, "snr_db": "5,20",
+             "methods": ",".join(five.METHODS)}
+    paths = []
+    for seed in (3, 7):
+        path = tmp_path / f"f{seed}.csv"
+        run_scenario("wflmc-gaussian", small, seed=seed).to_csv(path, index=False)
+        (tmp_path / f"f{seed}.csv.json").write_text(f'{{"seed": {seed}}}')
+        paths.append(str(path))
+    frame = five.load(paths)
+    out = five.summary(frame).set_index(["method", "snr_db"])
+    assert set(out.index.get_level_values(0)) == set(five.METHODS) and (out["runs"] == 2).all()
+    assert (out.loc["wflmc-opt-dp", "epsilon_spent_last_mean"] <= 15 * (1 + 1e-9)).all()
+    fig = five.figure(frame, runs=3)
+    check(fig, {"SNR (dB)", "squared 2-Wasserstein distance to the posterior"})
+    labels = set(fig.axes[0].get_legend_handles_labels()[1])
+    assert {*five.METHODS.values(), *(f"paper: {v}" for v in five.METHODS.values())} <= labels
     assert any(isinstance(c, LineCollection) for c in fig.axes[0].collections)  # error bars
 
 

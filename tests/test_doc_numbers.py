@@ -526,6 +526,117 @@ def test_the_wflmc_reading_is_the_table():
                     WFLMC_EVERYWHERE) == []
 
 
+# --- the five curves with privacy: docs/tables/wflmc_five_curves.csv ------------------
+
+DP = ("wflmc-opt-dp", "wflmc-equal-dp", "noiseless-dp")
+FIVE = ("noiseless", "wflmc", *DP)
+
+
+@cache
+def five() -> pd.DataFrame:
+    return pd.read_csv(TABLES / "wflmc_five_curves.csv").set_index(["method", "snr_db"])
+
+
+def v(column: str, method: str, snr: int, stat: str = "mean") -> float:
+    return float(five().loc[(method, snr), f"{column}_last_{stat}"])
+
+
+def paper_five(method: str, snr: int) -> float:
+    paper = _script("wflmc_five_curves")
+    return paper.PAPER_W2[method][list(paper.PAPER_SNR_DB).index(snr)]
+
+
+def _five_rows() -> dict[str, object]:
+    def pm(method):
+        return lambda s: f"{sci(v('w2', method, s))} ± {sci(v('w2', method, s, 'sd'), 0)}"
+
+    def paper(method):
+        return lambda s: sci(paper_five(method, s))
+
+    def eps(method):
+        return lambda s: format(v("epsilon_spent", method, s), ".1f")
+
+    return {
+        "bflnet `noiseless`": pm("noiseless"), "paper: noiseless LMC": paper("noiseless"),
+        "bflnet `wflmc` (without DP)": pm("wflmc"), "paper: without DP": paper("wflmc"),
+        "bflnet `wflmc-opt-dp` (optimised PA)": pm("wflmc-opt-dp"),
+        "paper: optimised PA": paper("wflmc-opt-dp"),
+        "bflnet `wflmc-equal-dp` (equal PA)": pm("wflmc-equal-dp"),
+        "paper: equal PA": paper("wflmc-equal-dp"),
+        "bflnet `noiseless-dp`": pm("noiseless-dp"),
+        "paper: noiseless LMC with DP": paper("noiseless-dp"),
+        "ε spent, `wflmc-opt-dp`": eps("wflmc-opt-dp"),
+        "ε spent, `wflmc-equal-dp`": eps("wflmc-equal-dp"),
+    }
+
+
+def test_the_five_curves_table_is_the_stored_summary():
+    """Every cell of the five-curve table is the summary's mean ± sd over the seeds (or
+    the paper's value as the script holds it, or the ε spent), as written."""
+    rows = _five_rows()
+    text = OTA.read_text()
+    start = text.index("<!-- numbers: wflmc_five_curves")
+    lines = [line for line in text[start:].splitlines()
+             if line.startswith("| curve, at SNR (dB) |") or (line.split("|")[1:2] and
+             line.split("|")[1].strip() in rows)]
+    header, *body = [[c.strip() for c in line.strip().strip("|").split("|")]
+                     for line in lines[:len(rows) + 1]]
+    snrs = [int(c) for c in header[1:]]
+    assert [cells[0] for cells in body] == list(rows)
+    for label, *cells in body:
+        for snr, cell in zip(snrs, cells, strict=True):
+            if cell:
+                assert cell == rows[label](snr), (label, snr, cell)
+    assert (five()["seeds"] == 5).all() and (five()["runs"] == 5).all()  # "5 seeds"
+    # the privacy held: no device of any run spent more than the ε asked
+    assert max(v("epsilon_spent", m, s) for m in DP for s in snrs) <= 15 * (1 + 1e-9)
+
+
+def _opt_over_equal():
+    ours = v("w2", "wflmc-equal-dp", 40) / v("w2", "wflmc-opt-dp", 40)
+    paper = paper_five("wflmc-equal-dp", 40) / paper_five("wflmc-opt-dp", 40)
+    return format(ours, ".1f"), format(paper, ".1f")
+
+
+def _dp_gap():
+    gaps = [v("w2", m, s) / paper_five(m, s) - 1 for m in DP for s in range(5, 45, 5)]
+    assert min(gaps) > 0  # ours above the paper's everywhere
+    return (str(math.ceil(max(gaps) * 100)),)
+
+
+def _absolute_gaps():
+    gaps = [v("w2", m, 40) - paper_five(m, 40) for m in FIVE]
+    assert min(gaps) > 0
+    for m in DP:  # "for the three curves with DP the gap is less than the sd"
+        assert v("w2", m, 40) - paper_five(m, 40) < v("w2", m, 40, "sd"), m
+    return sci(min(gaps)), sci(max(gaps))
+
+
+FIVE_CLAIMS = [
+    Claim(r"at 40 dB the optimised allocation is ([\d.]+) times closer to the posterior "
+          r"than the equal one \(paper: ([\d.]+)\)", _opt_over_equal),
+    Claim(r"comes within (\d+) % of noiseless Langevin with DP at 40 dB",
+          lambda: (str(math.ceil(abs(v("w2", "wflmc-opt-dp", 40)
+                                     / v("w2", "noiseless-dp", 40) - 1) * 100)),)),
+    Claim(r"Every entry of the three curves with DP is above the paper's, by at most "
+          r"(\d+) %", _dp_gap),
+    Claim(r"at 40 dB the five curves are ([\de.-]+) to ([\de.-]+) above the paper's",
+          _absolute_gaps),
+    Claim(r"the noiseless chain's exact W2² \(`w2_exact`\) is ([\de.-]+)",
+          lambda: (sci(v("w2_exact", "noiseless", 5)),)),
+    Claim(r"the equal allocation's channel noise is ([\d.]+) times 2η on average at 40 dB",
+          lambda: (two_digits(v("channel_noise_ratio", "wflmc-equal-dp", 40)),)),
+]
+FIVE_SETTINGS = [r"\| curve, at SNR \(dB\) \| 5 \|.*?"
+                 r"\| ε spent, `wflmc-equal-dp`(?: \| [\d.]+)+ \|",
+                 SNR_WORDS, r"W2²", r"\(ε, δ\) = \(15, 0\.01\)", r"ε = 15", r"100 runs",
+                 r"5 seeds", r"2η", r"100-sample"]
+
+
+def test_the_five_curves_reading_is_the_table():
+    assert problems(OTA.read_text(), "wflmc_five_curves", FIVE_CLAIMS, FIVE_SETTINGS) == []
+
+
 @cache
 def ota() -> pd.DataFrame:
     return pd.read_csv(TABLES / "ota_langevin.csv")

@@ -197,10 +197,12 @@ class RoundPlan:
 
 
 def plan_round(amplitudes: np.ndarray, spec: AirCompSpec, *, dim: int, clip: float,
-               target_var: float | None = None) -> RoundPlan:
+               target_var: float | None = None, scale_cap: float | None = None) -> RoundPlan:
     """Truncation and scaling for one round (module docstring); ``target_var`` is the
     noise variance per coordinate the receiver wants on the mean (the ``"langevin"``
-    rule's cap; ignored by ``"full"``)."""
+    rule's cap; ignored by ``"full"``); ``scale_cap`` a further cap on ``a`` from outside
+    the round (a power allocation over the rounds, e.g. a privacy budget:
+    :mod:`bflnet.radio.privacy`; ``None``: none)."""
     clip = check_real("clip", clip, gt=0, le=1e30)
     h = np.asarray(amplitudes, dtype=np.float64)
     if not np.isfinite(h).all() or (h < 0).any():
@@ -215,6 +217,8 @@ def plan_round(amplitudes: np.ndarray, spec: AirCompSpec, *, dim: int, clip: flo
     if spec.power_rule == "langevin" and target_var is not None:
         target_var = check_real("target_var", target_var, gt=0, le=1e30)
         a = min(a, spec.noise_power / (target_var * k_a ** 2))
+    if scale_cap is not None:
+        a = min(a, check_real("scale_cap", scale_cap, ge=0, le=1e300))
     if not a > 0:  # underflow of a tiny gain: nobody can be heard
         return RoundPlan(np.zeros_like(active), 0, 0.0, math.inf, float(threshold))
     return RoundPlan(active, k_a, a, spec.noise_power / (a * k_a ** 2), float(threshold))

@@ -1,7 +1,8 @@
 """Scenario ``wflmc-gaussian`` (Liu and Simeone, "Wireless Federated Langevin Monte Carlo:
-Repurposing Channel Noise for Bayesian Sampling and Privacy", Gaussian experiment without
-the privacy constraint): how close over-the-air Langevin Monte Carlo comes to the exact
-posterior of Bayesian linear regression against the SNR, beside noiseless Langevin.
+Repurposing Channel Noise for Bayesian Sampling and Privacy", the Gaussian experiment):
+how close over-the-air Langevin Monte Carlo comes to the exact posterior of Bayesian
+linear regression against the SNR, beside noiseless Langevin, without and with the
+paper's privacy constraint.
 
 Set-up as in the authors' code: ``K · points_per_agent`` points (paper: 30 x 40 = 1200)
 ``x ~ N(0, I_dim)`` (paper: dim = 5), ``y = x θ* + N(0, 1)`` with ``θ* ~ N(0, I)``, prior
@@ -27,7 +28,24 @@ Methods (``methods``):
   allows it and more at low SNR;
 * ``wflmc-full``: every round at the full budget, the learner adding the remainder of the
   Langevin noise (the same chain at low SNR, more energy at high SNR);
-* ``noiseless``: Langevin over ideal links (its rows repeat on every SNR).
+* ``noiseless``: Langevin over ideal links (its rows repeat on every SNR);
+
+and under the privacy constraint, every device (ε, δ)-differentially private over the
+``rounds`` (``epsilon``, ``delta``; paper: 15 and 0.01) against the server, the channel's
+noise being the Gaussian mechanism (:mod:`bflnet.radio.privacy`;
+:mod:`bflnet.scenarios.ota.wflmc_power` for the allocations,
+:mod:`bflnet.scenarios.ota.wflmc_dp` for the runs):
+
+* ``wflmc-equal-dp``: ``wflmc`` with every round's scaling also capped by the budget
+  spread evenly over the rounds (the paper's equal power allocation);
+* ``wflmc-opt-dp``: ``wflmc`` with the scalings of the paper's convex programme (the
+  optimised power allocation), solved per run and SNR from the run's fading;
+* ``noiseless-dp``: Langevin over ideal links with the privacy noise the budget calls for
+  on the mean update, allocated over the rounds by the same programme (the paper's
+  noiseless Langevin with DP; its rows repeat on every SNR).
+
+The privacy noise of a DP method is at least the Langevin noise (the scaling is capped at
+the Langevin level); where it is more the chain runs hot: the price of privacy.
 
 Every method and SNR sees the same data (drawn once per seed) and, run by run, the same
 random numbers (common random numbers): each of the ``runs`` independent runs has its own
@@ -57,7 +75,8 @@ the Langevin target 2η; 1: the channel supplies it exactly), ``added_noise_rati
 joules when N_0 is in watts), ``time_s`` (simulated seconds of one run), ``cum_bits``
 and ``cum_bits_delivered`` (bits of one run: 0 over the air, 32 per coordinate per
 device per round over ideal links), ``cum_channel_uses`` (analog channel uses of one run),
-``eta``.
+``eta``, ``epsilon_spent`` (the DP methods: the largest ε any device spent, over the runs;
+NaN for the others, which promise none).
 """
 
 from __future__ import annotations
@@ -106,7 +125,12 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 NAME = "wflmc-gaussian"
-METHODS = ("wflmc", "wflmc-full", "noiseless")
+METHODS = ("wflmc", "wflmc-full", "noiseless", "wflmc-opt-dp", "wflmc-equal-dp",
+           "noiseless-dp")
+#: The methods under the privacy budget (``bflnet.scenarios.ota.wflmc_dp.DP_METHODS``).
+DP_METHODS = ("wflmc-opt-dp", "wflmc-equal-dp", "noiseless-dp")
+#: The methods whose rows repeat on every SNR.
+IDEAL_METHODS = ("noiseless", "noiseless-dp")
 #: The truncation rules (``bflnet.radio.aircomp.TRUNCATIONS``, named here without
 #: importing numpy).
 TRUNCATIONS = ("authors", "consistent")
@@ -276,6 +300,9 @@ class WFLMCGaussianConfig(AirUplinkSettings, NetworkSettings):
                             "gain_threshold is unset: authors (the WFLMC authors' rule) or "
                             "consistent (the whole vector's noise against the silent "
                             "devices' bias)", choices=TRUNCATIONS)
+    epsilon: float = param(15.0, "privacy ε of every device over the rounds (the DP "
+                           "methods; paper: 15)", gt=0, le=1e6)
+    delta: float = param(0.01, "privacy δ (the DP methods; paper: 0.01)", gt=0, lt=1)
     bandwidth_hz: float = param(radio_default("bandwidth_hz"), "channel uses per second",
                                 ge=MIN_BANDWIDTH_HZ, le=1e12)
     latency_s: float = param(0.0, "latency added to each round's air time", ge=0, le=1e6)
@@ -343,7 +370,8 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(6.4, 4.2), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    styles = {"wflmc": "-o", "wflmc-full": "--s", "noiseless": ":*"}
+    styles = {"wflmc": "-o", "wflmc-full": "--s", "noiseless": ":*", "wflmc-opt-dp": "-^",
+              "wflmc-equal-dp": "--v", "noiseless-dp": ":d"}
     for method, rows in frame.groupby("method", sort=False):
         ax.semilogy(rows["snr_db"], rows["w2"], styles.get(method, "-"), label=method)
     if "w2_exact" in frame:  # the noiseless chain's own law, without the fit's error
@@ -357,12 +385,55 @@ def default_plot(frame: pd.DataFrame) -> Figure:
     return fig
 
 
+def _allocation(config: WFLMCGaussianConfig, methods: list[str], learner: Any,
+                posterior: tuple[np.ndarray, np.ndarray, np.ndarray], clip: float
+                ) -> tuple[Any, np.ndarray | None]:
+    """The DP methods' :class:`~bflnet.scenarios.ota.wflmc_dp.Allocation` (the authors'
+    bound from the posterior's extreme precisions, the budget R_dp(ε, δ)) and
+    ``noiseless-dp``'s privacy noise per round; ``(None, None)`` without DP methods."""
+    if not any(m in DP_METHODS for m in methods):
+        return None, None
+    import numpy as np
+
+    from bflnet.learners.langevin.fald import gaussian_w2_squared
+    from bflnet.radio.privacy import dp_budget
+    from bflnet.scenarios.ota.wflmc_dp import Allocation
+    from bflnet.scenarios.ota.wflmc_power import LangevinBound
+
+    mean, cov, eig = posterior
+    d = config.dim
+    start = gaussian_w2_squared(np.zeros(d), learner.init_scale ** 2 * np.eye(d), mean, cov)
+    bound = LangevinBound(eta=learner.step_size, mu=float(eig.min()),
+                          smooth=float(eig.max()), dim=d, initial_w2=start)
+    alloc = Allocation(bound, dp_budget(config.epsilon, config.delta), clip, 1.0,
+                       config.burn_in, config.K)
+    noiseless = alloc.noiseless_var(config.rounds) if "noiseless-dp" in methods else None
+    return alloc, noiseless
+
+
+def _add_record(acc: dict[str, float], rec: Any, target: float, K: int, spec: Any,
+                method: str, d: int) -> None:
+    """Add a DP run's record (:class:`~bflnet.scenarios.ota.wflmc_dp.RunRecord`) to the
+    (method, SNR)'s totals, as the rows of ``run_fald`` are for the other methods."""
+    S = len(rec.k_active)
+    ideal = method == "noiseless-dp"
+    for key, value in (("k_active", rec.k_active.sum()), ("silent", (rec.k_active == 0).sum()),
+                       ("channel", (rec.channel_var / target).sum()),
+                       ("added", (rec.added_var / target).sum()),
+                       ("energy", rec.energy.sum() / K), ("rounds", float(S))):
+        acc[key] = acc.get(key, 0.0) + float(value)
+    acc.update(time_s=0.0 if ideal else S * spec.airtime_s(d),
+               cum_bits=float(S * K * d * 32) if ideal else 0.0,
+               cum_bits_delivered=float(S * K * d * 32) if ideal else 0.0,
+               uses=0.0 if ideal else float(S * d))
+
+
 SCHEMA = Schema.of(
     TIME_S.means("simulated seconds of one run (rounds x air time; 0 over ideal links)"),
     EVENT.means("snr: one row per method and SNR"),
     CUM_BITS.means("bits of one run on the air (0 over the air: analog)"),
     CUM_BITS_DELIVERED.means("bits of one run delivered"),
-    METHOD.means("wflmc, wflmc-full or noiseless"),
+    METHOD.means(", ".join(METHODS[:-1]) + " or " + METHODS[-1]),
     col("snr_db", "dB", "transmit power over noise power", label="SNR"),
     col("w2", "1", "largest over the kept rounds of the squared 2-Wasserstein distance "
         "between the Gaussian fit of the runs' samples and the exact posterior",
@@ -382,6 +453,8 @@ SCHEMA = Schema.of(
         "watts; 0 over ideal links)"),
     col("cum_channel_uses", "count", "analog channel uses of one run"),
     col("eta", "1", "the Langevin step size η"),
+    col("epsilon_spent", "1", "the largest privacy ε any device spent over the rounds, "
+        "over the runs (the DP methods; NaN for the others)"),
 )
 
 
@@ -404,6 +477,7 @@ def run(config: WFLMCGaussianConfig, *, seed: int = 0, progress: bool = False
     from bflnet.protocols.aircomp_server import AirCompUplink, run_fald
     from bflnet.protocols.progress import runs_bar, setup_bar
     from bflnet.radio.aircomp import AirCompSpec, tx_power_from_snr_db
+    from bflnet.scenarios.ota import wflmc_dp
     from bflnet.scenarios.shared.seeds import run_seeds
     from bflnet.simulator.rng import RngStreams
 
@@ -425,14 +499,20 @@ def run(config: WFLMCGaussianConfig, *, seed: int = 0, progress: bool = False
     mean_gains = device_mean_gains(config, RngStreams(seed).numpy("positions"))
     # payloads are the devices' changes -ηK·(clipped gradient): the clip in their units
     clip = eta * K * config.clip * config.local_steps
+    setup.set_postfix_str("privacy budget")
+    alloc, noiseless_var = _allocation(config, methods, learner, (mean, cov, eig), clip)
     setup.close()
-    cases = [(m, s) for m in methods for s in (snrs if m != "noiseless" else [snrs[0]])]
+    cases = [(m, s) for m in methods for s in (snrs if m not in IDEAL_METHODS else [snrs[0]])]
     samples = {case: np.empty((config.runs, kept, d)) for case in cases}
     stats: dict[Any, dict[str, float]] = {case: {} for case in cases}
     seeds = run_seeds(seed, config.runs)
     bar = runs_bar(range(config.runs * len(cases) * config.rounds), progress, NAME)
     bar.unit = "round"
+    air_dp = any(m in DP_METHODS and m not in IDEAL_METHODS for m in methods)
     for r in range(config.runs):
+        amps = (wflmc_dp.fading(seeds[r], mean_gains, config.rounds, "rayleigh")
+                if air_dp else None)
+        bases: dict[float, Any] = {}  # the run's plans without privacy, per SNR
         for method, snr in cases:
             store = samples[(method, snr)][r]
 
@@ -441,20 +521,33 @@ def run(config: WFLMCGaussianConfig, *, seed: int = 0, progress: bool = False
                 if s > config.burn_in:
                     store[s - config.burn_in - 1] = theta
 
-            uplink = None
-            if method != "noiseless":
-                spec = AirCompSpec(tx_power=tx_power_from_snr_db(snr), noise_power=1.0,
-                                   bandwidth_hz=config.bandwidth_hz,
-                                   latency_s=config.latency_s,
-                                   gain_threshold=config.gain_threshold,
-                                   truncation=config.truncation,
-                                   power_rule="langevin" if method == "wflmc" else "full")
-                uplink = AirCompUplink(spec, mean_gains, clip)
+            spec = AirCompSpec(tx_power=tx_power_from_snr_db(snr), noise_power=1.0,
+                               bandwidth_hz=config.bandwidth_hz, latency_s=config.latency_s,
+                               gain_threshold=config.gain_threshold,
+                               truncation=config.truncation,
+                               power_rule="full" if method == "wflmc-full" else "langevin")
+            acc = stats[(method, snr)]
+            if method in DP_METHODS:
+                if method == "noiseless-dp":
+                    rec = wflmc_dp.run_noiseless_dp(learner, noiseless_var, dim=d,
+                                                    seed=seeds[r], on_round=keep)
+                else:
+                    if snr not in bases:
+                        bases[snr] = wflmc_dp.plans(amps, spec, dim=d, clip=clip,
+                                                    target_var=learner.noise_target)
+                    base = bases[snr]
+                    rec = wflmc_dp.run_air(learner, amps, spec, dim=d, clip=clip,
+                                           seed=seeds[r], on_round=keep,
+                                           scale_caps=alloc.air_scales(method, base))
+                _add_record(acc, rec, learner.noise_target, K, spec, method, d)
+                acc["epsilon"] = max(acc.get("epsilon", 0.0),
+                                     alloc.epsilon(rec, config.delta))
+                continue
+            uplink = None if method == "noiseless" else AirCompUplink(spec, mean_gains, clip)
             frame, _ = run_fald(learner, config.rounds, d, seed=seeds[r], uplink=uplink,
                                 on_round=keep, name=f"{NAME} {method} run {r}",
                                 common_noise=True)
             rounds = frame[frame["event"].isin(("round", "silent_round"))]
-            acc = stats[(method, snr)]
             for key, value in (
                     ("k_active", rounds["k_active"].sum()),
                     ("silent", (rounds["event"] == "silent_round").sum()),
@@ -469,11 +562,11 @@ def run(config: WFLMCGaussianConfig, *, seed: int = 0, progress: bool = False
                        uses=float(last["cum_channel_uses"]))
     bar.close()
     silent_warning(NAME, {case: (int(acc["silent"]), int(acc["rounds"]))
-                          for case, acc in stats.items() if case[0] != "noiseless"})
+                          for case, acc in stats.items() if case[0] not in IDEAL_METHODS})
     out = []
     for method in methods:
         for snr in snrs:
-            case = (method, snr if method != "noiseless" else snrs[0])
+            case = (method, snr if method not in IDEAL_METHODS else snrs[0])
             w2 = w2_per_round(samples[case], mean, cov)
             acc = stats[case]
             n = acc["rounds"]
@@ -485,5 +578,6 @@ def run(config: WFLMCGaussianConfig, *, seed: int = 0, progress: bool = False
                         "silent_rounds": int(acc["silent"]),
                         "channel_noise_ratio": acc["channel"] / n,
                         "added_noise_ratio": acc["added"] / n, "energy_j": acc["energy"] / n,
-                        "cum_channel_uses": int(acc["uses"]), "eta": eta})
+                        "cum_channel_uses": int(acc["uses"]), "eta": eta,
+                        "epsilon_spent": acc.get("epsilon", math.nan)})
     return pd.DataFrame.from_records(out, columns=SCHEMA.names())

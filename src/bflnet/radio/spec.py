@@ -36,12 +36,15 @@ from typing import Any
 
 from bflnet.radio.pathloss import LogDistance, dbm_to_mw, noise_dbm
 from bflnet.radio.phy import Phy, phy_preset
+from bflnet.radio.phy.mcs import Mcs, mcs_table, pick_mcs
 from bflnet.validation.checks import check_real
 from bflnet.validation.limits import MIN_BANDWIDTH_HZ, MIN_CODING_RATE
 
 FADINGS = ("none", "rayleigh", "rician")
-#: How a packet's SINR decides it: a hard ``threshold``, or the packet error rate ``per``.
-RECEPTIONS = ("threshold", "per")
+#: How a packet's SINR decides it: a hard ``threshold``, the packet error rate ``per`` of
+#: uncoded BPSK, or ``mcs``, the error model of the MCS (a PHY preset,
+#: :mod:`bflnet.radio.phy.errors`).
+RECEPTIONS = ("threshold", "per", "mcs")
 
 
 def packet_error_rate(sinr: float, bits: int) -> float:
@@ -76,8 +79,9 @@ class RadioSpec:
     latency_s: float = 0.0
     interference_margin_db: float = 10.0
     interference_range_m: float | None = None
-    reception: str = "threshold"
+    reception: str | None = None
     phy: str = "ideal"
+    rate: str | float | None = None
 
     def __post_init__(self) -> None:
         check_real("tx_power_dbm", self.tx_power_dbm, ge=-100, le=100)
@@ -97,10 +101,34 @@ class RadioSpec:
         check_real("interference_margin_db", self.interference_margin_db, ge=0, le=100)
         if self.interference_range_m is not None:
             check_real("interference_range_m", self.interference_range_m, gt=0, le=1e9)
-        if self.reception not in RECEPTIONS:
+        if self.reception is not None and self.reception not in RECEPTIONS:
             raise ValueError(f"reception: must be one of {', '.join(RECEPTIONS)}, got "
                              f"{self.reception!r}")
         phy_preset(self.phy)
+        if self.reception_rule == "mcs":
+            if self.phy == "ideal":
+                raise ValueError("reception: mcs needs a PHY preset (phy=80211b, 80211a or "
+                                 "80211g), got phy=ideal")
+            pick_mcs(self.phy, self.rate)
+        elif self.rate is not None:
+            raise ValueError(f"rate: used only with reception=mcs (a PHY preset), got "
+                             f"reception={self.reception_rule}")
+
+    @property
+    def reception_rule(self) -> str:
+        """How a packet's SINR decides it: :attr:`reception`, or by default ``mcs`` with a
+        PHY preset and ``threshold`` with ``phy="ideal"``."""
+        if self.reception is not None:
+            return self.reception
+        return "threshold" if self.phy == "ideal" else "mcs"
+
+    @property
+    def mcs(self) -> Mcs | None:
+        """With ``reception="mcs"``: the MCS of every data frame (:attr:`rate`; ``None``
+        with ``rate="auto"``, or without ``reception="mcs"``)."""
+        if self.reception_rule != "mcs":
+            return None
+        return pick_mcs(self.phy, self.rate)
 
     @property
     def timing(self) -> Phy | None:
@@ -129,7 +157,11 @@ class RadioSpec:
 
     @property
     def rate_bps(self) -> float:
-        """Bits per second on the air, ``bandwidth_hz * coding_rate``."""
+        """Bits per second on the air, ``bandwidth_hz * coding_rate``; with
+        ``reception="mcs"`` the data rate of :attr:`mcs` (``rate="auto"``: the basic
+        rate, the slowest)."""
+        if self.reception_rule == "mcs":
+            return (self.mcs or mcs_table(self.phy)[0]).rate_bps
         return self.bandwidth_hz * self.coding_rate
 
     @property

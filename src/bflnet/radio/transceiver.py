@@ -216,6 +216,7 @@ class Sending:
                 medium = radio.medium
                 size = self.sizes[self.k]
                 timing = radio.timing
+                mcs = None
                 if timing is None:
                     airtime = size / medium.rate_bps
                 else:
@@ -224,9 +225,11 @@ class Sending:
                     if busy_until is not None:  # its own ACK is on the air: access again
                         self.state, self.again, self.wait = 2, True, None
                         return timeout(radio.env, max(busy_until.end - radio.env.now, 0.0))
-                    airtime = timing.frame_s(size, medium.rate_bps)
+                    mcs = medium.data_mcs(radio.index, self.targets, size, self.acknowledged)
+                    airtime = timing.frame_s(size, medium.rate_bps if mcs is None
+                                             else mcs.rate_bps)
                 tx = self.tx = medium.start(radio.index, self.targets, airtime, size,
-                                            {"attempt": self.tries})
+                                            {"attempt": self.tries}, mcs=mcs)
                 if self.start is None:
                     self.start = tx.start
                 self.state = 4  # _AIR

@@ -20,7 +20,7 @@ MEDIA = ("links", "shared")
 MAC_NAMES = ("none", "tdma", "csma", "aloha")
 LAYOUT_NAMES = ("random", "circle", "grid")
 #: How the shared medium decides a packet from its SINR (``RadioSpec.reception``).
-RECEPTION_NAMES = ("threshold", "per")
+RECEPTION_NAMES = ("threshold", "per", "mcs")
 #: The shared medium's 802.11 timing (``RadioSpec.phy``, :mod:`bflnet.radio.phy.timing`).
 PHY_NAMES = ("ideal", "80211b", "80211a", "80211g")
 #: CSMA fields that, left at their defaults, take the PHY preset's values.
@@ -29,7 +29,7 @@ _PRESET_CSMA = ("backoff_slot_s", "cw_min", "cw_max")
 SHARED_FIELDS = ("mac", "broadcast", "reception", "tx_power_dbm", "noise_figure_db",
                  "ref_loss_db", "shadowing_db", "sinr_threshold_db", "layout", "aloha_p",
                  "mac_slot_s", "tdma_frame_slots", "sense_range_m", "backoff_slot_s", "cw_min",
-                 "cw_max", "retry_limit", "phy")
+                 "cw_max", "retry_limit", "phy", "rate")
 
 
 def is_shared(s: RadioSettings) -> bool:
@@ -37,10 +37,18 @@ def is_shared(s: RadioSettings) -> bool:
     return s.medium == "shared"
 
 
+def reception_rule(s: RadioSettings) -> str:
+    """How a packet's SINR decides it: ``reception``, or by default ``mcs`` with a PHY
+    preset and ``threshold`` with ``phy=ideal``."""
+    if s.reception is not None:
+        return s.reception
+    return "threshold" if s.phy == "ideal" else "mcs"
+
+
 def _threshold_read(s: RadioSettings) -> bool:
     """Whether the SINR threshold is read: it decides every packet (``reception=threshold``),
     or it sets the nominal range that is CSMA's default carrier-sense range."""
-    return is_shared(s) and (s.reception == "threshold"
+    return is_shared(s) and (reception_rule(s) == "threshold"
                              or (s.mac == "csma" and s.sense_range_m is None))
 
 
@@ -72,6 +80,8 @@ RADIO_USED_ONLY_WITH: dict[str, tuple[Callable[[RadioSettings], bool], str]] = {
     "cw_max": (mac_is("csma"), "medium=shared and mac=csma"),
     "retry_limit": (mac_is("csma"), "medium=shared and mac=csma"),
     "phy": (is_shared, "medium=shared"),
+    "rate": (lambda s: is_shared(s) and reception_rule(s) == "mcs",
+             "medium=shared and reception=mcs (the default with a phy preset)"),
 }
 
 
@@ -87,10 +97,14 @@ class RadioSettings:
     broadcast: bool = param(False, "one transmission reaches every neighbour, or a "
                             "server's scheduled agents (shared medium; no ARQ: a lost "
                             "reception follows the protocol's rule for a lost message)")
-    reception: str = param("threshold", "how a packet's SINR decides it (shared medium): "
-                           "threshold (received iff its lowest SINR over the packet is >= "
-                           "sinr_threshold_db) or per (lost with the packet error rate of "
-                           "uncoded BPSK at that SINR)", choices=RECEPTION_NAMES)
+    reception: str | None = param(None, "how a packet's SINR decides it (shared medium): "
+                                  "threshold (received iff its lowest SINR over the packet "
+                                  "is >= sinr_threshold_db), per (lost with the packet "
+                                  "error rate of uncoded BPSK at that SINR) or mcs (needs a "
+                                  "phy preset: the error model of its MCS from the SINR of "
+                                  "each interval of the packet, preamble detection and "
+                                  "capture); none: mcs with a phy preset, else threshold",
+                                  choices=RECEPTION_NAMES)
     tx_power_dbm: float = param(radio_default("tx_power_dbm"), "transmit power in dBm "
                                 "(shared medium)", ge=-100, le=100)
     noise_figure_db: float = param(radio_default("noise_figure_db"), "receiver noise figure "
@@ -126,11 +140,22 @@ class RadioSettings:
                      "header, MAC header and FCS, an ACK at the basic rate; backoff_slot_s, "
                      "cw_min and cw_max at their defaults take the preset's; an ALOHA / "
                      "TDMA slot holds a frame, SIFS and its ACK", choices=PHY_NAMES)
+    rate: str | None = param(None, "data rate in Mbit/s with reception=mcs: 80211b 1, 2, "
+                             "5.5, 11; 80211a / 80211g 6, 9, 12, 18, 24, 36, 48, 54; auto: "
+                             "per link, the fastest with a packet error rate <= 10 % at its "
+                             "mean SNR (broadcasts: the basic rate); none: the basic rate "
+                             "(1 or 6); ACKs go at the basic rate")
 
     def check_mac(self) -> None:
         """One-line ``ValueError`` for MAC settings that cannot go together."""
         if self.cw_max < self.cw_min:
             raise ValueError(f"cw_max: must be >= cw_min ({self.cw_min}), got {self.cw_max}")
+        if self.reception == "mcs" and self.phy == "ideal":
+            raise ValueError("reception: mcs needs a phy preset (80211b, 80211a or 80211g), "
+                             "got phy=ideal")
+        if reception_rule(self) == "mcs":
+            from bflnet.radio.phy.mcs import pick_mcs
+            pick_mcs(self.phy, self.rate)
 
     def _csma_value(self, name: str) -> Any:
         """A CSMA field's value, ``None`` (the preset's) at its default under a preset."""
@@ -163,5 +188,6 @@ class RadioSettings:
             sinr_threshold_db=self.sinr_threshold_db, reception=self.reception,
             pathloss=LogDistance(path_loss_exponent, 1.0, self.ref_loss_db,
                                  self.shadowing_db),
-            fading=fading, rician_k=rician_k, latency_s=latency_s, phy=self.phy)
+            fading=fading, rician_k=rician_k, latency_s=latency_s, phy=self.phy,
+            rate=self.rate if reception_rule(self) == "mcs" else None)
         return SharedMediumSpec(radio, self.build_mac(), layout=self.layout, area_m=area_m)

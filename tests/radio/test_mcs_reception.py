@@ -62,14 +62,14 @@ def test_the_mcs_tables_are_the_standards_rates():
 
 
 @pytest.mark.parametrize(("kw", "text"), [
-    ({"phy": "80211a", "rate": "7"}, "rate: must be auto or a rate of phy=80211a in Mbit/s "
-     "(6, 9, 12, 18, 24, 36, 48, 54), got '7'"),
-    ({"phy": "80211b", "rate": 54}, "rate: must be auto or a rate of phy=80211b"),
-    ({"phy": "80211b", "rate": True}, "rate: must be auto"),
+    ({"phy": "80211a", "data_rate": "7"}, "data_rate: must be auto or a rate of phy=80211a "
+     "in Mbit/s (6, 9, 12, 18, 24, 36, 48, 54), got '7'"),
+    ({"phy": "80211b", "data_rate": 54}, "data_rate: must be auto or a rate of phy=80211b"),
+    ({"phy": "80211b", "data_rate": True}, "data_rate: must be auto"),
     ({"phy": "ideal", "reception": "mcs"}, "reception: mcs needs a PHY preset"),
-    ({"phy": "ideal", "rate": "6"}, "rate: used only with reception=mcs"),
-    ({"phy": "80211a", "reception": "threshold", "rate": "6"},
-     "rate: used only with reception=mcs"),
+    ({"phy": "ideal", "data_rate": "6"}, "data_rate: used only with reception=mcs"),
+    ({"phy": "80211a", "reception": "threshold", "data_rate": "6"},
+     "data_rate: used only with reception=mcs"),
 ])
 def test_bad_rates_are_one_line_errors(kw, text):
     with pytest.raises(ValueError) as err:
@@ -80,9 +80,9 @@ def test_bad_rates_are_one_line_errors(kw, text):
 def test_mcs_is_the_default_with_a_preset_and_the_rate_sets_the_air_time():
     assert spec("ideal").reception_rule == "threshold"
     assert spec("80211b").reception_rule == "mcs" and spec("80211b").rate_bps == 1e6
-    assert spec("80211a", rate="54").rate_bps == 54e6
-    assert spec("80211g", rate="auto").rate_bps == 6e6  # slots are sized at the slowest
-    assert spec("80211a", rate="54").airtime_s(BITS) == pytest.approx(
+    assert spec("80211a", data_rate="54").rate_bps == 54e6
+    assert spec("80211g", data_rate="auto").rate_bps == 6e6  # slots are sized at the slowest
+    assert spec("80211a", data_rate="54").airtime_s(BITS) == pytest.approx(
         phy_preset("80211a").frame_s(BITS, 54e6))
 
 
@@ -123,7 +123,7 @@ def test_the_medium_loses_packets_with_the_models_per_at_each_sinr(phy):
     n = 800
     for m in mcs_table(phy):
         for snr_db in check_points(model, m):
-            radio = spec(phy, power_for(snr_db, 10.0), rate=f"{m.rate_bps / 1e6:g}")
+            radio = spec(phy, power_for(snr_db, 10.0), data_rate=f"{m.rate_bps / 1e6:g}")
             _sim, medium = medium_of(radio, [(0.0, 0.0), (10.0, 0.0)], seed=int(snr_db * 100))
             airtime = model.frame_s(BITS, m)
             lost = sum(not medium.finish(medium.start(0, [1], airtime, BITS, mcs=m))[1]
@@ -141,7 +141,7 @@ def test_an_interferer_over_half_the_packet_gives_two_intervals():
     over the whole frame."""
     m = pick_mcs("80211a", 24)
     model = error_model(phy_preset("80211a"))
-    radio = spec("80211a", power_for(25.0, 10.0), rate="24")
+    radio = spec("80211a", power_for(25.0, 10.0), data_rate="24")
     positions = [(0.0, 0.0), (10.0, 0.0), (10.0, 27.0), (10.0, 60.0)]
     sim, medium = medium_of(radio, positions, seed=5)
     env = sim.env
@@ -191,7 +191,7 @@ def test_every_reception_is_decided_on_the_brute_force_intervals_it_saw():
     rng = np.random.default_rng(3)
     K = 8
     positions = [tuple(map(float, rng.uniform(0.0, 60.0, 2))) for _ in range(K)]
-    radio = spec("80211a", power_for(20.0, 30.0), rate="auto")
+    radio = spec("80211a", power_for(20.0, 30.0), data_rate="auto")
     sim, medium = medium_of(radio, positions, seed=2)
     model, env = medium._model, sim.env
     seen: list = []
@@ -285,11 +285,11 @@ def test_a_frame_whose_preamble_is_not_detected_is_lost():
         assert tx.causes == ({} if received else {1: "outage"})
 
 
-# ---------------------------------------------------------------------------- rate=auto
+# ---------------------------------------------------------------------------- data_rate=auto
 def test_rate_auto_picks_per_link_the_fastest_mcs_below_the_target_per():
     model = error_model(phy_preset("80211a"))
     positions = [(0.0, 0.0), (5.0, 0.0), (40.0, 0.0), (120.0, 0.0)]
-    _sim, medium = medium_of(spec("80211a", 0.0, rate="auto"), positions)
+    _sim, medium = medium_of(spec("80211a", 0.0, data_rate="auto"), positions)
     table = mcs_table("80211a")
     chosen = []
     for r in (1, 2, 3):
@@ -315,7 +315,7 @@ def test_air_time_follows_the_chosen_rate_and_the_ack_goes_at_the_basic_rate():
         g.add_nodes_from([(0, {"pos": (0.0, 0.0)}), (1, {"pos": (5.0, 0.0)})])
         g.add_edge(0, 1)
         sim = Simulation(2, record_messages=True)
-        net = sim.build_network(g, medium=SharedMediumSpec(spec("80211a", 10.0, rate=rate),
+        net = sim.build_network(g, medium=SharedMediumSpec(spec("80211a", 10.0, data_rate=rate),
                                                            mac=Csma()), mtu_bits=BITS)
 
         def body(net=net):

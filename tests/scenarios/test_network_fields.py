@@ -35,7 +35,7 @@ ALT = {
     "noise_figure_db": 40.0, "ref_loss_db": 80.0, "shadowing_db": 10.0,
     "sinr_threshold_db": 20.0, "layout": "circle", "aloha_p": 0.5, "mac_slot_s": 0.05,
     "tdma_frame_slots": 50, "sense_range_m": 1.0, "backoff_slot_s": 1e-3, "cw_min": 2,
-    "cw_max": 16, "retry_limit": 0, "phy": "80211b",
+    "cw_max": 16, "retry_limit": 0, "phy": "80211b", "data_rate": "54",
 }
 #: Settings under which the field is read (where there are such settings).
 LOSSY_FADING = {"mean_snr_db": 35.0}
@@ -67,6 +67,7 @@ CONTEXT: dict[str, dict[str, object]] = {
     "aloha_p": {**SHARED, "mac": "aloha"},
     "mac_slot_s": {**SHARED, "mac": "aloha"},
     "tdma_frame_slots": {**SHARED, "mac": "tdma"},
+    "data_rate": {**SHARED, "phy": "80211a"},
 }
 #: Scenarios cheap enough to run for every field, with tiny settings.
 TINY: dict[str, dict[str, object]] = {

@@ -143,7 +143,7 @@ class SharedMedium:
         self._per = packet_error_rate if spec.reception == "per" else None
         self._per_rng: np.random.Generator | None = None
         #: With ``reception="mcs"``: the PHY's error model, the data frames' MCS (``None``:
-        #: ``rate="auto"``), the MCS chosen per (sender, receiver, bits), and per node the
+        #: ``data_rate="auto"``), the MCS chosen per (sender, receiver, bits), and per node the
         #: receptions on the air there.
         model = self._model = (error_model(spec.timing) if spec.reception_rule == "mcs"
                                and spec.timing is not None else None)
@@ -528,7 +528,7 @@ class SharedMedium:
     def data_mcs(self, sender: int, receivers: Sequence[int], bits: int,
                  unicast: bool) -> Mcs | None:
         """With ``reception="mcs"``: the MCS of a data frame of ``bits`` from ``sender``:
-        the radio's, or with ``rate="auto"`` the fastest whose packet error rate at the
+        the radio's, or with ``data_rate="auto"`` the fastest whose packet error rate at the
         link's mean SNR (path loss and shadowing, no fading) is at most
         :data:`~bflnet.radio.phy.errors.AUTO_TARGET_PER` (a broadcast: the basic rate);
         ``None`` without ``reception="mcs"``."""

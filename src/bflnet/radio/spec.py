@@ -81,7 +81,7 @@ class RadioSpec:
     interference_range_m: float | None = None
     reception: str | None = None
     phy: str = "ideal"
-    rate: str | float | None = None
+    data_rate: str | float | None = None
 
     def __post_init__(self) -> None:
         check_real("tx_power_dbm", self.tx_power_dbm, ge=-100, le=100)
@@ -109,9 +109,9 @@ class RadioSpec:
             if self.phy == "ideal":
                 raise ValueError("reception: mcs needs a PHY preset (phy=80211b, 80211a or "
                                  "80211g), got phy=ideal")
-            pick_mcs(self.phy, self.rate)
-        elif self.rate is not None:
-            raise ValueError(f"rate: used only with reception=mcs (a PHY preset), got "
+            pick_mcs(self.phy, self.data_rate)
+        elif self.data_rate is not None:
+            raise ValueError(f"data_rate: used only with reception=mcs (a PHY preset), got "
                              f"reception={self.reception_rule}")
 
     @property
@@ -124,11 +124,11 @@ class RadioSpec:
 
     @property
     def mcs(self) -> Mcs | None:
-        """With ``reception="mcs"``: the MCS of every data frame (:attr:`rate`; ``None``
-        with ``rate="auto"``, or without ``reception="mcs"``)."""
+        """With ``reception="mcs"``: the MCS of every data frame (:attr:`data_rate`; ``None``
+        with ``data_rate="auto"``, or without ``reception="mcs"``)."""
         if self.reception_rule != "mcs":
             return None
-        return pick_mcs(self.phy, self.rate)
+        return pick_mcs(self.phy, self.data_rate)
 
     @property
     def timing(self) -> Phy | None:
@@ -158,8 +158,8 @@ class RadioSpec:
     @property
     def rate_bps(self) -> float:
         """Bits per second on the air, ``bandwidth_hz * coding_rate``; with
-        ``reception="mcs"`` the data rate of :attr:`mcs` (``rate="auto"``: the basic
-        rate, the slowest)."""
+        ``reception="mcs"`` the data rate of :attr:`mcs` (``data_rate="auto"``: the
+        basic rate, the slowest)."""
         if self.reception_rule == "mcs":
             return (self.mcs or mcs_table(self.phy)[0]).rate_bps
         return self.bandwidth_hz * self.coding_rate

@@ -71,7 +71,7 @@ CAPTURE_MARGIN_DB = 5.0
 #: The same, linear.
 PREAMBLE_SNR = 10.0 ** (PREAMBLE_SNR_DB / 10.0)
 CAPTURE_MARGIN = 10.0 ** (CAPTURE_MARGIN_DB / 10.0)
-#: ``rate="auto"``: the packet error rate at the link's mean SNR the chosen MCS may have.
+#: ``data_rate="auto"``: the packet error rate at the link's mean SNR the chosen MCS may have.
 AUTO_TARGET_PER = 0.1
 
 #: The union bound of the convolutional code: code rate -> (scale, {d: c_d}).

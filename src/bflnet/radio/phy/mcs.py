@@ -8,9 +8,9 @@ Table 17-4 for the OFDM rates of ``80211a`` and ``80211g``):
   24, 16-QAM 3/4 36, 64-QAM 2/3 48, 64-QAM 3/4 54 Mbit/s.
 
 The first MCS of a table is its basic rate (the rate of ACKs and broadcasts, and of the
-PLCP header). :func:`pick_mcs` reads the ``rate`` setting: ``None`` (the basic rate), a
-data rate in Mbit/s of the table, or ``auto`` (chosen per link, :func:`best_mcs` in
-:mod:`bflnet.radio.phy.errors`).
+PLCP header). :func:`pick_mcs` reads the ``data_rate`` setting: ``None`` (the basic
+rate), a data rate in Mbit/s of the table, or ``auto`` (chosen per link,
+:meth:`bflnet.radio.phy.errors.ErrorModel.best`).
 
 >>> [m.name for m in mcs_table("80211b")]
 ['DBPSK 1', 'DQPSK 2', 'CCK 5.5', 'CCK 11']
@@ -20,7 +20,7 @@ data rate in Mbit/s of the table, or ``auto`` (chosen per link, :func:`best_mcs`
 >>> pick_mcs("80211b", 7)
 Traceback (most recent call last):
 ...
-ValueError: rate: must be auto or a rate of phy=80211b in Mbit/s (1, 2, 5.5, 11), got 7
+ValueError: data_rate: must be auto or a rate of phy=80211b in Mbit/s (1, 2, 5.5, 11), got 7
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def rate_text(phy: str) -> str:
 
 
 def pick_mcs(phy: str, rate: Any) -> Mcs | None:
-    """The MCS of the ``rate`` setting on ``phy``: ``None`` -> the basic rate, ``"auto"``
+    """The MCS of the ``data_rate`` setting on ``phy``: ``None`` -> the basic rate, ``"auto"``
     -> ``None`` (chosen per link), else the MCS whose data rate is ``rate`` Mbit/s."""
     table = mcs_table(phy)
     if rate is None:
@@ -96,5 +96,5 @@ def pick_mcs(phy: str, rate: Any) -> Mcs | None:
         if abs(m.rate_bps - mbps * 1e6) < 1.0:
             return m
     shown = repr(rate) if isinstance(rate, str) else f"{rate!s:.40}"
-    raise ValueError(f"rate: must be auto or a rate of phy={phy} in Mbit/s "
+    raise ValueError(f"data_rate: must be auto or a rate of phy={phy} in Mbit/s "
                      f"({rate_text(phy)}), got {shown}")

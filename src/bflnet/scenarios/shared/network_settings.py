@@ -207,7 +207,7 @@ class NetworkSettings(RadioSettings, LinkSettings, GraphSettings):
                                                     and self.channel in FADING):
             if self.medium == "shared" and field == "sinr_threshold_db":
                 return f"reception={reception_rule(self)} and mac={self.mac}"
-            if self.medium == "shared" and field == "rate":
+            if self.medium == "shared" and field == "data_rate":
                 return f"reception={reception_rule(self)} and phy={self.phy}"
             if self.medium == "shared" and field in USED_ONLY_WITH and "mac=" in \
                     USED_ONLY_WITH[field][1]:

@@ -29,7 +29,7 @@ _PRESET_CSMA = ("backoff_slot_s", "cw_min", "cw_max")
 SHARED_FIELDS = ("mac", "broadcast", "reception", "tx_power_dbm", "noise_figure_db",
                  "ref_loss_db", "shadowing_db", "sinr_threshold_db", "layout", "aloha_p",
                  "mac_slot_s", "tdma_frame_slots", "sense_range_m", "backoff_slot_s", "cw_min",
-                 "cw_max", "retry_limit", "phy", "rate")
+                 "cw_max", "retry_limit", "phy", "data_rate")
 
 
 def is_shared(s: RadioSettings) -> bool:
@@ -80,8 +80,8 @@ RADIO_USED_ONLY_WITH: dict[str, tuple[Callable[[RadioSettings], bool], str]] = {
     "cw_max": (mac_is("csma"), "medium=shared and mac=csma"),
     "retry_limit": (mac_is("csma"), "medium=shared and mac=csma"),
     "phy": (is_shared, "medium=shared"),
-    "rate": (lambda s: is_shared(s) and reception_rule(s) == "mcs",
-             "medium=shared and reception=mcs (the default with a phy preset)"),
+    "data_rate": (lambda s: is_shared(s) and reception_rule(s) == "mcs",
+                  "medium=shared and reception=mcs (the default with a phy preset)"),
 }
 
 
@@ -140,7 +140,7 @@ class RadioSettings:
                      "header, MAC header and FCS, an ACK at the basic rate; backoff_slot_s, "
                      "cw_min and cw_max at their defaults take the preset's; an ALOHA / "
                      "TDMA slot holds a frame, SIFS and its ACK", choices=PHY_NAMES)
-    rate: str | None = param(None, "data rate in Mbit/s with reception=mcs: 80211b 1, 2, "
+    data_rate: str | None = param(None, "data rate in Mbit/s with reception=mcs: 80211b 1, 2, "
                              "5.5, 11; 80211a / 80211g 6, 9, 12, 18, 24, 36, 48, 54; auto: "
                              "per link, the fastest with a packet error rate <= 10 % at its "
                              "mean SNR (broadcasts: the basic rate); none: the basic rate "
@@ -155,7 +155,7 @@ class RadioSettings:
                              "got phy=ideal")
         if reception_rule(self) == "mcs":
             from bflnet.radio.phy.mcs import pick_mcs
-            pick_mcs(self.phy, self.rate)
+            pick_mcs(self.phy, self.data_rate)
 
     def _csma_value(self, name: str) -> Any:
         """A CSMA field's value, ``None`` (the preset's) at its default under a preset."""
@@ -189,5 +189,5 @@ class RadioSettings:
             pathloss=LogDistance(path_loss_exponent, 1.0, self.ref_loss_db,
                                  self.shadowing_db),
             fading=fading, rician_k=rician_k, latency_s=latency_s, phy=self.phy,
-            rate=self.rate if reception_rule(self) == "mcs" else None)
+            data_rate=self.data_rate if reception_rule(self) == "mcs" else None)
         return SharedMediumSpec(radio, self.build_mac(), layout=self.layout, area_m=area_m)

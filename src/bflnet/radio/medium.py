@@ -32,6 +32,16 @@ loss alone). Each
 transmission is also a ``tx`` row (``node``, ``start_s``, ``end_s``, ``bits``,
 ``receivers``, ``received``).
 
+With ``reception="mcs"`` (the default with a PHY preset) a reception also keeps its
+receiver's total from each time it changed while the packet is on the air (a
+transmission starting or ending near it; only receivers with a reception on the air pay),
+so the packet is decided on the SINR of each interval of it: lost iff one draw ``u`` of
+``radio.reception`` is below the packet error rate of the PHY's error model for its MCS
+(:mod:`bflnet.radio.phy.errors`); a reception whose preamble is not detected, or that
+starts while its receiver is locked on another frame and does not capture it, is lost
+when it starts. :meth:`SharedMedium.data_mcs` picks a data frame's MCS (the radio's
+``data_rate``, or per link with ``auto``).
+
 Two transmissions that overlap by less than :data:`EPS_S` do not interfere (back-to-back
 slots whose boundaries differ by rounding).
 

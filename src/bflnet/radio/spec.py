@@ -13,7 +13,11 @@ mean 1 (``rayleigh``: exponential; ``rician``: with K factor ``rician_k``; ``non
 With ``phy`` an 802.11 preset (``80211b``, ``80211a``, ``80211g``; :mod:`bflnet.radio.phy.timing`)
 a packet is a data frame: :meth:`RadioSpec.airtime_s` adds the PLCP preamble and header
 and the MAC header and FCS, and the medium adds SIFS, the ACK, DIFS and EIFS; ``ideal``
-(the default) is bits over the rate alone.
+(the default) is bits over the rate alone. With a preset the default ``reception`` is
+``mcs``: a data frame goes at the MCS of ``data_rate`` (Mbit/s, of the preset's table,
+:mod:`bflnet.radio.phy.mcs`; ``None``: the basic rate; ``auto``: per link) and is decided
+by the error model of :mod:`bflnet.radio.phy.errors` (the SNR is over ``bandwidth_hz``:
+set it to the channel's width, 20 MHz OFDM or 22 MHz DSSS, for 802.11's noise floor).
 
 Interference from transmitters whose mean power at a receiver is more than
 ``interference_margin_db`` below the noise (plus three shadowing standard deviations) is

@@ -11,7 +11,8 @@ the message. A broadcast packet is sent once (nobody acknowledges it): each rece
 the message iff it received every packet.
 
 With a PHY preset (``RadioSpec.phy``, :mod:`bflnet.radio.phy.timing`) a packet is a data frame
-(preamble, MAC header and FCS included) and a unicast one is acknowledged on the air:
+(preamble, MAC header and FCS included; with ``reception="mcs"`` at the MCS the medium
+picks for it, :meth:`SharedMedium.data_mcs`) and a unicast one is acknowledged on the air:
 SIFS after it ends, its receiver, if it decoded it and is not transmitting, sends an ACK
 at the basic rate (a transmission of the medium: it can collide, and it keeps the
 carrier busy); the sender learns the outcome when that ACK ends (or, without one, at the

@@ -559,13 +559,11 @@ class SharedMedium:
         keeps the new one (only nodes with receptions on the air pay)."""
         hit = nodes[self._rxn[nodes] > 0]
         if hit.size:
-            total, rx_at = self._total, self.rx_at
-            for r in hit.tolist():
-                t = float(total[r])
+            rx_at = self.rx_at
+            for r, t in zip(hit.tolist(), self._total[hit].tolist(), strict=True):
                 for rec in rx_at[r]:
-                    log = rec.log
-                    assert log is not None
-                    log += (now, t)
+                    if rec.lost is None:  # (a lost one is not decided on its log)
+                        rec.log += (now, t)  # type: ignore[operator]
 
     def _track(self, rec: Reception, others: list[Reception], now: float,
                tx: Transmission) -> None:

@@ -595,13 +595,15 @@ class SharedMedium:
 
     def _decide_mcs(self, rec: Reception, tx: Transmission) -> None:
         """Decide a detected reception on the intervals of its log: lost iff one uniform
-        draw ``u`` is below its packet error rate; a ``collision`` if ``u`` would have
-        passed at the SNR alone, else an ``outage``."""
+        draw ``u`` is below its packet error rate (no draw where that is 0); a
+        ``collision`` if ``u`` would have passed at the SNR alone, else an ``outage``."""
         model = self._model
         assert model is not None and rec.log is not None
         mcs = tx.mcs or model.basic
-        u = self._per_draw()
         keep = model.success(mcs, tx.start, tx.end, rec.log, rec.signal, rec.own, self.noise)
+        if keep >= 1.0:  # certain: no draw
+            return
+        u = self._per_draw()
         if u < 1.0 - keep:
             alone = model.success(mcs, tx.start, tx.end, [tx.start, 0.0], rec.signal, False,
                                   self.noise)

@@ -177,6 +177,24 @@ def bit_errors(mcs: Mcs, sinr: np.ndarray | Sequence[float]) -> np.ndarray:
     return np.where(s > 10.0, 0.0, np.where(s < 0.1, 0.5, mid))
 
 
+#: Below this bit error rate a bit counts as certain (it changes a frame's success by less
+#: than 1e-14 for frames of up to a million bits).
+CLEAN_BER = 1e-20
+
+
+def clean_sinr(mcs: Mcs) -> float:
+    """The SINR (linear) above which ``mcs``'s bit error rate is below :data:`CLEAN_BER`
+    (by bisection in dB: the curves fall with the SINR)."""
+    lo, hi = -30.0, 80.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if bit_error(mcs, 10.0 ** (mid / 10.0)) < CLEAN_BER:
+            hi = mid
+        else:
+            lo = mid
+    return 10.0 ** (hi / 10.0)
+
+
 def _log_keep(pe: float) -> float:
     """``log(1 - pe)`` (``-inf`` at ``pe = 1``)."""
     return -math.inf if pe >= 1.0 else math.log1p(-pe)
@@ -195,6 +213,8 @@ class ErrorModel:
         self.sync_s = phy.preamble_s - header
         self.header_s = header
         self._best: dict[tuple[float, int], Mcs] = {}
+        #: Per MCS name: :func:`clean_sinr` (intervals above it cost nothing).
+        self._clean = {m.name: clean_sinr(m) for m in self.table}
 
     def frame_s(self, bits: int, mcs: Mcs) -> float:
         """The air time of a data frame of ``bits`` payload bits at ``mcs``."""
@@ -218,6 +238,7 @@ class ErrorModel:
         d1 = end - self.phy.extension_s
         rate_h, rate_d = self.basic.rate_bps, mcs.rate_bps
         basic = self.basic
+        clean_h, clean_d = self._clean[basic.name], self._clean[mcs.name]
         acc = 0.0
         n = len(log)
         for i in range(0, n, 2):
@@ -231,11 +252,13 @@ class ErrorModel:
             if interference < 0.0:
                 interference = 0.0
             sinr = signal / (noise + interference)
+            if sinr >= clean_h and sinr >= clean_d:
+                continue
             head = min(b, h1) - max(a, h0)
-            if head > 0.0:
+            if head > 0.0 and sinr < clean_h:
                 acc += head * rate_h * _log_keep(bit_error(basic, sinr))
             data = min(b, d1) - max(a, h1)
-            if data > 0.0:
+            if data > 0.0 and sinr < clean_d:
                 acc += data * rate_d * _log_keep(bit_error(mcs, sinr))
         return math.exp(acc)
 
@@ -266,7 +289,8 @@ def frame_error_rates(model: ErrorModel, mcs: Mcs, sinr: np.ndarray | Sequence[f
     with np.errstate(divide="ignore"):
         log_keep = (head * np.log1p(-np.minimum(bit_errors(model.basic, s), 1.0))
                     + data * np.log1p(-np.minimum(bit_errors(mcs, s), 1.0)))
-    return np.where(s < PREAMBLE_SNR, 1.0, -np.expm1(log_keep))
+    clean = (s >= model._clean[model.basic.name]) & (s >= model._clean[mcs.name])
+    return np.where(s < PREAMBLE_SNR, 1.0, np.where(clean, 0.0, -np.expm1(log_keep)))
 
 
 #: ``ErrorModel`` by PHY preset name, made once.

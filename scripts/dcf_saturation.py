@@ -43,11 +43,13 @@ NS = (2, 5, 10, 15, 20, 30, 40, 50)
 
 
 def radio(phy: str = "80211b") -> RadioSpec:
-    """20 dBm, 1 MHz at 1 bit/s/Hz (1 Mbit/s), 10 dB threshold, no fading: a lone frame
-    nearby arrives, two overlapping ones collide."""
+    """20 dBm, 1 MHz at 1 bit/s/Hz (1 Mbit/s), 10 dB threshold (``reception="threshold"``:
+    Bianchi's model has no capture), no fading: a lone frame nearby arrives, two
+    overlapping ones collide."""
     return RadioSpec(tx_power_dbm=20.0, bandwidth_hz=RATE_BPS, noise_figure_db=7.0,
                      coding_rate=1.0, sinr_threshold_db=10.0,
-                     pathloss=LogDistance(3.0, 1.0, 40.0), fading="none", phy=phy)
+                     pathloss=LogDistance(3.0, 1.0, 40.0), fading="none", phy=phy,
+                     reception="threshold")
 
 
 def saturate(n: int, duration_s: float, *, seed: int = 1, hidden: bool = False,

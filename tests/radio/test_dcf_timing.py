@@ -58,7 +58,7 @@ def test_a_unicast_exchange_is_difs_backoff_frame_sifs_ack(phy):
     data, ack = tx.iloc[0], tx.iloc[1]
     assert data.node == 0 and ack.node == 1 and ack.frame == "ack"
     assert data.start_s == pytest.approx(timing.difs_s + backoff.counter * timing.slot_s)
-    assert data.end_s - data.start_s == pytest.approx(timing.frame_s(BITS, 1e6))
+    assert data.end_s - data.start_s == pytest.approx(timing.frame_s(BITS, radio(phy).rate_bps))
     assert ack.start_s - data.end_s == pytest.approx(timing.sifs_s)
     assert ack.end_s - ack.start_s == pytest.approx(timing.ack_s)
     # the sender learns the outcome when the ACK has ended, not when its frame did

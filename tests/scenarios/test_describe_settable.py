@@ -52,7 +52,8 @@ def twin_learner(monkeypatch: pytest.MonkeyPatch) -> None:
 #: Valid values of the string fields whose values are not a choice list or a comma list
 #: of the default's items (a file or folder: from the fixture).
 SPECIAL: dict[str, list[str]] = {"baseline": ["0"], "forget": ["0", "0,1"],
-                                 "sharing_fractions": ["0.25", "1"], "learner": [TWIN]}
+                                 "sharing_fractions": ["0.25", "1"], "learner": [TWIN],
+                                 "data_rate": ["auto", "54"]}
 #: Settings under which some field is read: the network's graphs, channels, media and
 #: MACs; a scenario's own switches (every other choice and flag is tried alone too).
 CONTEXTS: list[dict[str, str]] = [

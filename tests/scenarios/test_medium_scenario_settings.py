@@ -151,7 +151,7 @@ def test_reception_per_loses_packets_with_the_bpsk_error_rate_where_threshold_lo
 
 @pytest.mark.parametrize(("scenario", "sets", "text"), [
     ("consensus-averaging", ["medium=shared", "reception=foo"],
-     "reception: must be one of threshold, per, got 'foo'"),
+     "reception: must be one of threshold, per, mcs or none, got 'foo'"),
     ("consensus-averaging", ["reception=per"],
      "reception: not used with medium=links; used only with medium=shared"),
     ("consensus-averaging", ["medium=shared", "broadcast=maybe"], "broadcast: must be"),

@@ -39,6 +39,7 @@ ALT = {
     "pd_threshold_dbm": 30.0, "tdma_schedule": "sinr", "tdma_margin_db": 30.0,
     "guard_s": 0.01,
     "coherence_time_s": 1e-3, "fading_model": "gauss-markov",
+    "data_rate": "54",
 }
 #: Settings under which the field is read (where there are such settings).
 LOSSY_FADING = {"mean_snr_db": 35.0}
@@ -80,6 +81,7 @@ CONTEXT: dict[str, dict[str, object]] = {
     "guard_s": {**SHARED, "mac": "aloha"},
     "coherence_time_s": SHARED,
     "fading_model": {**SHARED, "coherence_time_s": 1e-3},
+    "data_rate": {**SHARED, "phy": "80211a"},
 }
 #: Where one scenario reads a field only under settings of its own (it has no ``layout``):
 #: added to the field's context.

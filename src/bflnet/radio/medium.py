@@ -33,6 +33,16 @@ loss alone). Each
 transmission is also a ``tx`` row (``node``, ``start_s``, ``end_s``, ``bits``,
 ``receivers``, ``received``).
 
+With ``reception="mcs"`` (the default with a PHY preset) a reception also keeps its
+receiver's total from each time it changed while the packet is on the air (a
+transmission starting or ending near it; only receivers with a reception on the air pay),
+so the packet is decided on the SINR of each interval of it: lost iff one draw ``u`` of
+``radio.reception`` is below the packet error rate of the PHY's error model for its MCS
+(:mod:`bflnet.radio.phy.errors`); a reception whose preamble is not detected, or that
+starts while its receiver is locked on another frame and does not capture it, is lost
+when it starts. :meth:`SharedMedium.data_mcs` picks a data frame's MCS (the radio's
+``data_rate``, or per link with ``auto``).
+
 Two transmissions that overlap by less than :data:`EPS_S` do not interfere (back-to-back
 slots whose boundaries differ by rounding).
 
@@ -60,6 +70,8 @@ import numpy as np
 import simpy
 
 from bflnet.radio.phy.coherence import coherent_fading
+from bflnet.radio.phy.errors import AUTO_TARGET_PER, CAPTURE_MARGIN, PREAMBLE_SNR, error_model
+from bflnet.radio.phy.mcs import Mcs
 from bflnet.radio.phy.sensing import PowerSense
 from bflnet.radio.spec import RadioSpec, packet_error_rate
 
@@ -73,31 +85,37 @@ class Reception:
     """One receiver of one transmission: its signal power, whether that power is counted
     in the receiver's total (its sender is within the interference range), the largest
     total seen before the receiver's current segment (``acc``: module docstring), and why
-    it is already lost (``None``: not yet). It does not point back to its transmission:
+    it is already lost (``None``: not yet); with ``reception="mcs"``, ``log``: the
+    receiver's total from each time it changed while the packet is on the air (``[t0,
+    total0, t1, total1, ...]``) and whether the receiver is ``locked`` on it (its preamble
+    was detected, :mod:`bflnet.radio.phy.errors`). It does not point back to its transmission:
     without that reference cycle a packet's objects are freed as soon as it is decided,
     not by the cyclic garbage collector (whose collections, over every object of a large
     network, cost 10-16 µs a packet at K = 256, see docs/benchmarks.md)."""
 
-    __slots__ = ("acc", "lost", "node", "own", "signal")
+    __slots__ = ("acc", "locked", "log", "lost", "node", "own", "signal")
 
     def __init__(self, node: int, signal: float, own: bool) -> None:
         self.node, self.signal, self.own = node, signal, own
         self.acc = 0.0
         self.lost: str | None = None
+        self.log: list[float] | None = None
+        self.locked = False
 
 
 class Transmission:
     """One packet on the air: ``sender`` and ``receivers`` are node indices of the medium;
     ``outcome`` (``{receiver: received}``) and ``causes`` (``{receiver: cause}`` of the
     lost ones) are set when it ends. ``near`` and ``power``: the nodes where its power
-    is counted and that power (mW, one fading draw each)."""
+    is counted and that power (mW, one fading draw each); ``mcs``: its MCS with
+    ``reception="mcs"`` (``None``: the basic rate)."""
 
-    __slots__ = ("bits", "causes", "end", "meta", "near", "outcome", "power", "receivers",
-                 "receptions", "sender", "start")
+    __slots__ = ("bits", "causes", "end", "mcs", "meta", "near", "outcome", "power",
+                 "receivers", "receptions", "sender", "start")
 
     def __init__(self, sender: int, receivers: Sequence[int], start: float, end: float,
-                 bits: int, meta: dict[str, Any] | None) -> None:
-        self.sender, self.receivers = sender, list(receivers)
+                 bits: int, meta: dict[str, Any] | None, mcs: Mcs | None = None) -> None:
+        self.sender, self.receivers, self.mcs = sender, list(receivers), mcs
         self.start, self.end, self.bits, self.meta = start, end, bits, meta
         self.near: np.ndarray | None = None
         self.power: np.ndarray | None = None
@@ -140,6 +158,14 @@ class SharedMedium:
         self.errored = [False] * k
         self._per = packet_error_rate if spec.reception == "per" else None
         self._per_rng: np.random.Generator | None = None
+        #: With ``reception="mcs"``: the PHY's error model, the data frames' MCS (``None``:
+        #: ``data_rate="auto"``), the MCS chosen per (sender, receiver, bits), and per node the
+        #: receptions on the air there.
+        model = self._model = (error_model(spec.timing) if spec.reception_rule == "mcs"
+                               and spec.timing is not None else None)
+        self._data_mcs = spec.mcs
+        self._auto: dict[tuple[int, int, int], Mcs] = {}
+        self._rxn = np.zeros(k if model is not None else 0, dtype=np.int64)
         self._tx_mw = spec.tx_mw
         self._loss = spec.pathloss
         self._fading = spec.fading
@@ -205,6 +231,7 @@ class SharedMedium:
                              f"shape {xy.shape}")
         self._xy_array = xy
         self._xy = xy.tolist()
+        self._auto = {}
         self._tree = cKDTree(xy)
         self._near: list[np.ndarray | None] = [None] * len(self.ids)
         self._sense: list[np.ndarray | None] = [None] * len(self.ids)
@@ -334,8 +361,9 @@ class SharedMedium:
 
     # ------------------------------------------------------------------ transmissions
     def start(self, sender: int, receivers: Sequence[int], airtime_s: float, bits: int,
-              meta: dict[str, Any] | None = None) -> Transmission:
-        """Put a packet on the air now for ``airtime_s`` seconds."""
+              meta: dict[str, Any] | None = None, *, mcs: Mcs | None = None) -> Transmission:
+        """Put a packet on the air now for ``airtime_s`` seconds (at ``mcs`` with
+        ``reception="mcs"``; ``None``: the basic rate)."""
         now = self.env.now
         ends = self._ends
         if ends and ends[0][0] <= now + EPS_S:
@@ -346,7 +374,7 @@ class SharedMedium:
         if tx_count[sender]:
             raise RuntimeError(f"node {self.ids[sender]!r} is already transmitting (one "
                                f"radio: its transmissions are queued)")
-        tx = Transmission(sender, receivers, now, now + airtime_s, bits, meta)
+        tx = Transmission(sender, receivers, now, now + airtime_s, bits, meta, mcs)
         rx_at = self.rx_at
         for rec in rx_at[sender]:  # half-duplex: it can no longer receive
             rec.lost = "half_duplex"
@@ -370,7 +398,10 @@ class SharedMedium:
             total[near] = now_total
             if self._receiving:  # receptions on the air: their segments' peaks
                 peak[near] = np.maximum(peak[near], now_total)
+                if self._model is not None:
+                    self._log_totals(near, now)
         receptions = tx.receptions
+        model = self._model
         for r in tx.receivers:
             j = place.get(r)
             if j is None:  # beyond the interference range (a far unicast receiver)
@@ -387,6 +418,8 @@ class SharedMedium:
                     if top > other.acc:
                         other.acc = top
             peak[r] = total[r]
+            if model is not None:
+                self._track(rec, others, now, tx)
             receptions.append(rec)
             others.append(rec)
         self._receiving += len(receptions)
@@ -472,9 +505,12 @@ class SharedMedium:
         noise, threshold, per = self.noise, self.threshold, self._per
         outcome: dict[int, bool] = {}
         peak, rx_at = self._peak, self.rx_at
+        model = self._model
         for rec in tx.receptions:
             r = rec.node
             rx_at[r].remove(rec)
+            if model is not None:
+                self._rxn[r] -= 1
             if rec.lost is None:
                 top = float(peak[r])
                 if rec.acc > top:
@@ -482,7 +518,9 @@ class SharedMedium:
                 interference = top - rec.signal if rec.own else top
                 if interference < 0.0:  # rounding: nothing else on the air
                     interference = 0.0
-                if per is not None:  # one draw: lost below the PER of the lowest SINR
+                if model is not None:  # one draw: lost below the PER of its intervals
+                    self._decide_mcs(rec, tx)
+                elif per is not None:  # one draw: lost below the PER of the lowest SINR
                     u = self._per_draw()
                     if u < per(rec.signal / (noise + interference), tx.bits):
                         rec.lost = ("collision" if u >= per(rec.signal / noise, tx.bits)
@@ -502,6 +540,8 @@ class SharedMedium:
         elif tx.near is not None and tx.near.size:
             total = self._total
             total[tx.near] -= tx.power
+            if model is not None and self._receiving:
+                self._log_totals(tx.near, tx.end)
         if self.sense_range_m is not None and self.timing is not None:
             self._carrier_off(tx)
         elif self.sense_range_m is not None:
@@ -517,6 +557,81 @@ class SharedMedium:
             self.power_sense.off(tx)
         if tx.causes or self.recorder.record_messages:
             self._record(tx)
+
+    # ------------------------------------------------------------------ reception="mcs"
+    def data_mcs(self, sender: int, receivers: Sequence[int], bits: int,
+                 unicast: bool) -> Mcs | None:
+        """With ``reception="mcs"``: the MCS of a data frame of ``bits`` from ``sender``:
+        the radio's, or with ``data_rate="auto"`` the fastest whose packet error rate at the
+        link's mean SNR (path loss and shadowing, no fading) is at most
+        :data:`~bflnet.radio.phy.errors.AUTO_TARGET_PER` (a broadcast: the basic rate);
+        ``None`` without ``reception="mcs"``."""
+        model = self._model
+        if model is None or self._data_mcs is not None:
+            return self._data_mcs
+        if not unicast or len(receivers) != 1:
+            return model.basic
+        key = (sender, receivers[0], bits)
+        found = self._auto.get(key)
+        if found is None:
+            snr = self._tx_mw * self.mean_gain(sender, receivers[0]) / self.noise
+            found = self._auto[key] = model.best(snr, bits, AUTO_TARGET_PER)
+        return found
+
+    def _log_totals(self, nodes: np.ndarray, now: float) -> None:
+        """The totals at ``nodes`` changed at ``now``: each reception on the air there
+        keeps the new one (only nodes with receptions on the air pay)."""
+        hit = nodes[self._rxn[nodes] > 0]
+        if hit.size:
+            rx_at = self.rx_at
+            for r, t in zip(hit.tolist(), self._total[hit].tolist(), strict=True):
+                for rec in rx_at[r]:
+                    if rec.lost is None:  # (a lost one is not decided on its log)
+                        rec.log += (now, t)  # type: ignore[operator]
+
+    def _track(self, rec: Reception, others: list[Reception], now: float,
+               tx: Transmission) -> None:
+        """A reception starts at ``rec.node`` (``others``: those on the air there): its log
+        starts; its preamble is detected or not, and it locks its receiver, is captured
+        or lost to the frame its receiver is locked on (:mod:`bflnet.radio.phy.errors`)."""
+        r = rec.node
+        self._rxn[r] += 1
+        top = float(self._total[r])
+        rec.log = [now, top]
+        if rec.lost is not None:
+            return
+        signal, noise = rec.signal, self.noise
+        interference = top - signal if rec.own else top
+        if signal < PREAMBLE_SNR * (noise + max(interference, 0.0)):
+            rec.lost = "collision" if signal >= PREAMBLE_SNR * noise else "outage"
+            return
+        for other in others:
+            if other.locked and other.lost is None:  # its receiver follows another frame
+                log = other.log
+                assert log is not None and self.timing is not None
+                if (now - log[0] <= self.timing.preamble_s + EPS_S
+                        and signal >= CAPTURE_MARGIN * other.signal):
+                    other.lost, other.locked = "collision", False  # captured
+                    break
+                rec.lost = "collision"
+                return
+        rec.locked = True
+
+    def _decide_mcs(self, rec: Reception, tx: Transmission) -> None:
+        """Decide a detected reception on the intervals of its log: lost iff one uniform
+        draw ``u`` is below its packet error rate (no draw where that is 0); a
+        ``collision`` if ``u`` would have passed at the SNR alone, else an ``outage``."""
+        model = self._model
+        assert model is not None and rec.log is not None
+        mcs = tx.mcs or model.basic
+        keep = model.success(mcs, tx.start, tx.end, rec.log, rec.signal, rec.own, self.noise)
+        if keep >= 1.0:  # certain: no draw
+            return
+        u = self._per_draw()
+        if u < 1.0 - keep:
+            alone = model.success(mcs, tx.start, tx.end, [tx.start, 0.0], rec.signal, False,
+                                  self.noise)
+            rec.lost = "collision" if u >= 1.0 - alone else "outage"
 
     def _record(self, tx: Transmission) -> None:
         rec, ids, meta = self.recorder, self.ids, tx.meta

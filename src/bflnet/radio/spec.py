@@ -19,6 +19,11 @@ and the MAC header and FCS, and the medium adds SIFS, the ACK, DIFS and EIFS; ``
 (the default) is bits over the rate alone. Under a preset, CSMA without a sense range
 senses the carrier by received power (:mod:`bflnet.radio.phy.sensing`):
 ``ed_threshold_dbm`` and ``pd_threshold_dbm`` (``None``: the preset's).
+With a preset the default ``reception`` is
+``mcs``: a data frame goes at the MCS of ``data_rate`` (Mbit/s, of the preset's table,
+:mod:`bflnet.radio.phy.mcs`; ``None``: the basic rate; ``auto``: per link) and is decided
+by the error model of :mod:`bflnet.radio.phy.errors` (the SNR is over ``bandwidth_hz``:
+set it to the channel's width, 20 MHz OFDM or 22 MHz DSSS, for 802.11's noise floor).
 
 Interference from transmitters whose mean power at a receiver is more than
 ``interference_margin_db`` below the noise (plus three shadowing standard deviations) is
@@ -42,6 +47,7 @@ from typing import Any
 from bflnet.radio.pathloss import LogDistance, dbm_to_mw, noise_dbm
 from bflnet.radio.phy import Phy, phy_preset
 from bflnet.radio.phy.coherence import FADING_MODELS
+from bflnet.radio.phy.mcs import Mcs, mcs_table, pick_mcs
 from bflnet.validation.checks import check_real
 from bflnet.validation.limits import (
     MAX_CCA_DBM,
@@ -54,8 +60,10 @@ from bflnet.validation.limits import (
 FADINGS = ("none", "rayleigh", "rician")
 #: The longest coherence time accepted, in seconds.
 MAX_COHERENCE_S = 1e6
-#: How a packet's SINR decides it: a hard ``threshold``, or the packet error rate ``per``.
-RECEPTIONS = ("threshold", "per")
+#: How a packet's SINR decides it: a hard ``threshold``, the packet error rate ``per`` of
+#: uncoded BPSK, or ``mcs``, the error model of the MCS (a PHY preset,
+#: :mod:`bflnet.radio.phy.errors`).
+RECEPTIONS = ("threshold", "per", "mcs")
 
 
 def packet_error_rate(sinr: float, bits: int) -> float:
@@ -92,10 +100,11 @@ class RadioSpec:
     latency_s: float = 0.0
     interference_margin_db: float = 10.0
     interference_range_m: float | None = None
-    reception: str = "threshold"
+    reception: str | None = None
     phy: str = "ideal"
     ed_threshold_dbm: float | None = None
     pd_threshold_dbm: float | None = None
+    data_rate: str | float | None = None
 
     def __post_init__(self) -> None:
         check_real("tx_power_dbm", self.tx_power_dbm, ge=-100, le=100)
@@ -127,7 +136,7 @@ class RadioSpec:
         check_real("interference_margin_db", self.interference_margin_db, ge=0, le=100)
         if self.interference_range_m is not None:
             check_real("interference_range_m", self.interference_range_m, gt=0, le=1e9)
-        if self.reception not in RECEPTIONS:
+        if self.reception is not None and self.reception not in RECEPTIONS:
             raise ValueError(f"reception: must be one of {', '.join(RECEPTIONS)}, got "
                              f"{self.reception!r}")
         phy_preset(self.phy)
@@ -138,6 +147,14 @@ class RadioSpec:
                 if self.phy == "ideal":
                     raise ValueError(f"{name}: carrier sense by received power needs a PHY "
                                      f"preset (phy=80211b, 80211a or 80211g), got phy=ideal")
+        if self.reception_rule == "mcs":
+            if self.phy == "ideal":
+                raise ValueError("reception: mcs needs a PHY preset (phy=80211b, 80211a or "
+                                 "80211g), got phy=ideal")
+            pick_mcs(self.phy, self.data_rate)
+        elif self.data_rate is not None:
+            raise ValueError(f"data_rate: used only with reception=mcs (a PHY preset), got "
+                             f"reception={self.reception_rule}")
 
     @property
     def ed_dbm(self) -> float:
@@ -155,6 +172,22 @@ class RadioSpec:
             return self.pd_threshold_dbm
         timing = self.timing
         return math.inf if timing is None else timing.pd_dbm
+
+    @property
+    def reception_rule(self) -> str:
+        """How a packet's SINR decides it: :attr:`reception`, or by default ``mcs`` with a
+        PHY preset and ``threshold`` with ``phy="ideal"``."""
+        if self.reception is not None:
+            return self.reception
+        return "threshold" if self.phy == "ideal" else "mcs"
+
+    @property
+    def mcs(self) -> Mcs | None:
+        """With ``reception="mcs"``: the MCS of every data frame (:attr:`data_rate`; ``None``
+        with ``data_rate="auto"``, or without ``reception="mcs"``)."""
+        if self.reception_rule != "mcs":
+            return None
+        return pick_mcs(self.phy, self.data_rate)
 
     @property
     def timing(self) -> Phy | None:
@@ -183,7 +216,11 @@ class RadioSpec:
 
     @property
     def rate_bps(self) -> float:
-        """Bits per second on the air, ``bandwidth_hz * coding_rate``."""
+        """Bits per second on the air, ``bandwidth_hz * coding_rate``; with
+        ``reception="mcs"`` the data rate of :attr:`mcs` (``data_rate="auto"``: the
+        basic rate, the slowest)."""
+        if self.reception_rule == "mcs":
+            return (self.mcs or mcs_table(self.phy)[0]).rate_bps
         return self.bandwidth_hz * self.coding_rate
 
     @property

@@ -13,7 +13,8 @@ the message. A broadcast packet is sent once (nobody acknowledges it): each rece
 the message iff it received every packet.
 
 With a PHY preset (``RadioSpec.phy``, :mod:`bflnet.radio.phy.timing`) a packet is a data frame
-(preamble, MAC header and FCS included) and a unicast one is acknowledged on the air:
+(preamble, MAC header and FCS included; with ``reception="mcs"`` at the MCS the medium
+picks for it, :meth:`SharedMedium.data_mcs`) and a unicast one is acknowledged on the air:
 SIFS after it ends, its receiver, if it decoded it and is not transmitting, sends an ACK
 at the basic rate (a transmission of the medium: it can collide, and it keeps the
 carrier busy); the sender learns the outcome when that ACK ends (or, without one, at the
@@ -234,6 +235,7 @@ class Sending:
                         f"({radio.slot_bits} bits, {radio.slot_s:g} s); a {size}-bit packet "
                         f"does not fit: set mac_slot_s for the largest packet")
                 timing = radio.timing
+                mcs = None
                 if timing is None:
                     airtime = size / medium.rate_bps
                 else:
@@ -242,9 +244,11 @@ class Sending:
                     if busy_until is not None:  # its own ACK is on the air: access again
                         self.state, self.again, self.wait = 2, True, None
                         return timeout(radio.env, max(busy_until.end - radio.env.now, 0.0))
-                    airtime = timing.frame_s(size, medium.rate_bps)
+                    mcs = medium.data_mcs(radio.index, self.targets, size, self.acknowledged)
+                    airtime = timing.frame_s(size, medium.rate_bps if mcs is None
+                                             else mcs.rate_bps)
                 tx = self.tx = medium.start(radio.index, self.targets, airtime, size,
-                                            {"attempt": self.tries})
+                                            {"attempt": self.tries}, mcs=mcs)
                 if self.start is None:
                     self.start = tx.start
                 self.state = 4  # _AIR

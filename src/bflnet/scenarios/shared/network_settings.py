@@ -58,6 +58,7 @@ from bflnet.scenarios.shared.radio_settings import (
     SHARED_FIELDS,
     RadioSettings,
     is_shared,
+    reception_rule,
 )
 
 if TYPE_CHECKING:
@@ -208,7 +209,9 @@ class NetworkSettings(RadioSettings, LinkSettings, GraphSettings):
         if field in ("medium", *SHARED_FIELDS) or (field == "mean_snr_db"
                                                     and self.channel in FADING):
             if self.medium == "shared" and field == "sinr_threshold_db":
-                return f"reception={self.reception} and mac={self.mac}"
+                return f"reception={reception_rule(self)} and mac={self.mac}"
+            if self.medium == "shared" and field == "data_rate":
+                return f"reception={reception_rule(self)} and phy={self.phy}"
             if self.medium == "shared" and field in USED_ONLY_WITH and "mac=" in \
                     USED_ONLY_WITH[field][1]:
                 return f"mac={self.mac}"

@@ -26,7 +26,7 @@ MEDIA = ("links", "shared")
 MAC_NAMES = ("none", "tdma", "csma", "aloha")
 LAYOUT_NAMES = ("random", "circle", "grid")
 #: How the shared medium decides a packet from its SINR (``RadioSpec.reception``).
-RECEPTION_NAMES = ("threshold", "per")
+RECEPTION_NAMES = ("threshold", "per", "mcs")
 #: The shared medium's 802.11 timing (``RadioSpec.phy``, :mod:`bflnet.radio.phy.timing`).
 PHY_NAMES = ("ideal", "80211b", "80211a", "80211g")
 #: TDMA schedules (``auto``: distance2 with ``phy=ideal``, sinr with a PHY preset).
@@ -44,7 +44,7 @@ SHARED_FIELDS = ("mac", "broadcast", "reception", "tx_power_dbm", "noise_figure_
                  "mac_slot_s", "tdma_frame_slots", "sense_range_m", "backoff_slot_s", "cw_min",
                  "cw_max", "retry_limit", "phy", "ed_threshold_dbm", "pd_threshold_dbm",
                  "tdma_schedule", "tdma_margin_db", "guard_s",
-                 "coherence_time_s", "fading_model")
+                 "coherence_time_s", "fading_model", "data_rate")
 
 
 def is_shared(s: RadioSettings) -> bool:
@@ -52,10 +52,18 @@ def is_shared(s: RadioSettings) -> bool:
     return s.medium == "shared"
 
 
+def reception_rule(s: RadioSettings) -> str:
+    """How a packet's SINR decides it: ``reception``, or by default ``mcs`` with a PHY
+    preset and ``threshold`` with ``phy=ideal``."""
+    if s.reception is not None:
+        return s.reception
+    return "threshold" if s.phy == "ideal" else "mcs"
+
+
 def _threshold_read(s: RadioSettings) -> bool:
     """Whether the SINR threshold is read: it decides every packet (``reception=threshold``),
     or it sets the nominal range that is CSMA's default carrier-sense range (``ideal``)."""
-    return is_shared(s) and (s.reception == "threshold"
+    return is_shared(s) and (reception_rule(s) == "threshold"
                              or (s.mac == "csma" and s.sense_range_m is None
                                  and s.phy == "ideal"))
 
@@ -116,6 +124,8 @@ RADIO_USED_ONLY_WITH: dict[str, tuple[Callable[[RadioSettings], bool], str]] = {
     "coherence_time_s": (_fades, "medium=shared and channel=rayleigh or rician"),
     "fading_model": (_coherent, "medium=shared, channel=rayleigh or rician and "
                      "coherence_time_s > 0"),
+    "data_rate": (lambda s: is_shared(s) and reception_rule(s) == "mcs",
+                  "medium=shared and reception=mcs (the default with a phy preset)"),
 }
 
 
@@ -131,10 +141,14 @@ class RadioSettings:
     broadcast: bool = param(False, "one transmission reaches every neighbour, or a "
                             "server's scheduled agents (shared medium; no ARQ: a lost "
                             "reception follows the protocol's rule for a lost message)")
-    reception: str = param("threshold", "how a packet's SINR decides it (shared medium): "
-                           "threshold (received iff its lowest SINR over the packet is >= "
-                           "sinr_threshold_db) or per (lost with the packet error rate of "
-                           "uncoded BPSK at that SINR)", choices=RECEPTION_NAMES)
+    reception: str | None = param(None, "how a packet's SINR decides it (shared medium): "
+                                  "threshold (received iff its lowest SINR over the packet "
+                                  "is >= sinr_threshold_db), per (lost with the packet "
+                                  "error rate of uncoded BPSK at that SINR) or mcs (needs a "
+                                  "phy preset: the error model of its MCS from the SINR of "
+                                  "each interval of the packet, preamble detection and "
+                                  "capture); none: mcs with a phy preset, else threshold",
+                                  choices=RECEPTION_NAMES)
     tx_power_dbm: float = param(radio_default("tx_power_dbm"), "transmit power in dBm "
                                 "(shared medium)", ge=-100, le=100)
     noise_figure_db: float = param(radio_default("noise_figure_db"), "receiver noise figure "
@@ -207,11 +221,22 @@ class RadioSettings:
                                   "in seconds (none: 0 with phy=ideal; with a PHY preset the "
                                   "propagation delay over the interference range plus the "
                                   "Rx/Tx turnaround)", ge=0, le=1e3)
+    data_rate: str | None = param(None, "data rate in Mbit/s with reception=mcs: 80211b 1, 2, "
+                             "5.5, 11; 80211a / 80211g 6, 9, 12, 18, 24, 36, 48, 54; auto: "
+                             "per link, the fastest with a packet error rate <= 10 % at its "
+                             "mean SNR (broadcasts: the basic rate); none: the basic rate "
+                             "(1 or 6); ACKs go at the basic rate")
 
     def check_mac(self) -> None:
         """One-line ``ValueError`` for MAC settings that cannot go together."""
         if self.cw_max < self.cw_min:
             raise ValueError(f"cw_max: must be >= cw_min ({self.cw_min}), got {self.cw_max}")
+        if self.reception == "mcs" and self.phy == "ideal":
+            raise ValueError("reception: mcs needs a phy preset (80211b, 80211a or 80211g), "
+                             "got phy=ideal")
+        if reception_rule(self) == "mcs":
+            from bflnet.radio.phy.mcs import pick_mcs
+            pick_mcs(self.phy, self.data_rate)
 
     def check_radio(self) -> None:
         """One-line ``ValueError`` for radio settings outside what their bounds say."""
@@ -257,5 +282,6 @@ class RadioSettings:
             ed_threshold_dbm=self.ed_threshold_dbm if _power_sensed(self) else None,
             pd_threshold_dbm=self.pd_threshold_dbm if _power_sensed(self) else None,
             coherence_time_s=self.coherence_time_s if fading != "none" else None,
-            fading_model=self.fading_model)
+            fading_model=self.fading_model,
+            data_rate=self.data_rate if reception_rule(self) == "mcs" else None)
         return SharedMediumSpec(radio, self.build_mac(), layout=self.layout, area_m=area_m)

@@ -80,7 +80,9 @@ def radio(**kw) -> RadioSpec:
     base = RadioSpec(tx_power_dbm=0.0, bandwidth_hz=1e6, noise_figure_db=7.0, coding_rate=1.0,
                      pathloss=LogDistance(3.0, 1.0, 40.0), fading="rayleigh")
     threshold_db = base.mean_snr_db(DISTANCE_M) + 10.0 * math.log10(X)
-    return RadioSpec(**{**base.__dict__, "sinr_threshold_db": threshold_db, **kw})
+    # a hard threshold (the closed forms are outage probabilities), whatever the PHY preset
+    return RadioSpec(**{**base.__dict__, "sinr_threshold_db": threshold_db,
+                        "reception": "threshold", **kw})
 
 
 def arq(spec: RadioSpec, n: int, gap_s: float, *, seed: int = 1, phy_rows: bool = False):

@@ -19,7 +19,7 @@ import pytest
 from scipy import linalg, stats
 
 from bflnet.learners.langevin.fald import FALD, gaussian_linear_grads
-from bflnet.protocols.aircomp_server import AirCompUplink, run_fald
+from bflnet.protocols.uplink import AirCompUplink, run_fald
 from bflnet.radio.aircomp import AirCompSpec, plan_round
 
 K, D, PER = 5, 2, 20

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import simpy
 
-from bflnet.learners.base import GlobalStateLearner, Update
+from bflnet.learners.base import GlobalStateLearner, Update, needs_mean_merge
 from bflnet.protocols.base import (
     AgentSlots,
     call,
@@ -21,6 +21,7 @@ from bflnet.protocols.coding.wire import CodecSpec
 from bflnet.protocols.interventions import KEEP, ForgetRequest
 from bflnet.protocols.scheduling import AgentSelector, AllAgents, RoundRobinSelector
 from bflnet.protocols.stopping import StopRule
+from bflnet.protocols.uplink import UPLINKS, Uplink, UplinkRounds
 from bflnet.simulator.message import Message
 from bflnet.simulator.node import SERVER
 from bflnet.simulator.simulation import Outcome, Simulation
@@ -76,13 +77,29 @@ class ParameterServerProtocol:
 
     The ``metrics`` of the updates merged in a round (e.g. a learner's clip counts) are
     summed key by key into the round's row.
+
+    **Uplink** (``uplink``; ``None``: each agent's own link, ``uplink=links``): an
+    :class:`~bflnet.protocols.uplink.AirCompUplink` superposes the participants' updates
+    in one analog transmission, a :class:`~bflnet.protocols.uplink.DigitalUplink` sends
+    them quantised one after the other, an :class:`~bflnet.protocols.uplink.IdealUplink`
+    delivers their exact mean (:mod:`bflnet.protocols.uplink`). The round's transmission
+    starts when every scheduled agent's update is ready or at the deadline; an update
+    ready later is a ``late_update`` row. The server hands the learner the delivered
+    mean (``merge_mean``; a learner must declare ``merges_mean``, else it is refused in
+    one line with its reason), the heard agents keep their new states, and the row gets
+    the uplink's columns (``k_active``, ``channel_var``, energies, ...). ``downlink``:
+    ``"links"`` (each agent's link, or ``broadcast``) or ``"ideal"`` (the state reaches
+    every scheduled agent at once, no time, no bits: the over-the-air papers' set-up).
+    ``observe(iteration, state)`` (if given) sees the state after every iteration.
     """
 
     def __init__(self, learner: GlobalStateLearner, stop: StopRule, *,
                  selector: AgentSelector | None = None, uplink_codec: CodecSpec = None,
                  downlink_codec: CodecSpec = None, eval_every: int = 1,
                  progress: bool = False, interventions: Sequence[ForgetRequest] = (),
-                 deadline_s: float | None = None, broadcast: bool = False) -> None:
+                 deadline_s: float | None = None, broadcast: bool = False,
+                 uplink: Uplink | None = None, downlink: str = "links",
+                 observe: Callable[[int, Any], None] | None = None) -> None:
         if not isinstance(broadcast, bool):
             raise ValueError(f"broadcast: must be True or False, got {broadcast!r}")
         if broadcast and deadline_s is not None:
@@ -102,6 +119,21 @@ class ParameterServerProtocol:
                              "parameter server has none, so leave it false")
         self.deadline_s = None if deadline_s is None else check_real(
             "deadline_s", deadline_s, gt=0, le=1e12)
+        if uplink is not None and not isinstance(uplink, UPLINKS):
+            raise ValueError(f"uplink: must be None (links) or one of "
+                             f"{', '.join(c.__name__ for c in UPLINKS)}, got {uplink!r}")
+        if uplink is not None and uplink_codec is not None:
+            raise ValueError(f"uplink_codec: not with uplink={uplink.name} (it carries the "
+                             f"updates itself); leave it unset")
+        if downlink not in ("links", "ideal"):
+            raise ValueError(f"downlink: must be links or ideal, got {downlink!r}")
+        if downlink == "ideal" and (broadcast or deadline_s is not None):
+            raise ValueError("downlink: ideal is not with broadcast or deadline_s")
+        if uplink is not None:
+            needs_mean_merge(learner, uplink.name)
+        self.uplink = uplink
+        self.downlink = downlink
+        self.observe = observe
 
     def process(self, sim: Simulation) -> Generator[simpy.Event, Any, Outcome]:
         net = sim.network
@@ -120,9 +152,12 @@ class ParameterServerProtocol:
                           agent_streams=getattr(learner, "uses_agent_streams", True))
         loop, slots = setup.loop, setup.agents
         sched_rng = sim.streams.numpy("protocol.schedule")
-        state = call(sim, learner.init, sim.streams.numpy("learner"), node=SERVER,
+        learner_rng = sim.streams.numpy("learner")
+        state = call(sim, learner.init, learner_rng, node=SERVER,
                      iteration=0, what="learner.init")
-        rec.record("init", node=SERVER,
+        air = None if self.uplink is None else UplinkRounds(self.uplink, sim, agents,
+                                                            learner_rng)
+        rec.record("init", node=SERVER, **({} if air is None else air.first_row()),
                    **loop.evaluate(0, lambda: learner.evaluate(state), node=SERVER))
         down_rng = sim.streams.numpy("codec.down")
         up_rngs = {agent: sim.streams.numpy(f"codec.up.{agent}") for agent in agents}
@@ -155,7 +190,8 @@ class ParameterServerProtocol:
                                         iteration), chosen, links=net.links, direction="down"))
                 jobs = [env.process(self._serve(sim, slots, agent, state, down_payload,
                                                 down_bits, iteration, up_rngs[agent],
-                                                uplink_codec, ready.get(agent), downlink))
+                                                uplink_codec, ready.get(agent), downlink,
+                                                send=air is None))
                         for agent in chosen]
                 done = yield env.all_of(jobs)
                 updates: list[Update] = [u for u in done.values() if u is not None]
@@ -163,12 +199,22 @@ class ParameterServerProtocol:
                 updates, extra = yield from self._deadline_round(
                     sim, slots, chosen, busy, state, down_payload, down_bits, iteration,
                     up_rngs, uplink_codec, batched)
-            if updates:
+            if air is not None:
+                state, updates, fields = yield from air.deliver(
+                    sim, self._merge_mean(sim, iteration),
+                    getattr(learner, "noise_target", None), state, updates)
+                extra = {**extra, **fields}
+                for update in updates:
+                    slots.commit(update.agent, update.agent_state)
+                    loop.merged(update)
+            elif updates:
                 state = call(sim, learner.merge, state, updates, node=SERVER,
                              iteration=iteration, what="learner.merge")
                 for update in updates:
                     slots.commit(update.agent, update.agent_state)
                     loop.merged(update)
+            if self.observe is not None:
+                self.observe(iteration, state)
             metrics = loop.evaluate(iteration, lambda s=state: learner.evaluate(s), node=SERVER)
             if any(u.metrics for u in updates):
                 metrics = {**summed_metrics(updates), **metrics}
@@ -180,7 +226,7 @@ class ParameterServerProtocol:
                         busy: set[Any], state: Any, down_payload: Any, down_bits: int,
                         iteration: int, up_rngs: dict[Any, Any], uplink_codec: CodecSpec,
                         batched: bool
-                        ) -> Generator[simpy.Event, Any, tuple[list[Update], dict[str, int]]]:
+                        ) -> Generator[simpy.Event, Any, tuple[list[Update], dict[str, Any]]]:
         """One round with a deadline (class docs): the updates that arrived in time, in
         scheduling order, and the row's ``late`` and ``busy`` counts."""
         env, rec = sim.env, sim.recorder
@@ -198,7 +244,8 @@ class ParameterServerProtocol:
             times: dict[str, float] = {}
             update = yield from self._serve(sim, slots, agent, state, down_payload, down_bits,
                                             iteration, up_rngs[agent], uplink_codec,
-                                            ready.get(agent), times=times)
+                                            ready.get(agent), times=times,
+                                            send=self.uplink is None)
             busy.discard(agent)
             pending.discard(agent)
             if update is None:
@@ -222,6 +269,12 @@ class ParameterServerProtocol:
                            sent_s=times["sent_s"], arrived_s=times["arrived_s"], staleness=0)
                 updates.append(update)
         return updates, {"late": len(pending), "busy": len(chosen) - len(launch)}
+
+    def _merge_mean(self, sim: Simulation, iteration: int) -> Any:
+        def merge(state: Any, mean: Any, channel_var: float, rng: Any) -> Any:
+            return call(sim, self.learner.merge_mean, state, mean, channel_var, rng,
+                        node=SERVER, iteration=iteration, what="learner.merge_mean")
+        return merge
 
     def _forget(self, loop: Any, slots: AgentSlots, request: ForgetRequest,
                 iteration: int) -> None:
@@ -253,11 +306,12 @@ class ParameterServerProtocol:
                down_payload: Any, down_bits: int, iteration: int, up_rng: Any,
                uplink_codec: CodecSpec, ready: tuple[Update, Any] | None = None,
                downlink: simpy.Event | None = None,
-               times: dict[str, float] | None = None
+               times: dict[str, float] | None = None, *, send: bool = True
                ) -> Generator[simpy.Event, Any, Update | None]:
         return serve_agent(sim, self.learner, slots, agent, state, down_payload, down_bits,
                            iteration, up_rng, self.downlink_codec, uplink_codec, ready, times,
-                           downlink=downlink)
+                           downlink=downlink, send=send,
+                           ideal_downlink=self.downlink == "ideal")
 
 
 def serve_agent(sim: Simulation, learner: GlobalStateLearner, slots: AgentSlots, agent: Any,
@@ -265,17 +319,22 @@ def serve_agent(sim: Simulation, learner: GlobalStateLearner, slots: AgentSlots,
                 downlink_codec: CodecSpec, uplink_codec: CodecSpec,
                 ready: tuple[Update, Any] | None = None,
                 times: dict[str, float] | None = None, *,
-                downlink: simpy.Event | None = None
+                downlink: simpy.Event | None = None, send: bool = True,
+                ideal_downlink: bool = False
                 ) -> Generator[simpy.Event, Any, Update | None]:
     """SimPy process body of one agent's turn: downlink of ``state`` (encoded as
     ``down_payload``), local update (``ready``: computed already, with its stream's state
     before), compute time, uplink. The update as the server decodes it, or ``None`` if a
     message was lost. ``times`` (if given) gets ``sent_s`` (the upload began) and
     ``arrived_s``. ``downlink``: the process of a broadcast of the state (its value
-    ``{agent: arrived}``) instead of the agent's own downlink message."""
+    ``{agent: arrived}``) instead of the agent's own downlink message; ``ideal_downlink``:
+    the state arrives at once, uncounted. ``send=False``: the update once computed, not
+    sent (the uplink is the protocol's, :mod:`bflnet.protocols.uplink`)."""
     net = sim.network
     assert net is not None
-    if downlink is not None:
+    if ideal_downlink:
+        arrived = True
+    elif downlink is not None:
         arrived = (yield downlink)[agent]
     else:
         down = yield from net.links[(SERVER, agent)].send(
@@ -296,6 +355,11 @@ def serve_agent(sim: Simulation, learner: GlobalStateLearner, slots: AgentSlots,
     duration = net.nodes[agent].compute_time(update.work)
     if duration:
         yield sim.env.timeout(duration)
+    if not send:
+        if times is not None:
+            times["sent_s"] = times["arrived_s"] = sim.env.now
+        update.agent = agent
+        return update
     up_payload, up_bits = wire.encode(uplink_codec, update.payload, up_rng)
     if times is not None:
         times["sent_s"] = sim.env.now

@@ -133,6 +133,10 @@ class DSVGD(GlobalStateLearner):
     #: How the state combines the agents' contributions: the particle set
     #: moves by the mean of the updates' moves; no gossip average.
     combines = Combines.PARTICLES
+    #: Why an over-the-air uplink refuses it (quoted by the protocol).
+    merges_mean = ("each agent keeps a kernel density fit of the particles it sent (its "
+                   "local factor); a noisy mean would leave the server's particles out of "
+                   "step with those factors")
 
     def __init__(self, model: Any, agent_data: Mapping[Any, tuple[Any, Any]],
                  n_particles: int = 10, params: DSVGDParams | None = None, *,

@@ -401,8 +401,8 @@ def run(config: WFLMCGaussianConfig, *, seed: int = 0, progress: bool = False
         gaussian_linear_posterior,
         gaussian_w2_squared,
     )
-    from bflnet.protocols.aircomp_server import AirCompUplink, run_fald
     from bflnet.protocols.progress import runs_bar, setup_bar
+    from bflnet.protocols.uplink import AirCompUplink, run_fald
     from bflnet.radio.aircomp import AirCompSpec, tx_power_from_snr_db
     from bflnet.scenarios.shared.seeds import run_seeds
     from bflnet.simulator.rng import RngStreams

@@ -78,7 +78,7 @@ import torch
 from torch import Tensor
 
 from bflnet.learners.base import Combines, GlobalStateLearner, Update, Work
-from bflnet.learners.hyper import STEP_RULES, DSVGDParams
+from bflnet.learners.hyper import DSVGD_NO_MEAN, STEP_RULES, DSVGDParams
 from bflnet.learners.models.torch_utils import (
     MinibatchSampler,
     apply_mean_delta,
@@ -134,9 +134,7 @@ class DSVGD(GlobalStateLearner):
     #: moves by the mean of the updates' moves; no gossip average.
     combines = Combines.PARTICLES
     #: Why an over-the-air uplink refuses it (quoted by the protocol).
-    merges_mean = ("each agent keeps a kernel density fit of the particles it sent (its "
-                   "local factor); a noisy mean would leave the server's particles out of "
-                   "step with those factors")
+    merges_mean = DSVGD_NO_MEAN
 
     def __init__(self, model: Any, agent_data: Mapping[Any, tuple[Any, Any]],
                  n_particles: int = 10, params: DSVGDParams | None = None, *,

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
+from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import simpy
 
 from bflnet.learners.base import GlobalStateLearner, Update, needs_mean_merge
@@ -21,7 +23,14 @@ from bflnet.protocols.coding.wire import CodecSpec
 from bflnet.protocols.interventions import KEEP, ForgetRequest
 from bflnet.protocols.scheduling import AgentSelector, AllAgents, RoundRobinSelector
 from bflnet.protocols.stopping import StopRule
-from bflnet.protocols.uplink import UPLINKS, Uplink, UplinkRounds
+from bflnet.protocols.uplink import (
+    UPLINKS,
+    AirCompUplink,
+    DigitalUplink,
+    IdealUplink,
+    Uplink,
+    UplinkRounds,
+)
 from bflnet.simulator.message import Message
 from bflnet.simulator.node import SERVER
 from bflnet.simulator.simulation import Outcome, Simulation
@@ -381,3 +390,45 @@ def summed_metrics(updates: Sequence[Update]) -> dict[str, float]:
         for key, value in (update.metrics or {}).items():
             total[key] = total.get(key, 0.0) + value
     return total
+
+
+def run_fald(learner: Any, rounds: int, dim: int, *, seed: int,
+             uplink: AirCompUplink | DigitalUplink | None = None,
+             on_round: Callable[[int, np.ndarray], None] | None = None,
+             chains: int = 0, name: str = "fald", common_noise: bool = False
+             ) -> tuple[Any, np.ndarray]:
+    """``rounds`` rounds of a FALD-kind ``learner`` (``FALD``, ``TorchFALD``,
+    ``AnalogFedAvg``: :class:`~bflnet.learners.langevin.fald_server.FALDRounds`) on a star
+    of ``learner.K`` devices and a server, every device every round, ideal downlink,
+    ``uplink`` (``None``: :class:`~bflnet.protocols.uplink.IdealUplink`): ``(frame,
+    final sample)``. ``chains > 0`` runs that many chains at once under the same fading
+    (samples ``(chains, dim)``); ``on_round(round, theta)`` sees each new sample;
+    ``common_noise``: :mod:`bflnet.protocols.uplink`'s.
+    The frame has an ``init`` row and one ``round`` row per round (``silent_round`` when
+    nobody was heard) with the uplink's columns."""
+    import networkx as nx
+
+    from bflnet.learners.langevin.fald_server import FALDRounds
+
+    if isinstance(uplink, DigitalUplink) and chains:
+        raise ValueError("chains: the digital uplink runs one chain")
+    if uplink is not None and len(uplink.mean_gains) != learner.K:
+        raise ValueError(f"mean_gains: one per device ({learner.K}), got "
+                         f"{len(uplink.mean_gains)}")
+    if isinstance(uplink, AirCompUplink):
+        uplink = replace(uplink, common_noise=bool(common_noise))
+    shape = (int(dim),) if chains == 0 else (int(chains), int(dim))
+    sim = Simulation(seed, name=name)
+    graph = nx.Graph()
+    graph.add_nodes_from(range(learner.K))
+    sim.build_network(graph, server=True)
+    protocol = ParameterServerProtocol(
+        FALDRounds(learner, shape), StopRule(max_iterations=int(rounds)), selector=AllAgents(),
+        uplink=uplink if uplink is not None else IdealUplink(), downlink="ideal",
+        observe=on_round)
+    result = sim.run(protocol)
+    frame = result.frame
+    rows = frame["event"] == "iteration"
+    frame.loc[rows, "event"] = np.where(frame.loc[rows, "k_active"] == 0, "silent_round",
+                                        "round")
+    return frame.drop(columns=["scheduled", "updates"]), result.state

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -222,47 +222,3 @@ def like(mean: np.ndarray, payload: Any) -> Any:
     if isinstance(payload, np.ndarray) or not hasattr(payload, "new_tensor"):
         return mean
     return payload.new_tensor(np.asarray(mean))
-
-
-def run_fald(learner: Any, rounds: int, dim: int, *, seed: int,
-             uplink: AirCompUplink | DigitalUplink | None = None,
-             on_round: Callable[[int, np.ndarray], None] | None = None,
-             chains: int = 0, name: str = "fald", common_noise: bool = False
-             ) -> tuple[Any, np.ndarray]:
-    """``rounds`` rounds of a FALD-kind ``learner`` (``FALD``, ``TorchFALD``,
-    ``AnalogFedAvg``: :class:`~bflnet.learners.langevin.fald_server.FALDRounds`) on a star
-    of ``learner.K`` devices and a server, every device every round, ideal downlink,
-    ``uplink`` (``None``: :class:`IdealUplink`): ``(frame, final sample)``. ``chains > 0``
-    runs that many chains at once under the same fading (samples ``(chains, dim)``);
-    ``on_round(round, theta)`` sees each new sample; ``common_noise``: module docstring.
-    The frame has an ``init`` row and one ``round`` row per round (``silent_round`` when
-    nobody was heard) with the uplink's columns."""
-    import networkx as nx
-
-    from bflnet.learners.langevin.fald_server import FALDRounds
-    from bflnet.protocols.parameter_server import ParameterServerProtocol
-    from bflnet.protocols.scheduling import AllAgents
-    from bflnet.protocols.stopping import StopRule
-
-    if isinstance(uplink, DigitalUplink) and chains:
-        raise ValueError("chains: the digital uplink runs one chain")
-    if uplink is not None and len(uplink.mean_gains) != learner.K:
-        raise ValueError(f"mean_gains: one per device ({learner.K}), got "
-                         f"{len(uplink.mean_gains)}")
-    if isinstance(uplink, AirCompUplink):
-        uplink = replace(uplink, common_noise=bool(common_noise))
-    shape = (int(dim),) if chains == 0 else (int(chains), int(dim))
-    sim = Simulation(seed, name=name)
-    graph = nx.Graph()
-    graph.add_nodes_from(range(learner.K))
-    sim.build_network(graph, server=True)
-    protocol = ParameterServerProtocol(
-        FALDRounds(learner, shape), StopRule(max_iterations=int(rounds)), selector=AllAgents(),
-        uplink=uplink if uplink is not None else IdealUplink(), downlink="ideal",
-        observe=on_round)
-    result = sim.run(protocol)
-    frame = result.frame
-    rows = frame["event"] == "iteration"
-    frame.loc[rows, "event"] = np.where(frame.loc[rows, "k_active"] == 0, "silent_round",
-                                        "round")
-    return frame.drop(columns=["scheduled", "updates"]), result.state

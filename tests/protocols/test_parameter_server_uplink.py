@@ -200,6 +200,16 @@ def test_bad_uplink_arguments_name_the_field(kwargs, message):
         ParameterServerProtocol(Pull(), StopRule(max_iterations=1), **kwargs)
 
 
+def test_an_intervention_may_not_switch_the_air_uplink_to_a_codec():
+    from bflnet.protocols.interventions import Phase
+
+    request = ForgetRequest(agents=[0], after_iteration=1,
+                            then=Phase(uplink_codec=StochasticQuantizer(4)))
+    with pytest.raises(ValueError, match="^forget.then.uplink_codec: not with uplink=aircomp"):
+        ParameterServerProtocol(Pull(), StopRule(max_iterations=2), uplink=aircomp(2),
+                                interventions=[request])
+
+
 def test_mean_gains_must_match_the_agents():
     with pytest.raises(ValueError, match=r"^mean_gains: one per agent \(3\), got 2"):
         run(3, aircomp(2))

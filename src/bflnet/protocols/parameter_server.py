@@ -140,6 +140,10 @@ class ParameterServerProtocol:
             raise ValueError("downlink: ideal is not with broadcast or deadline_s")
         if uplink is not None:
             needs_mean_merge(learner, uplink.name)
+            if any(r.then is not None and r.then.uplink_codec is not KEEP
+                   and r.then.uplink_codec is not None for r in self.interventions):
+                raise ValueError(f"forget.then.uplink_codec: not with uplink={uplink.name} "
+                                 f"(it carries the updates itself); leave it unset")
         self.uplink = uplink
         self.downlink = downlink
         self.observe = observe

@@ -65,6 +65,8 @@ CONTEXTS: list[dict[str, str]] = [
     {"medium": "shared", "reception": "per"}, {"medium": "shared", "graph": "ring"},
     {"medium": "shared", "methods": "sync"}, {"initial_activity": "0.5"},
     {"data": "radar-files", "radar_dir": "FILE"},
+    # the parameter server's air uplink, with methods that run on it
+    {"uplink": "aircomp", "methods": "sync,deadline"}, {"uplink": "aircomp", "methods": "fedavg"},
 ]
 
 

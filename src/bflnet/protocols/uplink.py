@@ -135,7 +135,7 @@ class UplinkRounds:
         if not updates:  # nobody to hear: nothing goes on the air
             return state, [], self._silent(0)
         d = int(np.shape(updates[0].payload)[-1])
-        x = np.stack([np.asarray(u.payload) for u in updates], axis=-2)
+        x = stacked([u.payload for u in updates])
         h = amps[[self.index[u.agent] for u in updates]]
         plan = plan_round(h, up.spec, dim=d, clip=up.clip,
                           target_var=noise_target)
@@ -164,7 +164,7 @@ class UplinkRounds:
         assert isinstance(up, IdealUplink)
         if not updates:
             return state, [], self._silent(0)
-        x = np.stack([np.asarray(u.payload) for u in updates], axis=-2)
+        x = stacked([u.payload for u in updates])
         sim.recorder.count_bits(x.size * up.payload_bits, delivered=True, direction="up")
         state, added = merge(state, like(x.mean(axis=-2), updates[0].payload), 0.0, self.merge_rng)
         return state, list(updates), {
@@ -214,6 +214,23 @@ class UplinkRounds:
         return {"k_active": 0, "silent": participants, **ZEROS,
                 "cum_energy_j": self.cum_energy,
                 "cum_channel_uses": self.uses if uses is None else uses}
+
+
+def stacked(payloads: Sequence[Any]) -> np.ndarray:
+    """The payloads stacked on a device axis second to last, ``(..., n, d)``; when they
+    are the consecutive slices ``base[..., i, :]`` of one array (a learner that computed
+    every device's change at once), that array itself, not a copy."""
+    first = payloads[0]
+    base = first.base if isinstance(first, np.ndarray) else None
+    if (isinstance(base, np.ndarray) and base.ndim == first.ndim + 1
+            and base.shape[-2] == len(payloads)):
+        views = [base[..., i, :] for i in range(len(payloads))]
+        if all(isinstance(p, np.ndarray) and p.base is base and p.shape == v.shape
+               and p.strides == v.strides
+               and p.__array_interface__["data"][0] == v.__array_interface__["data"][0]
+               for p, v in zip(payloads, views, strict=True)):
+            return base
+    return np.stack([np.asarray(p) for p in payloads], axis=-2)
 
 
 def like(mean: np.ndarray, payload: Any) -> Any:

@@ -210,6 +210,33 @@ def test_an_intervention_may_not_switch_the_air_uplink_to_a_codec():
                                 interventions=[request])
 
 
+def test_a_plugin_learner_behind_the_fence_declares_its_mean_merge():
+    from bflnet.learners.fenced import fenced_learner
+    from bflnet.validation.errors import PluginError
+
+    fenced = fenced_learner(Pull(), "plugin pull")
+    assert fenced.merges_mean is True
+    sim = Simulation(0)
+    sim.build_network(nx.empty_graph(2), server=True)
+    result = sim.run(ParameterServerProtocol(fenced, StopRule(max_iterations=3),
+                                             selector=AllAgents(), uplink=aircomp(2)))
+    assert result.frame[result.frame.event == "iteration"].k_active.tolist() == [2, 2, 2]
+    assert fenced_learner(Particles(), "p").merges_mean == Particles.merges_mean
+
+    class Odd(Pull):
+        merges_mean = 3
+
+    with pytest.raises(PluginError, match="^odd: merges_mean is int 3; it must be True, False"):
+        fenced_learner(Odd(), "odd")
+
+    class BadMean(Pull):
+        def merge_mean(self, state, mean, channel_var, rng):
+            return state
+
+    with pytest.raises(PluginError, match="bad.*merge_mean"):
+        fenced_learner(BadMean(), "bad").merge_mean(np.zeros(D), np.zeros(D), 0.0, None)
+
+
 def test_mean_gains_must_match_the_agents():
     with pytest.raises(ValueError, match=r"^mean_gains: one per agent \(3\), got 2"):
         run(3, aircomp(2))

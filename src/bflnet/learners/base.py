@@ -245,13 +245,17 @@ def needs_mean_merge(learner: GlobalStateLearner, uplink: str) -> None:
     """A one-line ``ValueError`` naming ``learner`` and the reason it declares, unless
     it takes the mean of its updates (``merges_mean``, :class:`GlobalStateLearner`)."""
     declared = getattr(learner, "merges_mean", False)
-    if declared is True:
-        return
+    if declared is not True:
+        raise ValueError(mean_merge_refusal(learner_label(learner), declared, uplink))
+
+
+def mean_merge_refusal(label: str, declared: Any, uplink: str) -> str:
+    """The one-line refusal of a learner (named ``label``) that declares ``merges_mean =
+    declared`` (not ``True``) on ``uplink``."""
     why = declared if isinstance(declared, str) and declared else \
         "it does not declare that its merge is the state plus the mean of the updates " \
         "(merges_mean)"
-    raise ValueError(f"uplink={uplink}: {learner_label(learner)} cannot take a noisy mean "
-                     f"of the updates: {why}")
+    return f"uplink={uplink}: {label} cannot take a noisy mean of the updates: {why}"
 
 
 def supports_weighted_merge(learner: GlobalStateLearner) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from bflnet.learners.base import GlobalStateLearner, Update, needs_mean_merge
+from bflnet.learners.base import GlobalStateLearner, Update, learner_label, needs_mean_merge
 from bflnet.protocols.base import (
     AgentSlots,
     call,
@@ -231,6 +231,11 @@ class ParameterServerProtocol:
             metrics = loop.evaluate(iteration, lambda s=state: learner.evaluate(s), node=SERVER)
             if any(u.metrics for u in updates):
                 metrics = {**summed_metrics(updates), **metrics}
+            if air is not None and (clash := sorted(set(metrics) & set(extra))):
+                raise sim.error(ValueError(
+                    f"metrics: {learner_label(learner)} reports {clash[0]!r}, a column of "
+                    f"uplink={air.uplink.name}; name the metric otherwise"), node=SERVER,
+                    iteration=iteration, what="learner.evaluate")
             if loop.end_iteration(iteration, "iteration", metrics, node=SERVER,
                                   scheduled=len(chosen), updates=len(updates), **extra):
                 return loop.outcome(state, slots)

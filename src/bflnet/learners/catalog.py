@@ -121,23 +121,6 @@ def _annotation(who: str, factory: Callable[..., Any]) -> Any:
     return annotation
 
 
-def declared_class(name: str) -> type | None:
-    """The learner class that learner ``name``'s factory says it returns (its return
-    annotation), or ``None`` if it says nothing that resolves to a class."""
-    factory = learner_factory(name)
-    try:
-        annotation = inspect.signature(factory).return_annotation
-    except (TypeError, ValueError):
-        return None
-    if isinstance(annotation, str):
-        namespace = getattr(inspect.unwrap(factory), "__globals__", {})
-        try:
-            annotation = eval(annotation, dict(namespace))  # its module's own names
-        except Exception:
-            return None
-    return annotation if isinstance(annotation, type) else None
-
-
 def settings_class(name: str) -> type | None:
     """Learner ``name``'s settings class (a frozen dataclass of ``param`` fields), or
     ``None`` if it has none; a plugin's is the annotation of its factory's ``settings``

@@ -93,7 +93,8 @@ class ParameterServerProtocol:
     them quantised one after the other, an :class:`~bflnet.protocols.uplink.IdealUplink`
     delivers their exact mean (:mod:`bflnet.protocols.uplink`). The round's transmission
     starts when every scheduled agent's update is ready or at the deadline; an update
-    ready later is a ``late_update`` row. The server hands the learner the delivered
+    ready later is a ``late_update`` row (and with a deadline the ``merged_update`` rows
+    name the updates ready in time, heard or not). The server hands the learner the delivered
     mean (``merge_mean``; a learner must declare ``merges_mean``, else it is refused in
     one line with its reason), the heard agents keep their new states, and the row gets
     the uplink's columns (``k_active``, ``channel_var``, energies, ...). ``downlink``:

@@ -11,9 +11,7 @@ each ``protocol``:
 
 - ``random-walk``: the global state travels with a token (the ``walk`` rule);
 - ``parameter-server``: a server schedules one agent per round, in turn (uplinks of the
-  ``channel``, or ``uplink=aircomp`` / ``digital`` for a learner that declares
-  ``merges_mean``, :mod:`bflnet.scenarios.shared.uplink_settings`; the D2D graph is not
-  used);
+  ``channel``; the D2D graph is not used);
 - ``gossip``: every node keeps a copy of the global state and mixes it with its
   neighbours' (:class:`~bflnet.learners.gossip.gossip_adapter.GossipAdapter`: increments
   scaled by K for a learner that declares ``combines = Combines.ADDITIVE``, states
@@ -49,7 +47,6 @@ from bflnet.runs.schema import (
     col,
 )
 from bflnet.scenarios.shared.network_settings import NetworkSettings
-from bflnet.scenarios.shared.uplink_settings import UplinkSettings, uplink_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -78,18 +75,6 @@ def _known_learner(name: str) -> None:
                          f"bflnet.learners plugin), got {shown(name)}")
 
 
-def _takes_a_mean(name: str, uplink: str) -> None:
-    """Refuse, before the run, a learner whose class declares it takes no noisy mean (a
-    factory that names no class is checked by the protocol when the run starts)."""
-    from bflnet.learners.base import mean_merge_refusal
-    from bflnet.learners.catalog import declared_class
-
-    cls = declared_class(name)
-    declared = getattr(cls, "merges_mean", False) if cls is not None else True
-    if declared is not True:
-        raise ValueError(mean_merge_refusal(f"learner {cls.__name__}", declared, uplink))
-
-
 def _settings(name: str, given: object) -> object:
     """Learner ``name``'s settings from what was given (module docs)."""
     from bflnet.learners.catalog import make_settings, settings_class
@@ -99,7 +84,7 @@ def _settings(name: str, given: object) -> object:
 
 
 @dataclass(frozen=True)
-class CustomLearnerConfig(UplinkSettings, NetworkSettings):
+class CustomLearnerConfig(NetworkSettings):
     """Parameters of ``custom-learner``."""
 
     SCENARIO: ClassVar[str] = NAME
@@ -123,13 +108,7 @@ class CustomLearnerConfig(UplinkSettings, NetworkSettings):
     def __post_init__(self) -> None:
         validate(self)
         self.check_network_fields()
-        self.check_uplink_fields()
-        if self.uplink != "links" and self.protocol != "parameter-server":
-            raise ValueError(f"uplink: {self.uplink} is the parameter server's, got "
-                             f"protocol={self.protocol}")
         _known_learner(self.learner)
-        if self.uplink != "links":
-            _takes_a_mean(self.learner, self.uplink)
         object.__setattr__(self, "learner_settings", _settings(self.learner,
                                                                self.learner_settings))
 
@@ -210,10 +189,8 @@ SCHEMA = Schema.of(
         "init", "round", when="protocol=gossip"),
 )
 
-#: The columns the run writes itself: a plugin learner's metrics may not take these names
-#: (the uplink's, below, are refused by the protocol when they clash).
+#: The columns the run writes itself: a plugin learner's metrics may not take these names.
 RUN_COLUMNS = frozenset(c.name for c in SCHEMA.columns if not c.when.startswith("learner="))
-SCHEMA = Schema.of(*SCHEMA.columns, *uplink_columns())
 
 
 @register(NAME, CustomLearnerConfig,
@@ -253,8 +230,7 @@ def run(config: CustomLearnerConfig, *, seed: int = 0, progress: bool = False
 
         sim.build_network(graph, server=True, **kwargs)
         protocol = ParameterServerProtocol(learner, stop, selector=RoundRobinSelector(1),
-                                           eval_every=config.eval_every, progress=progress,
-                                           uplink=config.uplink_spec(config.K))
+                                           eval_every=config.eval_every, progress=progress)
     else:
         from bflnet.learners.gossip.gossip_adapter import GossipAdapter
         from bflnet.protocols.consensus import ConsensusProtocol

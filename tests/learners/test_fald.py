@@ -14,7 +14,8 @@ from bflnet.learners.langevin.fald import (
     gaussian_linear_posterior,
     gaussian_w2_squared,
 )
-from bflnet.protocols.aircomp_server import AirCompUplink, run_fald
+from bflnet.protocols.parameter_server import run_fald
+from bflnet.protocols.uplink import AirCompUplink
 from bflnet.radio.aircomp import AirCompSpec, tx_power_from_snr_db
 
 K, D, PER = 5, 2, 20

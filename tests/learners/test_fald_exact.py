@@ -19,7 +19,8 @@ import pytest
 from scipy import linalg, stats
 
 from bflnet.learners.langevin.fald import FALD, gaussian_linear_grads
-from bflnet.protocols.aircomp_server import AirCompUplink, run_fald
+from bflnet.protocols.parameter_server import run_fald
+from bflnet.protocols.uplink import AirCompUplink
 from bflnet.radio.aircomp import AirCompSpec, plan_round
 
 K, D, PER = 5, 2, 20

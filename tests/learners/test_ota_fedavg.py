@@ -12,7 +12,8 @@ import torch
 from bflnet.learners.federated.fedavg import FedAvg, FedAvgParams
 from bflnet.learners.federated.ota_fedavg import AnalogFedAvg
 from bflnet.learners.models.classifiers import BayesianMLP
-from bflnet.protocols.aircomp_server import AirCompUplink, run_fald
+from bflnet.protocols.parameter_server import run_fald
+from bflnet.protocols.uplink import AirCompUplink
 from bflnet.radio.aircomp import AirCompSpec, plan_round, transmit
 from bflnet.simulator.rng import RngStreams
 

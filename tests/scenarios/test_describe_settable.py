@@ -72,6 +72,8 @@ CONTEXTS: list[dict[str, str]] = [
     {"coherence_time_s": "0.01"},
     {"medium": "shared", "channel": "rayleigh", "coherence_time_s": "0.01"},
     {"medium": "shared", "methods": "sync", "channel": "rayleigh", "coherence_time_s": "0.01"},
+    # the parameter server's air uplink, with methods that run on it
+    {"uplink": "aircomp", "methods": "sync,deadline"}, {"uplink": "aircomp", "methods": "fedavg"},
 ]
 
 

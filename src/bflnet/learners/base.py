@@ -151,6 +151,12 @@ class GlobalStateLearner(ABC):
     #: ``None``: not declared, and the protocols that need it (gossip, a parameter-server
     #: round of several agents) refuse the learner.
     combines: Combines | None = None
+    #: ``True`` if several updates merge as the state plus the plain mean of their
+    #: payloads (one array of one shape each), so that a protocol may hand
+    #: :meth:`merge_mean` an estimate of that mean instead, noise and all (an
+    #: over-the-air uplink); else ``False`` or a short reason why not, which the
+    #: protocols quote when they refuse the learner (:func:`needs_mean_merge`).
+    merges_mean: bool | str = False
 
     @abstractmethod
     def init(self, rng: np.random.Generator) -> Any:
@@ -180,6 +186,15 @@ class GlobalStateLearner(ABC):
         nothing do not override it, and a protocol that needs it refuses them (see
         :func:`supports_weighted_merge`)."""
         raise NotImplementedError(f"{type(self).__name__} has no weighted merge")
+
+    def merge_mean(self, state: Any, mean: Any, channel_var: float,
+                   rng: np.random.Generator) -> tuple[Any, float]:
+        """For a learner with ``merges_mean``: the new state from an estimate ``mean`` of
+        the updates' mean payload carrying Gaussian noise of variance ``channel_var`` per
+        coordinate, with the server's stream ``rng`` for what the learner adds; returns
+        ``(state, variance added)``. By default :meth:`merge` of one update whose payload
+        is ``mean`` (the state plus the mean), nothing added."""
+        return self.merge(state, [Update(mean)]), 0.0
 
     def evaluate(self, state: Any) -> dict[str, float]:
         """Metrics of ``state`` (recorded as columns); none by default."""
@@ -224,6 +239,23 @@ def needs_combines(learner: GlobalStateLearner, protocol: str,
     raise ValueError(f"{protocol}: {learner_label(learner)} {has}; {why} needs combines = "
                      f"{' or '.join(f'Combines.{c.name}' for c in allowed)} "
                      f"(bflnet.learners.base.Combines)")
+
+
+def needs_mean_merge(learner: GlobalStateLearner, uplink: str) -> None:
+    """A one-line ``ValueError`` naming ``learner`` and the reason it declares, unless
+    it takes the mean of its updates (``merges_mean``, :class:`GlobalStateLearner`)."""
+    declared = getattr(learner, "merges_mean", False)
+    if declared is not True:
+        raise ValueError(mean_merge_refusal(learner_label(learner), declared, uplink))
+
+
+def mean_merge_refusal(label: str, declared: Any, uplink: str) -> str:
+    """The one-line refusal of a learner (named ``label``) that declares ``merges_mean =
+    declared`` (not ``True``) on ``uplink``."""
+    why = declared if isinstance(declared, str) and declared else \
+        "it does not declare that its merge is the state plus the mean of the updates " \
+        "(merges_mean)"
+    return f"uplink={uplink}: {label} cannot take a noisy mean of the updates: {why}"
 
 
 def supports_weighted_merge(learner: GlobalStateLearner) -> bool:

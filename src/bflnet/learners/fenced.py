@@ -12,6 +12,8 @@ protocols and the recorder rely on is checked where it is returned:
   run writes itself (``reserved``), to finite real numbers (they become a plain ``dict``
   of ``float``, and ``int`` where the value is an integer).
 
+- ``merges_mean`` (read once) is ``True``, ``False`` or a one-line reason, and
+  ``merge_mean`` returns a pair ``(state, variance added >= 0)``;
 - ``combines`` (read once, when the learner is wrapped) is a
   :class:`~bflnet.learners.base.Combines`, its string value, or ``None`` (nothing
   declared: the protocols that need a declaration refuse the learner in one line).
@@ -106,6 +108,15 @@ def _declared(who: str, value: Any) -> Combines | None:
                       f"(bflnet.learners.base.Combines) or None")
 
 
+def _merges_mean(who: str, value: Any) -> bool | str:
+    """The plugin's ``merges_mean``: ``True``, ``False`` or a one-line reason why not."""
+    if isinstance(value, bool) or (isinstance(value, str) and value.strip()
+                                   and "\n" not in value):
+        return value
+    raise PluginError(f"{who}: merges_mean is {shown(value)}; it must be True, False or a "
+                      f"one-line reason why its merge takes no mean of the updates")
+
+
 class FencedLearner(GlobalStateLearner):
     """``learner``'s hooks behind the fence, named ``who`` in errors (module docs)."""
 
@@ -122,6 +133,9 @@ class FencedLearner(GlobalStateLearner):
         #: protocols that need one refuse ``None`` in one line naming the plugin.
         self.combines = _declared(who, call(who, "combines", getattr, learner, "combines",
                                             None))
+        #: Whether it takes a noisy mean of the updates (``merges_mean``), read once.
+        self.merges_mean = _merges_mean(who, call(who, "merges_mean", getattr, learner,
+                                                  "merges_mean", False))
 
     def _call(self, hook: str, fn: Callable[..., Any], *args: Any) -> Any:
         return call(self.who, hook, fn, *args)
@@ -152,6 +166,17 @@ class FencedLearner(GlobalStateLearner):
 
     def merge(self, state: Any, updates: Sequence[Update]) -> Any:
         return self._call("merge", self.learner.merge, state, updates)
+
+    def merge_mean(self, state: Any, mean: Any, channel_var: float,
+                   rng: Any) -> tuple[Any, float]:
+        value = self._call("merge_mean", self.learner.merge_mean, state, mean, channel_var,
+                           rng)
+        if not (isinstance(value, tuple) and len(value) == 2
+                and isinstance(value[1], numbers.Real) and not isinstance(value[1], bool)
+                and math.isfinite(value[1]) and value[1] >= 0):
+            raise refusal(self.who, "merge_mean", value, "a pair (state, variance added "
+                          ">= 0)")
+        return value[0], float(value[1])
 
     def evaluate(self, state: Any) -> dict[str, float]:
         value = self._call("evaluate", self.learner.evaluate, state)

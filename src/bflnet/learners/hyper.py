@@ -27,6 +27,13 @@ BUDGET_SCOPES = ("per-layer", "network")
 OPTIMIZERS = ("sgd", "adam")
 
 
+#: Why DSVGD takes no noisy mean of its updates (its ``merges_mean``; here, torch-free,
+#: for the configs that refuse it before a run).
+DSVGD_NO_MEAN = ("each agent keeps a kernel density fit of the particles it sent (its "
+                 "local factor); a noisy mean would leave the server's particles out of "
+                 "step with those factors")
+
+
 @dataclass(frozen=True)
 class DSVGDParams:
     """DSVGD's hyper-parameters (scenario configs embed them, so their fields are also

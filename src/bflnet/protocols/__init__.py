@@ -21,5 +21,8 @@ _HOMES = {
     "UniformSelector": "scheduling",
     "make_selector": "scheduling",
     "StopRule": "stopping",
+    "AirCompUplink": "uplink",
+    "DigitalUplink": "uplink",
+    "IdealUplink": "uplink",
 }
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _HOMES, globals())

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import simpy
 
-from bflnet.learners.base import GlobalStateLearner, Update
+from bflnet.learners.base import GlobalStateLearner, Update, learner_label, needs_mean_merge
 from bflnet.protocols.base import (
     AgentSlots,
     call,
@@ -21,6 +23,14 @@ from bflnet.protocols.coding.wire import CodecSpec
 from bflnet.protocols.interventions import KEEP, ForgetRequest
 from bflnet.protocols.scheduling import AgentSelector, AllAgents, RoundRobinSelector
 from bflnet.protocols.stopping import StopRule
+from bflnet.protocols.uplink import (
+    UPLINKS,
+    AirCompUplink,
+    DigitalUplink,
+    IdealUplink,
+    Uplink,
+    UplinkRounds,
+)
 from bflnet.simulator.message import Message
 from bflnet.simulator.node import SERVER
 from bflnet.simulator.simulation import Outcome, Simulation
@@ -76,13 +86,30 @@ class ParameterServerProtocol:
 
     The ``metrics`` of the updates merged in a round (e.g. a learner's clip counts) are
     summed key by key into the round's row.
+
+    **Uplink** (``uplink``; ``None``: each agent's own link, ``uplink=links``): an
+    :class:`~bflnet.protocols.uplink.AirCompUplink` superposes the participants' updates
+    in one analog transmission, a :class:`~bflnet.protocols.uplink.DigitalUplink` sends
+    them quantised one after the other, an :class:`~bflnet.protocols.uplink.IdealUplink`
+    delivers their exact mean (:mod:`bflnet.protocols.uplink`). The round's transmission
+    starts when every scheduled agent's update is ready or at the deadline; an update
+    ready later is a ``late_update`` row (and with a deadline the ``merged_update`` rows
+    name the updates ready in time, heard or not). The server hands the learner the delivered
+    mean (``merge_mean``; a learner must declare ``merges_mean``, else it is refused in
+    one line with its reason), the heard agents keep their new states, and the row gets
+    the uplink's columns (``k_active``, ``channel_var``, energies, ...). ``downlink``:
+    ``"links"`` (each agent's link, or ``broadcast``) or ``"ideal"`` (the state reaches
+    every scheduled agent at once, no time, no bits: the over-the-air papers' set-up).
+    ``observe(iteration, state)`` (if given) sees the state after every iteration.
     """
 
     def __init__(self, learner: GlobalStateLearner, stop: StopRule, *,
                  selector: AgentSelector | None = None, uplink_codec: CodecSpec = None,
                  downlink_codec: CodecSpec = None, eval_every: int = 1,
                  progress: bool = False, interventions: Sequence[ForgetRequest] = (),
-                 deadline_s: float | None = None, broadcast: bool = False) -> None:
+                 deadline_s: float | None = None, broadcast: bool = False,
+                 uplink: Uplink | None = None, downlink: str = "links",
+                 observe: Callable[[int, Any], None] | None = None) -> None:
         if not isinstance(broadcast, bool):
             raise ValueError(f"broadcast: must be True or False, got {broadcast!r}")
         if broadcast and deadline_s is not None:
@@ -102,6 +129,25 @@ class ParameterServerProtocol:
                              "parameter server has none, so leave it false")
         self.deadline_s = None if deadline_s is None else check_real(
             "deadline_s", deadline_s, gt=0, le=1e12)
+        if uplink is not None and not isinstance(uplink, UPLINKS):
+            raise ValueError(f"uplink: must be None (links) or one of "
+                             f"{', '.join(c.__name__ for c in UPLINKS)}, got {uplink!r}")
+        if uplink is not None and uplink_codec is not None:
+            raise ValueError(f"uplink_codec: not with uplink={uplink.name} (it carries the "
+                             f"updates itself); leave it unset")
+        if downlink not in ("links", "ideal"):
+            raise ValueError(f"downlink: must be links or ideal, got {downlink!r}")
+        if downlink == "ideal" and (broadcast or deadline_s is not None):
+            raise ValueError("downlink: ideal is not with broadcast or deadline_s")
+        if uplink is not None:
+            needs_mean_merge(learner, uplink.name)
+            if any(r.then is not None and r.then.uplink_codec is not KEEP
+                   and r.then.uplink_codec is not None for r in self.interventions):
+                raise ValueError(f"forget.then.uplink_codec: not with uplink={uplink.name} "
+                                 f"(it carries the updates itself); leave it unset")
+        self.uplink = uplink
+        self.downlink = downlink
+        self.observe = observe
 
     def process(self, sim: Simulation) -> Generator[simpy.Event, Any, Outcome]:
         net = sim.network
@@ -120,9 +166,12 @@ class ParameterServerProtocol:
                           agent_streams=getattr(learner, "uses_agent_streams", True))
         loop, slots = setup.loop, setup.agents
         sched_rng = sim.streams.numpy("protocol.schedule")
-        state = call(sim, learner.init, sim.streams.numpy("learner"), node=SERVER,
+        learner_rng = sim.streams.numpy("learner")
+        state = call(sim, learner.init, learner_rng, node=SERVER,
                      iteration=0, what="learner.init")
-        rec.record("init", node=SERVER,
+        air = None if self.uplink is None else UplinkRounds(self.uplink, sim, agents,
+                                                            learner_rng)
+        rec.record("init", node=SERVER, **({} if air is None else air.first_row()),
                    **loop.evaluate(0, lambda: learner.evaluate(state), node=SERVER))
         down_rng = sim.streams.numpy("codec.down")
         up_rngs = {agent: sim.streams.numpy(f"codec.up.{agent}") for agent in agents}
@@ -155,7 +204,8 @@ class ParameterServerProtocol:
                                         iteration), chosen, links=net.links, direction="down"))
                 jobs = [env.process(self._serve(sim, slots, agent, state, down_payload,
                                                 down_bits, iteration, up_rngs[agent],
-                                                uplink_codec, ready.get(agent), downlink))
+                                                uplink_codec, ready.get(agent), downlink,
+                                                send=air is None))
                         for agent in chosen]
                 done = yield env.all_of(jobs)
                 updates: list[Update] = [u for u in done.values() if u is not None]
@@ -163,15 +213,30 @@ class ParameterServerProtocol:
                 updates, extra = yield from self._deadline_round(
                     sim, slots, chosen, busy, state, down_payload, down_bits, iteration,
                     up_rngs, uplink_codec, batched)
-            if updates:
+            if air is not None:
+                state, updates, fields = yield from air.deliver(
+                    sim, self._merge_mean(sim, iteration),
+                    getattr(learner, "noise_target", None), state, updates)
+                extra = {**extra, **fields}
+                for update in updates:
+                    slots.commit(update.agent, update.agent_state)
+                    loop.merged(update)
+            elif updates:
                 state = call(sim, learner.merge, state, updates, node=SERVER,
                              iteration=iteration, what="learner.merge")
                 for update in updates:
                     slots.commit(update.agent, update.agent_state)
                     loop.merged(update)
+            if self.observe is not None:
+                self.observe(iteration, state)
             metrics = loop.evaluate(iteration, lambda s=state: learner.evaluate(s), node=SERVER)
             if any(u.metrics for u in updates):
                 metrics = {**summed_metrics(updates), **metrics}
+            if air is not None and (clash := sorted(set(metrics) & set(extra))):
+                raise sim.error(ValueError(
+                    f"metrics: {learner_label(learner)} reports {clash[0]!r}, a column of "
+                    f"uplink={air.uplink.name}; name the metric otherwise"), node=SERVER,
+                    iteration=iteration, what="learner.evaluate")
             if loop.end_iteration(iteration, "iteration", metrics, node=SERVER,
                                   scheduled=len(chosen), updates=len(updates), **extra):
                 return loop.outcome(state, slots)
@@ -180,7 +245,7 @@ class ParameterServerProtocol:
                         busy: set[Any], state: Any, down_payload: Any, down_bits: int,
                         iteration: int, up_rngs: dict[Any, Any], uplink_codec: CodecSpec,
                         batched: bool
-                        ) -> Generator[simpy.Event, Any, tuple[list[Update], dict[str, int]]]:
+                        ) -> Generator[simpy.Event, Any, tuple[list[Update], dict[str, Any]]]:
         """One round with a deadline (class docs): the updates that arrived in time, in
         scheduling order, and the row's ``late`` and ``busy`` counts."""
         env, rec = sim.env, sim.recorder
@@ -198,7 +263,8 @@ class ParameterServerProtocol:
             times: dict[str, float] = {}
             update = yield from self._serve(sim, slots, agent, state, down_payload, down_bits,
                                             iteration, up_rngs[agent], uplink_codec,
-                                            ready.get(agent), times=times)
+                                            ready.get(agent), times=times,
+                                            send=self.uplink is None)
             busy.discard(agent)
             pending.discard(agent)
             if update is None:
@@ -222,6 +288,12 @@ class ParameterServerProtocol:
                            sent_s=times["sent_s"], arrived_s=times["arrived_s"], staleness=0)
                 updates.append(update)
         return updates, {"late": len(pending), "busy": len(chosen) - len(launch)}
+
+    def _merge_mean(self, sim: Simulation, iteration: int) -> Any:
+        def merge(state: Any, mean: Any, channel_var: float, rng: Any) -> Any:
+            return call(sim, self.learner.merge_mean, state, mean, channel_var, rng,
+                        node=SERVER, iteration=iteration, what="learner.merge_mean")
+        return merge
 
     def _forget(self, loop: Any, slots: AgentSlots, request: ForgetRequest,
                 iteration: int) -> None:
@@ -253,11 +325,12 @@ class ParameterServerProtocol:
                down_payload: Any, down_bits: int, iteration: int, up_rng: Any,
                uplink_codec: CodecSpec, ready: tuple[Update, Any] | None = None,
                downlink: simpy.Event | None = None,
-               times: dict[str, float] | None = None
+               times: dict[str, float] | None = None, *, send: bool = True
                ) -> Generator[simpy.Event, Any, Update | None]:
         return serve_agent(sim, self.learner, slots, agent, state, down_payload, down_bits,
                            iteration, up_rng, self.downlink_codec, uplink_codec, ready, times,
-                           downlink=downlink)
+                           downlink=downlink, send=send,
+                           ideal_downlink=self.downlink == "ideal")
 
 
 def serve_agent(sim: Simulation, learner: GlobalStateLearner, slots: AgentSlots, agent: Any,
@@ -265,17 +338,22 @@ def serve_agent(sim: Simulation, learner: GlobalStateLearner, slots: AgentSlots,
                 downlink_codec: CodecSpec, uplink_codec: CodecSpec,
                 ready: tuple[Update, Any] | None = None,
                 times: dict[str, float] | None = None, *,
-                downlink: simpy.Event | None = None
+                downlink: simpy.Event | None = None, send: bool = True,
+                ideal_downlink: bool = False
                 ) -> Generator[simpy.Event, Any, Update | None]:
     """SimPy process body of one agent's turn: downlink of ``state`` (encoded as
     ``down_payload``), local update (``ready``: computed already, with its stream's state
     before), compute time, uplink. The update as the server decodes it, or ``None`` if a
     message was lost. ``times`` (if given) gets ``sent_s`` (the upload began) and
     ``arrived_s``. ``downlink``: the process of a broadcast of the state (its value
-    ``{agent: arrived}``) instead of the agent's own downlink message."""
+    ``{agent: arrived}``) instead of the agent's own downlink message; ``ideal_downlink``:
+    the state arrives at once, uncounted. ``send=False``: the update once computed, not
+    sent (the uplink is the protocol's, :mod:`bflnet.protocols.uplink`)."""
     net = sim.network
     assert net is not None
-    if downlink is not None:
+    if ideal_downlink:
+        arrived = True
+    elif downlink is not None:
         arrived = (yield downlink)[agent]
     else:
         down = yield from net.links[(SERVER, agent)].send(
@@ -296,6 +374,11 @@ def serve_agent(sim: Simulation, learner: GlobalStateLearner, slots: AgentSlots,
     duration = net.nodes[agent].compute_time(update.work)
     if duration:
         yield sim.env.timeout(duration)
+    if not send:
+        if times is not None:
+            times["sent_s"] = times["arrived_s"] = sim.env.now
+        update.agent = agent
+        return update
     up_payload, up_bits = wire.encode(uplink_codec, update.payload, up_rng)
     if times is not None:
         times["sent_s"] = sim.env.now
@@ -317,3 +400,45 @@ def summed_metrics(updates: Sequence[Update]) -> dict[str, float]:
         for key, value in (update.metrics or {}).items():
             total[key] = total.get(key, 0.0) + value
     return total
+
+
+def run_fald(learner: Any, rounds: int, dim: int, *, seed: int,
+             uplink: AirCompUplink | DigitalUplink | None = None,
+             on_round: Callable[[int, np.ndarray], None] | None = None,
+             chains: int = 0, name: str = "fald", common_noise: bool = False
+             ) -> tuple[Any, np.ndarray]:
+    """``rounds`` rounds of a FALD-kind ``learner`` (``FALD``, ``TorchFALD``,
+    ``AnalogFedAvg``: :class:`~bflnet.learners.langevin.fald_server.FALDRounds`) on a star
+    of ``learner.K`` devices and a server, every device every round, ideal downlink,
+    ``uplink`` (``None``: :class:`~bflnet.protocols.uplink.IdealUplink`): ``(frame,
+    final sample)``. ``chains > 0`` runs that many chains at once under the same fading
+    (samples ``(chains, dim)``); ``on_round(round, theta)`` sees each new sample;
+    ``common_noise``: :mod:`bflnet.protocols.uplink`'s.
+    The frame has an ``init`` row and one ``round`` row per round (``silent_round`` when
+    nobody was heard) with the uplink's columns."""
+    import networkx as nx
+
+    from bflnet.learners.langevin.fald_server import FALDRounds
+
+    if isinstance(uplink, DigitalUplink) and chains:
+        raise ValueError("chains: the digital uplink runs one chain")
+    if uplink is not None and len(uplink.mean_gains) != learner.K:
+        raise ValueError(f"mean_gains: one per device ({learner.K}), got "
+                         f"{len(uplink.mean_gains)}")
+    if isinstance(uplink, AirCompUplink):
+        uplink = replace(uplink, common_noise=bool(common_noise))
+    shape = (int(dim),) if chains == 0 else (int(chains), int(dim))
+    sim = Simulation(seed, name=name)
+    graph = nx.Graph()
+    graph.add_nodes_from(range(learner.K))
+    sim.build_network(graph, server=True)
+    protocol = ParameterServerProtocol(
+        FALDRounds(learner, shape), StopRule(max_iterations=int(rounds)), selector=AllAgents(),
+        uplink=uplink if uplink is not None else IdealUplink(), downlink="ideal",
+        observe=on_round)
+    result = sim.run(protocol)
+    frame = result.frame
+    rows = frame["event"] == "iteration"
+    frame.loc[rows, "event"] = np.where(frame.loc[rows, "k_active"] == 0, "silent_round",
+                                        "round")
+    return frame.drop(columns=["scheduled", "updates"]), result.state

@@ -35,6 +35,9 @@ class GaussianMean(GlobalStateLearner):
 
     #: The state is prior + the agents' statistics (gossip scales increments by K).
     combines = Combines.ADDITIVE
+    #: Why an over-the-air uplink refuses it (quoted by the protocol).
+    merges_mean = ("its merge adds natural parameters (a sum, not a mean), and channel "
+                   "noise could make them invalid (a negative precision)")
     uses_agent_streams = False
 
     def __init__(self, data: Mapping[Any, np.ndarray], noise_var: float = 1.0,

@@ -146,6 +146,9 @@ class GFVL(GlobalStateLearner):
 
     #: How the state combines the agents' contributions: η = prior + Σ_k the agents' Δη.
     combines = Combines.ADDITIVE
+    #: Why an over-the-air uplink refuses it (quoted by the protocol).
+    merges_mean = ("its merge adds natural parameters (a sum, not a mean), and channel "
+                   "noise could make them invalid (a negative precision)")
 
     def __init__(self, prior: ExpFam, likelihood: Likelihood, data: Mapping[Any, Any],
                  params: GFVLParams | None = None, *, c: float | str = 0.0,

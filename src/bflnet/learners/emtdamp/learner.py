@@ -153,6 +153,9 @@ class EMTDAMP(GlobalStateLearner):
     #: How the state combines the agents' contributions: the server's prior
     #: aggregates the clients' Gaussians, weighted.
     combines = Combines.AVERAGED
+    #: Why an over-the-air uplink refuses it (quoted by the protocol).
+    merges_mean = ("its merge fits Gaussians to the agents' per-layer moments weighted "
+                   "by their data counts, not a mean of update vectors")
 
     def __init__(self, sizes: Sequence[int], agent_data: Mapping[Any, tuple[Any, Any]],
                  params: EMTDAMPParams | None = None, *,

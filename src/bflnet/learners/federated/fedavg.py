@@ -72,6 +72,9 @@ class FedAvg(GlobalStateLearner):
     #: How the state combines the agents' contributions: the model is the
     #: average of the agents' models.
     combines = Combines.AVERAGED
+    #: Several updates merge as ``w + mean(Δw)``: an over-the-air uplink may hand it a
+    #: noisy mean (``merge_mean``).
+    merges_mean = True
 
     def __init__(self, model: Any, agent_data: Mapping[Any, tuple[Any, Any]],
                  params: FedAvgParams | None = None, *,

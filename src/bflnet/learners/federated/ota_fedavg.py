@@ -3,8 +3,8 @@ FedAvg`) with the analog aggregate of the AirComp uplink (Zhu, Wang and Huang, "
 Analog Aggregation for Low-Latency Federated Edge Learning"; Amiri and Gündüz, "Federated
 Learning over Wireless Fading Channels": truncated channel inversion).
 
-:class:`AnalogFedAvg` gives a :class:`FedAvg` the interface the AirComp server protocol
-(:mod:`bflnet.protocols.aircomp_server`) drives: every device's change ``Δw_k`` comes from
+:class:`AnalogFedAvg` gives a :class:`FedAvg` the FALD-kind interface that
+(:func:`bflnet.protocols.uplink.run_fald`) drives: every device's change ``Δw_k`` comes from
 ``FedAvg.local_update_batch`` (the same local steps, minibatches and optimiser), and the
 new model is ``w + m`` with ``m`` the mean the uplink delivered: the exact
 ``(1/K) Σ_k Δw_k`` over ideal links (FedAvg's own ``merge``), or the analog estimate

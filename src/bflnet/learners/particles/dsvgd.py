@@ -78,7 +78,7 @@ import torch
 from torch import Tensor
 
 from bflnet.learners.base import Combines, GlobalStateLearner, Update, Work
-from bflnet.learners.hyper import STEP_RULES, DSVGDParams
+from bflnet.learners.hyper import DSVGD_NO_MEAN, STEP_RULES, DSVGDParams
 from bflnet.learners.models.torch_utils import (
     MinibatchSampler,
     apply_mean_delta,
@@ -133,6 +133,8 @@ class DSVGD(GlobalStateLearner):
     #: How the state combines the agents' contributions: the particle set
     #: moves by the mean of the updates' moves; no gossip average.
     combines = Combines.PARTICLES
+    #: Why an over-the-air uplink refuses it (quoted by the protocol).
+    merges_mean = DSVGD_NO_MEAN
 
     def __init__(self, model: Any, agent_data: Mapping[Any, tuple[Any, Any]],
                  n_particles: int = 10, params: DSVGDParams | None = None, *,

@@ -34,6 +34,12 @@ goes down in one transmission for every agent, counted once in ``cum_bits_down``
 agent that misses it sits the round out (no acknowledgement, no resending). With
 ``record_messages`` the frame also keeps the ``message`` rows (a broadcast: one row with
 ``receivers`` and ``received``) and the medium's ``tx`` and ``mac`` rows.
+
+**Uplink** (``uplink``, methods ``sync`` and ``deadline``;
+:mod:`bflnet.scenarios.shared.uplink_settings`): ``aircomp`` superposes a round's updates
+in one analog transmission (the server merges their noisy mean), ``digital`` sends them
+quantised; the rows then add ``k_active`` (devices heard), ``silent``, ``channel_var``,
+``round_energy_j``, ``cum_energy_j`` and ``cum_channel_uses``.
 """
 
 from __future__ import annotations
@@ -69,6 +75,7 @@ from bflnet.runs.schema import (
 )
 from bflnet.runtime.devices import DEVICES, resolve_device
 from bflnet.scenarios.shared.network_settings import NetworkSettings, ServerOnly
+from bflnet.scenarios.shared.uplink_settings import UplinkSettings, uplink_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -83,7 +90,7 @@ FASHION_TRAIN, FASHION_TEST = 60_000, 10_000
 
 
 @dataclass(frozen=True)
-class AsyncFedAvgConfig(ServerOnly, NetworkSettings):
+class AsyncFedAvgConfig(ServerOnly, UplinkSettings, NetworkSettings):
     """Parameters of ``async-fedavg``."""
     #: Old parameter names, still accepted (bflnet.validation.renames).
     RENAMED: ClassVar[dict[str, str]] = {"per_agent": "points_per_agent"}
@@ -123,7 +130,12 @@ class AsyncFedAvgConfig(ServerOnly, NetworkSettings):
     def __post_init__(self) -> None:
         validate(self)
         self.check_network_fields()
+        self.check_uplink_fields()
         comma_list("methods", self.methods, METHODS)
+        if self.uplink != "links" and "fedbuff" in comma_list("methods", self.methods):
+            raise ValueError(f"uplink: {self.uplink} is the parameter server's (methods sync "
+                             f"and deadline); fedbuff merges updates one by one as they "
+                             f"arrive, got methods={self.methods}")
         unicast = [m for m in comma_list("methods", self.methods) if m != "sync"]
         if self.broadcast and unicast:
             raise ValueError(f"broadcast: not used by methods {', '.join(unicast)} (they send "
@@ -193,6 +205,7 @@ SCHEMA = Schema.of(
       c.on("message", "tx").means(c.meaning + "; tx rows: the packet's")
       if c.name in ("bits", "start_s") else c for c in MESSAGE_COLUMNS),
     DROPPED.on("message").only_when("record_messages=true"),
+    *uplink_columns(),
     *(c.only_when(f"{c.when} and record_messages=true") if "record_messages" not in c.when
       else c for c in MEDIUM_COLUMNS),
 )
@@ -247,7 +260,7 @@ def run(config: AsyncFedAvgConfig, *, seed: int = 0, progress: bool = False) -> 
             protocol = ParameterServerProtocol(
                 learner, stop, selector=AllAgents(), eval_every=config.eval_every,
                 progress=progress, deadline_s=config.deadline_s if method == "deadline" else None,
-                broadcast=config.broadcast)
+                broadcast=config.broadcast, uplink=config.uplink_spec(config.K))
         frame = sim.run(protocol).frame  # type: ignore[arg-type]
         # the round / merge rows (and the message rows), without the per-update rows' columns
         frame = frame[frame["event"].isin(_kept_events(config))].dropna(axis=1, how="all")

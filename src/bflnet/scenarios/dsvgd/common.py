@@ -297,7 +297,7 @@ def run_parameter_server(name: str, config: DSVGDSettings, seed: int,
                          codec: Any, iterations: int, *, eval_every: int | None = None,
                          until: Callable[[Mapping[str, Any]], bool] | None = None,
                          interventions: Sequence[ForgetRequest] = (),
-                         progress: bool = False) -> PhaseResult:
+                         progress: bool = False, uplink: Any = None) -> PhaseResult:
     """``iterations`` round-robin iterations of ``learner`` over ``agents`` (one per
     iteration) under the parameter server with the config's uplink channel and an ideal
     downlink, or fewer if ``until`` (given an evaluation's metrics) returns True;
@@ -322,7 +322,7 @@ def run_parameter_server(name: str, config: DSVGDSettings, seed: int,
         learner, StopRule(max_iterations=iterations, until=until),
         selector=RoundRobinSelector(1), uplink_codec=codec, downlink_codec=None,
         eval_every=config.eval_every if eval_every is None else eval_every, progress=progress,
-        interventions=interventions)
+        interventions=interventions, uplink=uplink)
     result = sim.run(protocol)
     frame = result.frame
     frame = frame[frame["event"].isin((*ROW_EVENTS, "forget_request"))].reset_index(drop=True)

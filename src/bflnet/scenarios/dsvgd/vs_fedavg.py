@@ -14,6 +14,11 @@ FedAvg hyper-parameters). All runs of one call share the data split and the chan
 Defaults are reduced for speed (N_k = 600, 2000 test examples, L = 10, 100 iterations);
 the letter's Fig. 4 is ``--set rounds=1000 points_per_agent=6000 eval_size=10000``.
 
+``uplink=aircomp`` or ``digital`` (``methods=fedavg`` only: DSVGD is refused, its agents'
+factors fit the particles they sent) carries FedAvg's update over the air or quantised
+instead of the budget codec (:mod:`bflnet.scenarios.shared.uplink_settings`), with the
+uplink's columns (``k_active``, ``channel_var``, energies) on the rows.
+
 One row per (method, N_p, rate_multiple, iteration): ``run_id``, ``method``
 (``dsvgd``/``fedavg``), ``n_particles`` (1 for FedAvg), ``rate_multiple``, ``groups``,
 ``sharing_fraction`` (effective), ``budget_bits``, ``k``, ``message_bits``, ``iteration``,
@@ -26,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from bflnet.learners.hyper import DSVGD_NO_MEAN
 from bflnet.protocols.progress import run_label
 from bflnet.runs.config import param, validate
 from bflnet.runs.lists import comma_list, float_list, int_list
@@ -47,6 +53,7 @@ from bflnet.scenarios.dsvgd.common import (
     sparsity_groups,
     tidy,
 )
+from bflnet.scenarios.shared.uplink_settings import UplinkSettings, uplink_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -59,7 +66,7 @@ COLUMNS = ("run_id", "method", "n_particles", "rate_multiple", "groups", "sharin
 
 
 @dataclass(frozen=True)
-class DSVGDvsFedAvgConfig(DSVGDSettings):
+class DSVGDvsFedAvgConfig(UplinkSettings, DSVGDSettings):
     """Parameters of ``dsvgd-vs-fedavg``."""
     #: Old parameter names, still accepted (bflnet.validation.renames).
     RENAMED: ClassVar[dict[str, str]] = {"iterations": "rounds"}
@@ -83,7 +90,11 @@ class DSVGDvsFedAvgConfig(DSVGDSettings):
     def __post_init__(self) -> None:
         validate(self)
         self.check_network_fields()
+        self.check_uplink_fields()
         methods = comma_list("methods", self.methods, METHODS)
+        if self.uplink != "links" and "dsvgd" in methods:
+            raise ValueError(f"uplink={self.uplink}: learner DSVGD cannot take a noisy mean of "
+                             f"the updates: {DSVGD_NO_MEAN} (methods=fedavg runs)")
         d = mlp_dim(self.hidden)  # = mlp(self).d, without torch
         counts = int_list("particles", self.particles, 1, 10**6)
         self.check_fits_memory("hidden, particles, K", d, max(counts))
@@ -93,7 +104,7 @@ class DSVGDvsFedAvgConfig(DSVGDSettings):
                     groups = sparsity_groups(self.sparsifier, n_p, self.sharing_fraction,
                                              strict=False)
                     budget_codec(rate, d, n_p, groups, self.n_bits, field="rate_multiples")
-            if "fedavg" in methods:
+            if "fedavg" in methods and self.uplink == "links":
                 budget_codec(rate, d, 1, 1, self.n_bits, field="rate_multiples")
 
 
@@ -134,7 +145,7 @@ SCHEMA = Schema.of(
                                   "sharing_fraction", "budget_bits", "k", "message_bits")),
     SERVER_COLUMNS[0], SERVER_COLUMNS[1], EVENT.means("init or iteration"),
     *SERVER_COLUMNS[2:], *METRIC_COLUMNS, SCHEDULED.on("iteration"),
-    UPDATES.on("iteration"), UPLINK_BITS,
+    UPDATES.on("iteration"), UPLINK_BITS, *uplink_columns(),
 )
 
 
@@ -166,8 +177,10 @@ def run(config: DSVGDvsFedAvgConfig, *, seed: int = 0, progress: bool = False) -
             budget = budget_codec(rate, model.d, n_p, groups, config.n_bits)
             label = run_label(NAME, {"method": method, "particles": n_p,
                                      "rate_multiple": rate})
+            air = config.uplink_spec(config.K)
             result = run_parameter_server(label, config, seed, learner, range(config.K),
-                                          budget.codec, config.rounds, progress=progress)
+                                          budget.codec if air is None else None,
+                                          config.rounds, progress=progress, uplink=air)
             frames.append(result.frame.assign(
                 run_id=f"{method}-Np{n_p}-R{rate:g}-s{seed}", method=method, n_particles=n_p,
                 rate_multiple=rate, groups=groups, sharing_fraction=1.0 / groups,

@@ -294,8 +294,9 @@ def run(config: OTALangevinConfig, *, seed: int = 0, progress: bool = False
     from bflnet.learners.calibration import scores
     from bflnet.learners.langevin.fald_torch import TorchFALD
     from bflnet.learners.models.classifiers import BayesianMLP
-    from bflnet.protocols.aircomp_server import AirCompUplink, DigitalUplink, run_fald
     from bflnet.protocols.coding.codecs import StochasticQuantizer
+    from bflnet.protocols.parameter_server import run_fald
+    from bflnet.protocols.uplink import AirCompUplink, DigitalUplink
     from bflnet.radio.aircomp import AirCompSpec, tx_power_from_snr_db
     from bflnet.runtime.devices import resolve_device
     from bflnet.simulator.rng import RngStreams

@@ -51,8 +51,8 @@ Every method and SNR sees the same data (drawn once per seed) and, run by run, t
 random numbers (common random numbers): each of the ``runs`` independent runs has its own
 seed, and under it θ_0, the fading (the same draws at every SNR) and the Langevin noise
 are the same for every method: the channel's noise is drawn from the standard normals
-that noiseless Langevin adds (:class:`~bflnet.protocols.aircomp_server.
-AirCompServerProtocol`'s ``common_noise``), so where the channel supplies exactly 2η and
+that noiseless Langevin adds (:class:`~bflnet.protocols.uplink.
+AirCompUplink`'s ``common_noise``), so where the channel supplies exactly 2η and
 nobody is cut or clipped, ``wflmc``'s chain is noiseless Langevin's draw for draw.
 
 After burn-in, at each round the samples of the ``runs`` runs are fitted by a Gaussian
@@ -474,8 +474,9 @@ def run(config: WFLMCGaussianConfig, *, seed: int = 0, progress: bool = False
         gaussian_linear_posterior,
         gaussian_w2_squared,
     )
-    from bflnet.protocols.aircomp_server import AirCompUplink, run_fald
+    from bflnet.protocols.parameter_server import run_fald
     from bflnet.protocols.progress import runs_bar, setup_bar
+    from bflnet.protocols.uplink import AirCompUplink
     from bflnet.radio.aircomp import AirCompSpec, tx_power_from_snr_db
     from bflnet.scenarios.ota import wflmc_dp
     from bflnet.scenarios.shared.seeds import run_seeds

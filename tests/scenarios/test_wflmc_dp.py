@@ -15,7 +15,8 @@ from bflnet.learners.langevin.fald import (
     gaussian_linear_grads,
     gaussian_linear_posterior,
 )
-from bflnet.protocols.aircomp_server import AirCompUplink, run_fald
+from bflnet.protocols.parameter_server import run_fald
+from bflnet.protocols.uplink import AirCompUplink
 from bflnet.radio.aircomp import AirCompSpec, tx_power_from_snr_db
 from bflnet.radio.privacy import dp_budget
 from bflnet.runs.registry import get_scenario

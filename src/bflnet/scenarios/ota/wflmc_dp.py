@@ -4,7 +4,7 @@ then the rounds.
 
 The allocations of :mod:`bflnet.scenarios.ota.wflmc_power` need the run's fading before
 its first round (as in the authors' code), so the run is played here, round by round, with
-the same random numbers as :func:`~bflnet.protocols.aircomp_server.run_fald` with
+the same random numbers as :func:`~bflnet.protocols.parameter_server.run_fald` with
 ``common_noise``: the same named streams of the run's seed (``learner`` for θ_0 and the
 Langevin noise, ``agent.k``, ``aircomp.fading`` one draw per round,
 ``learner.remainder``), :func:`~bflnet.radio.aircomp.plan_round` and

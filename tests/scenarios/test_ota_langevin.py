@@ -1,5 +1,6 @@
 """Scenario ota-langevin on a tiny MLP: the table's shape, the power rules on the records,
-the digital uplink's silent rounds, determinism, bad input in one line."""
+the digital baselines' operating points and silent rounds, the default truncation rule,
+determinism, bad input in one line."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import numpy as np
 import pytest
 
 from bflnet.cli.main import main
-from bflnet.radio.digital_uplink import channel_uses_for
 from bflnet.runs.registry import get_scenario
 
 SMALL = {"K": 3, "points_per_agent": 40, "hidden": 4, "batch_size": 20, "rounds": 4,
@@ -26,8 +26,8 @@ def frame(use_tiny_fashion):
 
 
 def test_rows_and_records(frame):
-    assert set(frame["method"]) == {"wfald", "digital", "fald"}
-    assert len(frame) == 3 * 2 * 2 and (frame["event"] == "eval").all()
+    assert set(frame["method"]) == {"wfald", "digital", "digital-min", "fald"}
+    assert len(frame) == 4 * 2 * 2 and (frame["event"] == "eval").all()
     assert not frame.select_dtypes("number").isna().any().any()
     rows = frame.set_index(["method", "snr_db", "iteration"])
     d = 784 * 4 + 4 + 4 * 10 + 10
@@ -49,12 +49,29 @@ def test_the_digital_uplink_is_silent_when_its_energy_cannot_carry_the_bits(fram
     assert high["k_active_mean"] > 0 and high["cum_bits"] > 0 and high["time_s"] > 0
 
 
-def test_channel_uses_for_solves_the_shannon_equation():
-    for bits, energy, h in [(10.0, 10.0, 1.0), (1e4, 3e5, 0.3), (7.0, 1e6, 2.0)]:
-        n = channel_uses_for(bits, energy, h, 1.0)
-        assert n * math.log2(1 + energy * h * h / n) == pytest.approx(bits, rel=1e-9)
-    assert channel_uses_for(15.0, 10.0, 1.0, 1.0) == math.inf  # 10 / ln 2 = 14.4 < 15
-    assert channel_uses_for(0.0, 10.0, 1.0, 1.0) == 0.0
+def test_the_digital_operating_points_share_bits_and_air_time_not_energy():
+    """``digital`` (full energy) and ``digital-min`` (at most 4 bits per coordinate, least
+    energy) under the same fading: at 10 dB both are heard (rate adaptation: no outage by
+    construction) and, with fewer than 4 bits, identical but for the energy; at 60 dB
+    ``digital-min`` sends fewer bits for less energy in the same air time, a device's
+    slot being the analog round's d channel uses."""
+    scenario = get_scenario("ota-langevin")
+    small = {**SMALL, "methods": "digital,digital-min,wfald", "snr_db": "10,60"}
+    rows = scenario.run(scenario.config(small), seed=2).set_index(
+        ["method", "snr_db", "iteration"])
+    d = 784 * 4 + 4 + 4 * 10 + 10
+    full, low = rows.loc[("digital", 10.0, 4)], rows.loc[("digital-min", 10.0, 4)]
+    assert full["k_active_mean"] > 0 and full["silent_rounds"] == 0
+    assert low["accuracy"] == full["accuracy"] and low["cum_bits"] == full["cum_bits"]
+    assert low["energy_j"] <= full["energy_j"] and low["time_s"] == full["time_s"]
+    full, low = rows.loc[("digital", 60.0, 4)], rows.loc[("digital-min", 60.0, 4)]
+    assert full["k_active_mean"] == low["k_active_mean"] == 3
+    assert full["time_s"] == low["time_s"] == pytest.approx(4 * 3 * d / 1e6)
+    assert full["energy_j"] == pytest.approx(4 * d * 1e6 / 1e6)  # d P̄ per round, per device
+    assert low["cum_bits"] == 4 * 3 * (4 * d + 32) < full["cum_bits"]
+    assert low["energy_j"] < full["energy_j"] / 2
+    wfald = rows.loc[("wfald", 60.0, 4)]
+    assert full["time_s"] == pytest.approx(3 * wfald["time_s"])
 
 
 @pytest.fixture
@@ -94,7 +111,8 @@ def test_same_seed_same_table():
 @pytest.mark.parametrize(("setting", "field"), [
     ("snr_db=nan", "snr_db"), ("burn_in=60", "burn_in"), ("methods=analog", "methods"),
     ("step_size=-1", "step_size"), ("points_per_agent=60000", "points_per_agent"),
-    ("digital_bits=1", "digital_bits"), ("placement=moon", "placement"),
+    ("digital_bits=1", "digital_bits"), ("digital_gap_db=-1", "digital_gap_db"),
+    ("digital_gap_db=nan", "digital_gap_db"), ("placement=moon", "placement"),
     ("distance_m=nan", "distance_m"), ("fedavg_lr=inf", "fedavg_lr"),
     ("fedavg_clip=-1", "fedavg_clip"), ("path_loss_exponent=1e308", "path_loss_exponent"),
     ("distance_m=5", "distance_m"), ("threads=0", "threads"), ("threads=1025", "threads")])
@@ -179,13 +197,16 @@ def test_the_cli_announces_a_silent_baseline_in_one_line(tmp_path, capsys):
 
 def test_the_consistent_truncation_silences_deep_fades_where_the_authors_rule_does_not():
     """At 10 dB (d = 3194, K = 3): the authors' rule hears every device every round, the
-    consistent one cuts the deep fades; a gain threshold above every gain silences all."""
+    consistent one (the default) cuts the deep fades; a gain threshold above every gain
+    silences all."""
     scenario = get_scenario("ota-langevin")
     small = {**SMALL, "rounds": 6, "burn_in": 1, "eval_every": 6, "methods": "wfald",
              "snr_db": "10"}
-    assert scenario.config(small).truncation == "authors"
-    authors = scenario.run(scenario.config(small), seed=3)
-    consistent = scenario.run(scenario.config({**small, "truncation": "consistent"}), seed=3)
+    assert scenario.config(small).truncation == "consistent"
+    consistent = scenario.run(scenario.config(small), seed=3)
+    authors = scenario.run(scenario.config({**small, "truncation": "authors"}), seed=3)
+    assert consistent.equals(scenario.run(scenario.config(
+        {**small, "truncation": "consistent"}), seed=3))
     assert authors["k_active_mean"].iloc[-1] == 3
     assert consistent["k_active_mean"].iloc[-1] < 3
     assert (consistent["silent_rounds"] == 0).all()

@@ -5,6 +5,8 @@ determinism, bad input in one line."""
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -175,23 +177,32 @@ def test_a_silent_baseline_is_a_column_and_one_warning_line(frame):
     """The digital baseline at −10 dB is never heard: ``silent_rounds`` counts every round
     and ``bflnet run`` says so in exactly one warning line (the table is still written)."""
     rows = frame.set_index(["method", "snr_db", "iteration"])
-    assert rows.loc[("digital", -10.0, 4), "silent_rounds"] == 4
-    assert rows.loc[("digital", -10.0, 2), "silent_rounds"] == 2
+    for method in ("digital", "digital-min"):
+        assert rows.loc[(method, -10.0, 4), "silent_rounds"] == 4
+        assert rows.loc[(method, -10.0, 2), "silent_rounds"] == 2
+        assert rows.loc[(method, 60.0, 4), "silent_rounds"] == 0
     assert (rows.loc["fald", "silent_rounds"] == 0).all()
 
 
-def test_the_cli_announces_a_silent_baseline_in_one_line(tmp_path, capsys):
+def test_the_cli_announces_a_silent_baseline_in_one_line(tmp_path):
+    """``bflnet run`` (a subprocess) at −10 dB on the tiny model: neither digital operating
+    point is ever heard; exit 0, the table written, and exactly one warning line on
+    stderr naming both (beside the line saying where the table went)."""
     out = tmp_path / "ota.csv"
     settings = [f"{k}={v}" for k, v in {**SMALL, "rounds": 2, "burn_in": 1, "eval_every": 1,
-                                        "methods": "digital"}.items()]
-    args = ["run", "ota-langevin", "--no-progress", "--out", str(out)]
+                                        "methods": "digital,digital-min"}.items()]
+    args = [sys.executable, "-m", "bflnet.cli", "run", "ota-langevin", "--no-progress",
+            "--out", str(out)]
     for setting in settings:
         args += ["--set", setting]
-    assert main(args) == 0
-    err = capsys.readouterr().err.strip().splitlines()
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
+    err = done.stderr.strip().splitlines()
     warned = [line for line in err if line.startswith("bflnet: warning:")]
-    assert len(warned) == 1 and "digital at -10 dB" in warned[0]
-    assert "silent baseline" in warned[0] and "digital at 60 dB" not in warned[0]
+    assert done.returncode == 0 and len(warned) == 1, done.stderr
+    assert [line for line in err if line not in warned] == [f"wrote 8 rows to {out}"]
+    assert "digital at -10 dB" in warned[0]
+    assert "digital-min at -10 dB" in warned[0]  # both operating points, one line
+    assert "silent baseline" in warned[0] and "at 60 dB" not in warned[0]
     assert out.is_file()
 
 

@@ -30,6 +30,8 @@ METRICS = ("accuracy", "ece", "nll")
 IDEAL = ("fald", "fedavg")
 #: The columns whose last-round values are summarised.
 LAST = [*METRICS, "channel_noise_ratio", "k_active_mean", "time_s", "energy_j"]
+#: Summarised beside them but not in the docs' table: the uplink bits (digital only).
+EXTRA = ["cum_bits"]
 
 
 def load(paths: list[str]) -> pd.DataFrame:
@@ -54,7 +56,7 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
     rows the Bayesian methods are compared with, or ``fedavg``)."""
     import bflnet
 
-    parts = [bflnet.summarize(frame, last=LAST, by=["method", "snr_db"],
+    parts = [bflnet.summarize(frame, last=[*LAST, *EXTRA], by=["method", "snr_db"],
                               reference={"method": ref}).assign(reference=ref)
              for ref in IDEAL if ref in set(frame["method"])]
     out = pd.concat(parts, ignore_index=True)
@@ -82,17 +84,22 @@ def margins(table: pd.DataFrame, method: str = "wfald", ref: str = "fald") -> pd
     return out.reset_index(drop=True)
 
 
+#: Line styles of the figure: ``digital-min`` dashed and hollow (it coincides with
+#: ``digital`` wherever the channel carries fewer than its target bits).
+STYLE = {"digital-min": {"fmt": "--s", "mfc": "none", "ms": 8}}
 #: The rows of the docs' table: (SNR, method), the ideal-link methods once.
-ROWS = [(None, "fald"), *((snr, m) for snr in (40, 30, 20, 10) for m in ("wfald", "digital")),
+ROWS = [(None, "fald"), *((snr, m) for snr in (40, 30, 20, 10)
+                           for m in ("wfald", "digital", "digital-min")),
         (None, "fedavg"), *((snr, "ota-fedavg") for snr in (40, 30, 20, 10))]
 
 
 def pm(mean: float, sd: float, sign: bool = False) -> str:
     """``mean ± sd``, the sd to 1 significant digit (2 when it starts with 1) and the mean
-    to the same decimal; a zero sd (at 3 significant digits of the mean) is left out."""
+    to the same decimal; a zero sd (at 3 significant digits of the mean) is left out, the
+    mean then at 3 significant digits (whole above 1000)."""
     plus = "+" if sign and mean > 0 else ""
     if not sd or abs(sd) < abs(mean) * 5e-4:
-        text = f"{mean:.3g}"
+        text = f"{mean:.0f}" if abs(mean) >= 1000 else f"{mean:.3g}"
         return (plus + text).replace("-", "−")
     digits = 1 - math.floor(math.log10(sd)) + (f"{sd:.1e}".startswith("1") or
                                                  f"{sd:.0e}".startswith("1"))
@@ -130,16 +137,19 @@ def markdown_margins(table: pd.DataFrame, method: str = "wfald", ref: str = "fal
 
 
 def figure(frame: pd.DataFrame, path: str) -> None:
+    """Last-round accuracy, ECE and NLL against SNR (mean ± sd over the seeds; the
+    ideal-link methods as bands), and each over-the-air or digital method's energy per
+    device against SNR."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(11, 3.6), layout="constrained")
+    fig = Figure(figsize=(14, 3.6), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(1, 3)
+    axes = fig.subplots(1, 4)
     last = frame[frame["iteration"] == frame["iteration"].max()]
     snrs = sorted(last.loc[~last["method"].isin(IDEAL), "snr_db"].unique())
     for method, rows in last.groupby("method", sort=False):
-        for ax, metric in zip(axes, METRICS, strict=True):
+        for ax, metric in zip(axes, METRICS, strict=False):
             if method in IDEAL:
                 v = rows.drop_duplicates("seed")[metric]
                 ax.axhline(v.mean(), ls="--", lw=1, label=f"{method} (ideal links)",
@@ -149,9 +159,16 @@ def figure(frame: pd.DataFrame, path: str) -> None:
             else:
                 g = rows.groupby("snr_db")[metric]
                 ax.errorbar(snrs, g.mean().reindex(snrs), yerr=g.std().reindex(snrs),
-                            fmt="-o", capsize=3, label=method)
-    for ax, metric in zip(axes, METRICS, strict=True):
+                            capsize=3, label=method, **STYLE.get(method, {"fmt": "-o"}))
+        if method not in IDEAL:
+            g = rows.groupby("snr_db")["energy_j"]
+            axes[3].errorbar(snrs, g.mean().reindex(snrs), yerr=g.std().reindex(snrs),
+                             capsize=3, label=method, **STYLE.get(method, {"fmt": "-o"}))
+    for ax, metric in zip(axes, METRICS, strict=False):
         ax.set(xlabel="SNR (dB)", ylabel=metric, title=f"{metric}, last round (mean ± sd)")
+    axes[3].set(xlabel="SNR (dB)", ylabel="energy per device", yscale="log",
+                title="energy per device over the run")
+    for ax in axes:
         ax.grid(alpha=0.3)
     axes[2].set_yscale("log")
     axes[0].legend(fontsize=7)

@@ -1,15 +1,17 @@
 """Scenario ota-langevin on a tiny MLP: the table's shape, the power rules on the records,
-the digital uplink's silent rounds, determinism, bad input in one line."""
+the digital baselines' operating points and silent rounds, the default truncation rule,
+determinism, bad input in one line."""
 
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from bflnet.cli.main import main
-from bflnet.radio.digital_uplink import channel_uses_for
 from bflnet.runs.registry import get_scenario
 
 SMALL = {"K": 3, "points_per_agent": 40, "hidden": 4, "batch_size": 20, "rounds": 4,
@@ -26,8 +28,8 @@ def frame(use_tiny_fashion):
 
 
 def test_rows_and_records(frame):
-    assert set(frame["method"]) == {"wfald", "digital", "fald"}
-    assert len(frame) == 3 * 2 * 2 and (frame["event"] == "eval").all()
+    assert set(frame["method"]) == {"wfald", "digital", "digital-min", "fald"}
+    assert len(frame) == 4 * 2 * 2 and (frame["event"] == "eval").all()
     assert not frame.select_dtypes("number").isna().any().any()
     rows = frame.set_index(["method", "snr_db", "iteration"])
     d = 784 * 4 + 4 + 4 * 10 + 10
@@ -49,12 +51,29 @@ def test_the_digital_uplink_is_silent_when_its_energy_cannot_carry_the_bits(fram
     assert high["k_active_mean"] > 0 and high["cum_bits"] > 0 and high["time_s"] > 0
 
 
-def test_channel_uses_for_solves_the_shannon_equation():
-    for bits, energy, h in [(10.0, 10.0, 1.0), (1e4, 3e5, 0.3), (7.0, 1e6, 2.0)]:
-        n = channel_uses_for(bits, energy, h, 1.0)
-        assert n * math.log2(1 + energy * h * h / n) == pytest.approx(bits, rel=1e-9)
-    assert channel_uses_for(15.0, 10.0, 1.0, 1.0) == math.inf  # 10 / ln 2 = 14.4 < 15
-    assert channel_uses_for(0.0, 10.0, 1.0, 1.0) == 0.0
+def test_the_digital_operating_points_share_bits_and_air_time_not_energy():
+    """``digital`` (full energy) and ``digital-min`` (at most 4 bits per coordinate, least
+    energy) under the same fading: at 10 dB both are heard (rate adaptation: no outage by
+    construction) and, with fewer than 4 bits, identical but for the energy; at 60 dB
+    ``digital-min`` sends fewer bits for less energy in the same air time, a device's
+    slot being the analog round's d channel uses."""
+    scenario = get_scenario("ota-langevin")
+    small = {**SMALL, "methods": "digital,digital-min,wfald", "snr_db": "10,60"}
+    rows = scenario.run(scenario.config(small), seed=2).set_index(
+        ["method", "snr_db", "iteration"])
+    d = 784 * 4 + 4 + 4 * 10 + 10
+    full, low = rows.loc[("digital", 10.0, 4)], rows.loc[("digital-min", 10.0, 4)]
+    assert full["k_active_mean"] > 0 and full["silent_rounds"] == 0
+    assert low["accuracy"] == full["accuracy"] and low["cum_bits"] == full["cum_bits"]
+    assert low["energy_j"] <= full["energy_j"] and low["time_s"] == full["time_s"]
+    full, low = rows.loc[("digital", 60.0, 4)], rows.loc[("digital-min", 60.0, 4)]
+    assert full["k_active_mean"] == low["k_active_mean"] == 3
+    assert full["time_s"] == low["time_s"] == pytest.approx(4 * 3 * d / 1e6)
+    assert full["energy_j"] == pytest.approx(4 * d * 1e6 / 1e6)  # d P̄ per round, per device
+    assert low["cum_bits"] == 4 * 3 * (4 * d + 32) < full["cum_bits"]
+    assert low["energy_j"] < full["energy_j"] / 2
+    wfald = rows.loc[("wfald", 60.0, 4)]
+    assert full["time_s"] == pytest.approx(3 * wfald["time_s"])
 
 
 @pytest.fixture
@@ -94,7 +113,8 @@ def test_same_seed_same_table():
 @pytest.mark.parametrize(("setting", "field"), [
     ("snr_db=nan", "snr_db"), ("burn_in=60", "burn_in"), ("methods=analog", "methods"),
     ("step_size=-1", "step_size"), ("points_per_agent=60000", "points_per_agent"),
-    ("digital_bits=1", "digital_bits"), ("placement=moon", "placement"),
+    ("digital_bits=1", "digital_bits"), ("digital_gap_db=-1", "digital_gap_db"),
+    ("digital_gap_db=nan", "digital_gap_db"), ("placement=moon", "placement"),
     ("distance_m=nan", "distance_m"), ("fedavg_lr=inf", "fedavg_lr"),
     ("fedavg_clip=-1", "fedavg_clip"), ("path_loss_exponent=1e308", "path_loss_exponent"),
     ("distance_m=5", "distance_m"), ("threads=0", "threads"), ("threads=1025", "threads")])
@@ -157,35 +177,47 @@ def test_a_silent_baseline_is_a_column_and_one_warning_line(frame):
     """The digital baseline at −10 dB is never heard: ``silent_rounds`` counts every round
     and ``bflnet run`` says so in exactly one warning line (the table is still written)."""
     rows = frame.set_index(["method", "snr_db", "iteration"])
-    assert rows.loc[("digital", -10.0, 4), "silent_rounds"] == 4
-    assert rows.loc[("digital", -10.0, 2), "silent_rounds"] == 2
+    for method in ("digital", "digital-min"):
+        assert rows.loc[(method, -10.0, 4), "silent_rounds"] == 4
+        assert rows.loc[(method, -10.0, 2), "silent_rounds"] == 2
+        assert rows.loc[(method, 60.0, 4), "silent_rounds"] == 0
     assert (rows.loc["fald", "silent_rounds"] == 0).all()
 
 
-def test_the_cli_announces_a_silent_baseline_in_one_line(tmp_path, capsys):
+def test_the_cli_announces_a_silent_baseline_in_one_line(tmp_path):
+    """``bflnet run`` (a subprocess) at −10 dB on the tiny model: neither digital operating
+    point is ever heard; exit 0, the table written, and exactly one warning line on
+    stderr naming both (beside the line saying where the table went)."""
     out = tmp_path / "ota.csv"
     settings = [f"{k}={v}" for k, v in {**SMALL, "rounds": 2, "burn_in": 1, "eval_every": 1,
-                                        "methods": "digital"}.items()]
-    args = ["run", "ota-langevin", "--no-progress", "--out", str(out)]
+                                        "methods": "digital,digital-min"}.items()]
+    args = [sys.executable, "-m", "bflnet.cli", "run", "ota-langevin", "--no-progress",
+            "--out", str(out)]
     for setting in settings:
         args += ["--set", setting]
-    assert main(args) == 0
-    err = capsys.readouterr().err.strip().splitlines()
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
+    err = done.stderr.strip().splitlines()
     warned = [line for line in err if line.startswith("bflnet: warning:")]
-    assert len(warned) == 1 and "digital at -10 dB" in warned[0]
-    assert "silent baseline" in warned[0] and "digital at 60 dB" not in warned[0]
+    assert done.returncode == 0 and len(warned) == 1, done.stderr
+    assert [line for line in err if line not in warned] == [f"wrote 8 rows to {out}"]
+    assert "digital at -10 dB" in warned[0]
+    assert "digital-min at -10 dB" in warned[0]  # both operating points, one line
+    assert "silent baseline" in warned[0] and "at 60 dB" not in warned[0]
     assert out.is_file()
 
 
 def test_the_consistent_truncation_silences_deep_fades_where_the_authors_rule_does_not():
     """At 10 dB (d = 3194, K = 3): the authors' rule hears every device every round, the
-    consistent one cuts the deep fades; a gain threshold above every gain silences all."""
+    consistent one (the default) cuts the deep fades; a gain threshold above every gain
+    silences all."""
     scenario = get_scenario("ota-langevin")
     small = {**SMALL, "rounds": 6, "burn_in": 1, "eval_every": 6, "methods": "wfald",
              "snr_db": "10"}
-    assert scenario.config(small).truncation == "authors"
-    authors = scenario.run(scenario.config(small), seed=3)
-    consistent = scenario.run(scenario.config({**small, "truncation": "consistent"}), seed=3)
+    assert scenario.config(small).truncation == "consistent"
+    consistent = scenario.run(scenario.config(small), seed=3)
+    authors = scenario.run(scenario.config({**small, "truncation": "authors"}), seed=3)
+    assert consistent.equals(scenario.run(scenario.config(
+        {**small, "truncation": "consistent"}), seed=3))
     assert authors["k_active_mean"].iloc[-1] == 3
     assert consistent["k_active_mean"].iloc[-1] < 3
     assert (consistent["silent_rounds"] == 0).all()

@@ -17,9 +17,11 @@ axis second to last, and:
   receives the noisy sum (noise from ``aircomp.noise``) and hands the learner the
   estimated mean and the channel noise's variance on it (``merge_mean``);
 * ``digital`` (:mod:`bflnet.radio.digital_uplink`): each participant quantises its
-  update with the uplink's ``codec`` (stream ``codec.up.<agent>``) and sends it alone in
-  its slot with the analog side's energy budget, under the same fading; the server
-  averages what arrived (channel noise 0: the quantisation noise is not Gaussian);
+  update (stream ``codec.up.<agent>``) and sends it alone in its slot with the analog
+  side's energy budget, under the same fading: with a ``link``, at the bits its channel
+  supports in ``d`` real channel uses (rate adaptation, at full energy or at the
+  energy-minimising point), or with a fixed ``codec``; the server averages what arrived
+  (channel noise 0: the quantisation noise is not Gaussian);
 * ``ideal``: the exact mean, no time, ``payload_bits`` per coordinate counted.
 
 The learner adds what it wants on top (FALD: the rest of its Langevin noise, from the
@@ -49,8 +51,14 @@ import numpy as np
 import simpy
 
 from bflnet.learners.base import Update
+from bflnet.protocols.coding.codecs import StochasticQuantizer
 from bflnet.radio.aircomp import AirCompSpec, draw_amplitudes, plan_round, transmit
-from bflnet.radio.digital_uplink import channel_uses_for
+from bflnet.radio.digital_uplink import (
+    DigitalLink,
+    Payload,
+    channel_uses_for,
+    plan_digital_round,
+)
 from bflnet.simulator.simulation import Simulation
 
 
@@ -71,13 +79,20 @@ class AirCompUplink:
 @dataclass(frozen=True)
 class DigitalUplink:
     """The digital baseline (module docstring): ``spec`` (its energy budget
-    ``spec.energy_budget(d)``), ``mean_gains`` as for :class:`AirCompUplink`, and the
-    quantiser ``codec``."""
+    ``spec.energy_budget(d)``), ``mean_gains`` as for :class:`AirCompUplink`, and either
+    ``link`` (rate adaptation, :class:`~bflnet.radio.digital_uplink.DigitalLink`: each
+    device's bits follow its channel) or a fixed quantiser ``codec``."""
 
     spec: AirCompSpec
     mean_gains: np.ndarray
-    codec: Any
+    codec: Any = None
+    link: DigitalLink | None = None
     name = "digital"
+
+    def __post_init__(self) -> None:
+        if (self.codec is None) == (self.link is None):
+            raise ValueError("uplink: a digital uplink takes either a link (rate "
+                             "adaptation) or a fixed codec, not both or neither")
 
 
 @dataclass(frozen=True)
@@ -179,6 +194,8 @@ class UplinkRounds:
         up = self.uplink
         assert isinstance(up, DigitalUplink)
         amps = draw_amplitudes(self.fading_rng, up.mean_gains, up.spec.fading)
+        if up.link is not None:
+            return (yield from self._adaptive(sim, merge, state, updates, amps))
         d = int(np.shape(updates[0].payload)[-1]) if updates else 0
         energy = up.spec.energy_budget(d)
         got, heard, slot_uses, bits_sent = [], [], 0.0, 0
@@ -204,6 +221,41 @@ class UplinkRounds:
             "channel_var": 0.0, "added_var": added, "clipped": 0,
             "round_energy_j": round_energy,
             "max_device_energy_j": energy / up.spec.bandwidth_hz,
+            "cum_energy_j": self.cum_energy, "cum_channel_uses": 0}
+
+    def _adaptive(self, sim: Simulation, merge: Merge, state: Any, updates: Sequence[Update],
+                  amps: np.ndarray
+                  ) -> Generator[simpy.Event, Any, tuple[Any, list[Update], dict[str, Any]]]:
+        """Rate adaptation (:func:`~bflnet.radio.digital_uplink.plan_digital_round`): each
+        participant sends the bits its channel supports in its slot of ``d`` real channel
+        uses, quantised without bias (:func:`unbiased_payload`, stream
+        ``codec.up.<agent>``), at the link's operating point."""
+        up = self.uplink
+        assert isinstance(up, DigitalUplink) and up.link is not None
+        if not updates:
+            return state, [], self._silent(0, uses=0)
+        d = int(np.shape(updates[0].payload)[-1])
+        h = amps[[self.index[u.agent] for u in updates]]
+        plan = plan_digital_round(h, up.spec, d, up.link)
+        got, heard = [], []
+        for k, update in enumerate(updates):
+            if plan.heard[k]:
+                got.append(unbiased_payload(np.asarray(update.payload), plan.payloads[k],
+                                            self.codec_rngs[update.agent]))
+                heard.append(update)
+        yield sim.env.timeout(plan.airtime_s)
+        sim.recorder.count_bits(plan.bits, delivered=True, direction="up")
+        energy = plan.energy / up.spec.bandwidth_hz
+        round_energy = float(energy.sum())
+        self.cum_energy += round_energy
+        if not got:
+            return state, [], self._silent(len(updates), uses=0)
+        state, added = merge(state, like(np.mean(got, axis=0), updates[0].payload), 0.0,
+                             self.merge_rng)
+        return state, heard, {
+            "k_active": len(got), "silent": len(updates) - len(got), "scale": 1.0,
+            "channel_var": 0.0, "added_var": added, "clipped": 0,
+            "round_energy_j": round_energy, "max_device_energy_j": float(energy.max()),
             "cum_energy_j": self.cum_energy, "cum_channel_uses": 0}
 
     def first_row(self) -> dict[str, Any]:
@@ -239,3 +291,25 @@ def like(mean: np.ndarray, payload: Any) -> Any:
     if isinstance(payload, np.ndarray) or not hasattr(payload, "new_tensor"):
         return mean
     return payload.new_tensor(np.asarray(mean))
+
+
+def unbiased_payload(x: np.ndarray, payload: Payload, rng: np.random.Generator
+                     ) -> np.ndarray:
+    """What the server decodes of ``x`` sent as ``payload``: every coordinate through the
+    stochastic quantiser at ``payload.bits_per_coordinate`` bits, or a random subset of
+    ``payload.coordinates`` of them at 2 bits scaled by ``d / m`` (unbiased either way).
+
+    >>> x = np.array([0.5, -1.0, 0.25, 0.0])
+    >>> est = [unbiased_payload(x, Payload(2, 2, 36), np.random.default_rng(s))
+    ...        for s in range(4000)]
+    >>> np.allclose(np.mean(est, axis=0), x, atol=0.1)
+    True
+    """
+    d = x.shape[-1]
+    quantiser = StochasticQuantizer(payload.bits_per_coordinate)
+    if payload.coordinates >= d:
+        return quantiser.decode(quantiser.encode(x, rng))
+    keep = rng.choice(d, size=payload.coordinates, replace=False)
+    out = np.zeros(d, dtype=np.float64)
+    out[keep] = quantiser.decode(quantiser.encode(x[keep], rng)) * (d / payload.coordinates)
+    return out

@@ -21,12 +21,18 @@ builds the next sample from the devices' changes:
   gradient part plus 1.5 times the norm of the local Langevin noise), the Langevin power
   rule: the channel's noise replaces the last step's Langevin noise, the learner adds
   the rest; one round lasts d / ``bandwidth_hz`` whatever K;
-* ``digital``: each device quantises its change (unbiased stochastic quantiser,
-  ``digital_bits`` bits per coordinate plus a 32-bit scale) and sends it alone in its
-  slot with the same energy budget and fading, at the Shannon rate that energy allows
-  (:mod:`bflnet.radio.digital_uplink`); a device whose bits exceed what its energy can
-  carry this round stays silent; the server averages what arrived and the learner adds
-  all of the Langevin noise (the quantisation noise is extra);
+* ``digital``: each device sends its change alone in its own slot of d real channel uses
+  (TDMA; the analog side's channel-use convention and bandwidth) under the same fading
+  and energy budget, quantised (unbiased stochastic quantiser) at the bits its channel
+  supports that round, ``½ log2(1 + P̄ h²/(Γ N_0))`` per real channel use (rate
+  adaptation, :mod:`bflnet.radio.digital_uplink`; Γ from ``digital_gap_db``), spending
+  its whole budget; below 2 bits per coordinate it sends a random subset of the
+  coordinates, and a device whose budget carries none stays silent; the server averages
+  what arrived and the learner adds all of the Langevin noise (the quantisation noise is
+  extra); a round lasts the analog round's air time once per device heard;
+* ``digital-min``: the same at the energy-minimising operating point: at most
+  ``digital_bits`` bits per coordinate, with the least energy that carries them in the
+  slot, ``d Γ N_0 / h² (2^(2B/d) − 1)`` for B bits (the same air time);
 * ``fald``: ideal links (no time, no energy counted; its rows repeat on every SNR);
 * ``ota-fedavg``: over-the-air FedAvg (:mod:`bflnet.learners.federated.ota_fedavg`; Zhu, Wang and
   Huang, "Broadband Analog Aggregation for Low-Latency Federated Edge Learning"; Amiri
@@ -110,7 +116,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 NAME = "ota-langevin"
-METHODS = ("wfald", "digital", "fald", "ota-fedavg", "fedavg")
+METHODS = ("wfald", "digital", "digital-min", "fald", "ota-fedavg", "fedavg")
 FLOAT32 = 4
 #: Methods over ideal links (their rows repeat on every SNR).
 IDEAL = ("fald", "fedavg")
@@ -121,10 +127,11 @@ IDEAL = ("fald", "fedavg")
 #: copy (the changes); ``fedavg`` FedAvg's float32 changes, their concatenation and its
 #: float64 copy (4 + 4 + 8); ``wfald`` the float64 changes and their clipped copy on the
 #: air (8 + 8, measured 16.6); ``ota-fedavg`` FedAvg's 16 then the air's (measured 17.8);
-#: ``digital`` the float64 changes, the decoded changes and their stacked copy for the
-#: mean (8 + 8 + 8). Measured: the peak resident memory from K = 2 to 16 grows by 11.4,
-#: 15.5, 16.6, 17.8 and 21.9 bytes per device and parameter.
-ROUND_BYTES = {"fald": 12, "fedavg": 16, "wfald": 18, "ota-fedavg": 20, "digital": 24}
+#: ``digital`` and ``digital-min`` the float64 changes, the decoded changes and their
+#: stacked copy for the mean (8 + 8 + 8). Measured: the peak resident memory from K = 2
+#: to 16 grows by 11.4, 15.5, 16.6, 17.8 and 21.9 bytes per device and parameter.
+ROUND_BYTES = {"fald": 12, "fedavg": 16, "wfald": 18, "ota-fedavg": 20, "digital": 24,
+               "digital-min": 24}
 #: Float64 vectors of ``d`` a run holds whatever K: the server's sample and its torch
 #: copies, the merge's noise, the model's initial draw and the evaluation's copy of the
 #: first layer (measured: 7 to 11 at d = 1.2 million, with what does not grow with d).
@@ -150,23 +157,26 @@ class OTALangevinConfig(AirUplinkSettings, NetworkSettings):
                              le=1e12)
     snr_db: str = param("10,20,30,40", "comma list of SNRs in dB (transmit power over "
                         "noise power)")
-    methods: str = param("wfald,digital,fald", "comma list of: " + ", ".join(METHODS))
+    methods: str = param("wfald,digital,digital-min,fald", "comma list of: "
+                         + ", ".join(METHODS))
     fedavg_lr: float = param(0.1, "SGD step of ota-fedavg and fedavg", ge=MIN_STEP,
                              le=100.0)
     fedavg_clip: float = param(1.0, "payload norm clip of ota-fedavg's power control",
                                ge=MIN_CLIP,
                                le=1e12)
-    digital_bits: int = param(4, "bits per coordinate of the digital baseline's "
-                              "quantiser", ge=2, le=32)
+    digital_bits: int = param(4, "most bits per coordinate of digital-min (the "
+                              "energy-minimising digital baseline)", ge=2, le=32)
+    digital_gap_db: float = param(0.0, "gap to capacity of the digital baselines' "
+                                  "modulation and code in dB (0: Shannon)", ge=0, le=30)
     mean_gain_db: float = param(-20.0, "mean power gain of the channel in dB (placement "
                                 "fixed)", ge=-200, le=0)
     gain_threshold: float | None = param(None, "fixed amplitude threshold of the "
                                          "truncation of wfald and ota-fedavg (none: the "
                                          "truncation rule per round)", ge=0, le=1e6)
-    truncation: str = param("authors", "rule for the truncation threshold when "
-                            "gain_threshold is unset: authors (the WFLMC authors' rule; at "
-                            "this d it almost never silences a device) or consistent (the "
-                            "whole vector's noise against the silent devices' bias)",
+    truncation: str = param("consistent", "rule for the truncation threshold when "
+                            "gain_threshold is unset: consistent (the whole vector's noise "
+                            "against the silent devices' bias) or authors (the WFLMC "
+                            "authors' rule; at this d it almost never silences a device)",
                             choices=TRUNCATIONS)
     bandwidth_hz: float = param(radio_default("bandwidth_hz"), "channel uses per second",
                                 ge=MIN_BANDWIDTH_HZ, le=1e12)
@@ -264,7 +274,7 @@ SCHEMA = Schema.of(
     EVENT.means("eval: one row per method, SNR and evaluation"),
     CUM_BITS.means("uplink bits so far (0 over the air: analog)"),
     CUM_BITS_DELIVERED.means("uplink bits delivered so far"),
-    METHOD.means("wfald, digital, fald, ota-fedavg or fedavg"),
+    METHOD.means("wfald, digital, digital-min, fald, ota-fedavg or fedavg"),
     col("snr_db", "dB", "transmit power over noise power", label="SNR"),
     ACCURACY.means("test accuracy of the posterior predictive"),
     ECE.means("test ECE of the posterior predictive (10 bins)"),
@@ -294,10 +304,10 @@ def run(config: OTALangevinConfig, *, seed: int = 0, progress: bool = False
     from bflnet.learners.calibration import scores
     from bflnet.learners.langevin.fald_torch import TorchFALD
     from bflnet.learners.models.classifiers import BayesianMLP
-    from bflnet.protocols.coding.codecs import StochasticQuantizer
     from bflnet.protocols.parameter_server import run_fald
     from bflnet.protocols.uplink import AirCompUplink, DigitalUplink
     from bflnet.radio.aircomp import AirCompSpec, tx_power_from_snr_db
+    from bflnet.radio.digital_uplink import DigitalLink
     from bflnet.runtime.devices import resolve_device
     from bflnet.simulator.rng import RngStreams
 
@@ -347,8 +357,9 @@ def run(config: OTALangevinConfig, *, seed: int = 0, progress: bool = False
         elif method == "ota-fedavg":
             uplink = AirCompUplink(replace(spec, power_rule="full"), mean_gains,
                                    config.fedavg_clip)
-        elif method == "digital":
-            uplink = DigitalUplink(spec, mean_gains, StochasticQuantizer(config.digital_bits))
+        elif method in ("digital", "digital-min"):
+            uplink = DigitalLink("full" if method == "digital" else "min-energy",
+                                 config.digital_bits, config.digital_gap_db)
         evals: list[tuple[int, dict[str, float]]] = []
         acc: dict[str, Any] = {"sum": None, "n": 0}
 
@@ -365,8 +376,11 @@ def run(config: OTALangevinConfig, *, seed: int = 0, progress: bool = False
                          else learner.predictive(theta, x_eval))
                 evals.append((r, scores(probs, y_eval, n_bins=10)))
 
+        name = f"{NAME} {method} {snr:g} dB"
+        if isinstance(uplink, DigitalLink):
+            uplink = DigitalUplink(spec, mean_gains, link=uplink)
         frame, _ = run_fald(learner, config.rounds, d, seed=seed, uplink=uplink,
-                            on_round=on_round, name=f"{NAME} {method} {snr:g} dB")
+                            on_round=on_round, name=name)
         rounds = frame[frame["event"].isin(("round", "silent_round"))].set_index("iteration")
         k_cum = rounds["k_active"].cumsum()
         silent_cum = (rounds["event"] == "silent_round").cumsum()

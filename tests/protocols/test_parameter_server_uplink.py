@@ -168,10 +168,12 @@ class Silent(Pull):
 
 
 def test_a_learner_whose_merge_is_not_a_mean_is_refused_in_one_line():
-    with pytest.raises(ValueError, match=r"^uplink=aircomp: learner Particles cannot take a "
-                       r"noisy mean of the updates: its particles interact through a kernel$"):
+    with pytest.raises(ValueError, match=r"^uplink: aircomp cannot carry learner Particles: it "
+                       r"cannot take a noisy mean of the updates: its particles interact "
+                       r"through a kernel$"):
         ParameterServerProtocol(Particles(), StopRule(max_iterations=1), uplink=aircomp(2))
-    with pytest.raises(ValueError, match=r"^uplink=digital: learner Silent .*merges_mean\)$"):
+    with pytest.raises(ValueError,
+                       match=r"^uplink: digital cannot carry learner Silent: .*merges_mean\)$"):
         ParameterServerProtocol(Silent(), StopRule(max_iterations=1), uplink=DigitalUplink(
             AirCompSpec(), np.ones(2), StochasticQuantizer(4)))
 

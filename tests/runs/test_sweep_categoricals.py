@@ -84,6 +84,8 @@ CHOICE_CONTEXT: dict[tuple[str, Any], dict[str, Any]] = {
     ("mixing", "uniform"): {"graph": "complete"},
     ("task", "fashion-mnist"): {"points_per_agent": 20, "eval_size": 20},
     ("sparsity_mode", "paper"): {"initial_activity": 0.5},
+    # over the air: only FedAvg's mean merge takes it (DSVGD is refused)
+    ("uplink", "aircomp"): {"methods": "fedavg"}, ("uplink", "digital"): {"methods": "fedavg"},
 }
 #: The scenarios bflnet ships (a plugin's, if one is installed, is its own to test).
 BUILT_IN = [name for name in scenario_names()

@@ -39,7 +39,8 @@ def test_async_fedavg_over_the_air_has_rows_for_devices_heard_noise_and_energy(t
 
 @pytest.mark.parametrize("scenario, settings, message", [
     ("dsvgd-vs-fedavg", ["uplink=aircomp"],
-     "uplink=aircomp: learner DSVGD cannot take a noisy mean of the updates: each agent "
+     "uplink: aircomp cannot carry learner DSVGD: it cannot take a noisy mean of the "
+     "updates: each agent "
      "keeps a kernel density fit"),
     ("async-fedavg", ["uplink=digital"], "uplink: digital is the parameter server's"),
     ("async-fedavg", ["uplink_snr_db=5"],
@@ -62,3 +63,23 @@ def test_dsvgd_vs_fedavg_runs_fedavg_over_the_air(tmp_path):
     assert done.returncode == 0, done.stderr
     rounds = pd.read_csv(out).query("event == 'iteration'")
     assert rounds.k_active.tolist() == [1, 1] and (rounds.cum_energy_j > 0).all()
+
+
+def test_the_digital_uplink_adapts_its_rate_and_its_operating_point(tmp_path):
+    """``uplink=digital`` is the fair baseline: at 0 dB its devices are still heard (bits
+    from the channel's rate, not a fixed quantiser in outage), and the energy-minimising
+    point sends no more than ``uplink_digital_bits`` per coordinate for less energy than
+    the full budget, in the same air time."""
+    runs = {}
+    for point in ("full", "min-energy"):
+        done, out = cli(tmp_path / point, "async-fedavg", "uplink=digital", "methods=sync",
+                        "duration_s=1.0", "K=3", "uplink_snr_db=0",
+                        f"uplink_digital_point={point}", "uplink_digital_bits=2", *CHEAP)
+        assert done.returncode == 0, done.stderr
+        runs[point] = pd.read_csv(out).query("event == 'iteration'").reset_index(drop=True)
+    full, low = runs["full"], runs["min-energy"]
+    assert (full.k_active > 0).any() and (full.cum_bits_up > 0).any()
+    n = min(len(full), len(low))
+    assert n > 0 and (low.time_s[:n].to_numpy() == full.time_s[:n].to_numpy()).all()
+    assert low.cum_energy_j.iloc[n - 1] < full.cum_energy_j.iloc[n - 1]
+    assert low.cum_bits_up.iloc[n - 1] <= full.cum_bits_up.iloc[n - 1]

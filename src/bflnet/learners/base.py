@@ -255,7 +255,8 @@ def mean_merge_refusal(label: str, declared: Any, uplink: str) -> str:
     why = declared if isinstance(declared, str) and declared else \
         "it does not declare that its merge is the state plus the mean of the updates " \
         "(merges_mean)"
-    return f"uplink={uplink}: {label} cannot take a noisy mean of the updates: {why}"
+    return (f"uplink: {uplink} cannot carry {label}: it cannot take a noisy mean of the "
+            f"updates: {why}")
 
 
 def supports_weighted_merge(learner: GlobalStateLearner) -> bool:

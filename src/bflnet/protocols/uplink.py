@@ -295,7 +295,8 @@ def like(mean: np.ndarray, payload: Any) -> Any:
 
 def unbiased_payload(x: np.ndarray, payload: Payload, rng: np.random.Generator
                      ) -> np.ndarray:
-    """What the server decodes of ``x`` sent as ``payload``: every coordinate through the
+    """What the server decodes of ``x`` (its last axis the ``d`` coordinates) sent as
+    ``payload``: every coordinate through the
     stochastic quantiser at ``payload.bits_per_coordinate`` bits, or a random subset of
     ``payload.coordinates`` of them at 2 bits scaled by ``d / m`` (unbiased either way).
 
@@ -310,6 +311,7 @@ def unbiased_payload(x: np.ndarray, payload: Payload, rng: np.random.Generator
     if payload.coordinates >= d:
         return quantiser.decode(quantiser.encode(x, rng))
     keep = rng.choice(d, size=payload.coordinates, replace=False)
-    out = np.zeros(d, dtype=np.float64)
-    out[keep] = quantiser.decode(quantiser.encode(x[keep], rng)) * (d / payload.coordinates)
+    out = np.zeros(x.shape, dtype=np.float64)
+    out[..., keep] = (quantiser.decode(quantiser.encode(x[..., keep], rng))
+                      * (d / payload.coordinates))
     return out

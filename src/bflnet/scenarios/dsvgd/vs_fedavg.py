@@ -93,8 +93,9 @@ class DSVGDvsFedAvgConfig(UplinkSettings, DSVGDSettings):
         self.check_uplink_fields()
         methods = comma_list("methods", self.methods, METHODS)
         if self.uplink != "links" and "dsvgd" in methods:
-            raise ValueError(f"uplink={self.uplink}: learner DSVGD cannot take a noisy mean of "
-                             f"the updates: {DSVGD_NO_MEAN} (methods=fedavg runs)")
+            raise ValueError(f"uplink: {self.uplink} cannot carry learner DSVGD: it cannot take "
+                             f"a noisy mean of the updates: {DSVGD_NO_MEAN} (methods=fedavg "
+                             f"runs)")
         d = mlp_dim(self.hidden)  # = mlp(self).d, without torch
         counts = int_list("particles", self.particles, 1, 10**6)
         self.check_fits_memory("hidden, particles, K", d, max(counts))

@@ -3,8 +3,12 @@
 ``uplink=links`` (the default) sends each update over its agent's link as before;
 ``uplink=aircomp`` superposes the scheduled agents' updates in one analog transmission
 of d channel uses (truncated channel inversion, the server gets the noisy mean);
-``uplink=digital`` quantises each update to ``uplink_bits`` bits per coordinate and
-sends it alone at a Shannon rate under the same energy budget. Every device's mean
+``uplink=digital`` is the fair digital baseline: on the same real channel uses and energy
+budget, each device sends its update alone in a slot of d channel uses, quantised without
+bias at the bits its channel supports that round (rate adaptation,
+:mod:`bflnet.radio.digital_uplink`), at full energy (``uplink_digital_point=full``) or at
+the energy-minimising point with at most ``uplink_digital_bits`` bits per coordinate
+(``min-energy``). Every device's mean
 power gain to the server is 1, so ``uplink_snr_db`` is the mean received SNR per channel
 use; fading is Rayleigh, one draw per device per round. The ``uplink_*`` fields are read
 only when ``uplink`` is not ``links``.
@@ -23,7 +27,8 @@ UPLINKS = ("links", "aircomp", "digital")
 TRUNCATIONS = ("authors", "consistent")
 #: The fields read only when ``uplink`` is not ``links``.
 AIR_FIELDS = ("uplink_snr_db", "uplink_gain_threshold", "uplink_truncation", "uplink_clip",
-              "uplink_bandwidth_hz", "uplink_bits")
+              "uplink_bandwidth_hz", "uplink_digital_point", "uplink_digital_bits")
+DIGITAL_POINTS = ("full", "min-energy")
 
 
 def uplink_columns() -> tuple[Any, ...]:
@@ -66,14 +71,21 @@ class UplinkSettings:
     uplink_gain_threshold: float | None = param(
         None, "uplink=aircomp: fixed amplitude threshold below which a device stays "
         "silent (none: picked per round by uplink_truncation)", ge=0, le=1e6)
-    uplink_truncation: str = param("authors", "uplink=aircomp: rule for the threshold "
-                                   "when uplink_gain_threshold is none", choices=TRUNCATIONS)
+    uplink_truncation: str = param("consistent", "uplink=aircomp: rule for the threshold "
+                                   "when uplink_gain_threshold is none (consistent: the "
+                                   "channel noise weighed against the bias over the whole "
+                                   "vector; authors: the WFLMC paper's)", choices=TRUNCATIONS)
     uplink_clip: float = param(10.0, "uplink=aircomp: norm each update is clipped to "
                                "before power control", gt=0, le=1e12)
     uplink_bandwidth_hz: float = param(1e6, "uplink=aircomp/digital: channel uses per "
                                        "second", ge=MIN_BANDWIDTH_HZ, le=1e12)
-    uplink_bits: int = param(8, "uplink=digital: quantiser bits per coordinate", ge=1,
-                             le=32)
+    uplink_digital_point: str = param("full", "uplink=digital: operating point, full (the "
+                                      "whole energy budget, bits from the channel's rate) "
+                                      "or min-energy (the least energy for at most "
+                                      "uplink_digital_bits bits per coordinate)",
+                                      choices=DIGITAL_POINTS)
+    uplink_digital_bits: int = param(4, "uplink=digital, min-energy: most quantiser bits per "
+                                     "coordinate", ge=2, le=32)
 
     def check_uplink_fields(self) -> None:
         """Refuse ``uplink_*`` settings changed from their defaults with ``uplink=links``,
@@ -92,9 +104,9 @@ class UplinkSettings:
             return None
         import numpy as np
 
-        from bflnet.protocols.coding.codecs import StochasticQuantizer
         from bflnet.protocols.uplink import AirCompUplink, DigitalUplink
         from bflnet.radio.aircomp import AirCompSpec, tx_power_from_snr_db
+        from bflnet.radio.digital_uplink import DigitalLink
 
         spec = AirCompSpec(tx_power=tx_power_from_snr_db(self.uplink_snr_db),
                            bandwidth_hz=self.uplink_bandwidth_hz,
@@ -103,4 +115,5 @@ class UplinkSettings:
         gains = np.ones(K)
         if self.uplink == "aircomp":
             return AirCompUplink(spec, gains, self.uplink_clip)
-        return DigitalUplink(spec, gains, StochasticQuantizer(self.uplink_bits))
+        link = DigitalLink(self.uplink_digital_point, self.uplink_digital_bits)
+        return DigitalUplink(spec, gains, link=link)

@@ -111,6 +111,8 @@ class BackoffScheduler:
         self._resume: list[int] = []  # nodes whose carrier became idle, not yet resumed
         #: The DCF timing (``None``: no interframe spaces, ``phy="ideal"``).
         self.timing = getattr(medium, "timing", None)
+        #: DIFS (with a PHY preset), a plain float.
+        self._difs_s = self.timing.difs_s if self.timing is not None else 0.0
         medium.carrier = self
 
     def backoff(self, node: int, counter: int, attempt: int, cw: int) -> simpy.Event:
@@ -146,7 +148,7 @@ class BackoffScheduler:
             if busy:
                 state.deferrals += 1
             else:
-                self._count(node, state, max(now + self.timing.difs_s, medium.ready_at(node)))
+                self._count(node, state, max(now + self._difs_s, medium.ready_at(node)))
             return
         if state.counter == 0 and not (busy and medium.busy(node, hear_now=False)):
             self._fire(node, state)

@@ -113,6 +113,10 @@ class BackoffScheduler:
         self.timing = getattr(medium, "timing", None)
         #: DIFS (with a PHY preset), a plain float.
         self._difs_s = self.timing.difs_s if self.timing is not None else 0.0
+        #: Per transmitter: ``{node: vulnerable window (window_s) from it}``, kept while
+        #: the positions (``medium._xy_array``, ``_windows_xy``) stay the same.
+        self._windows: dict[int, dict[int, float]] = {}
+        self._windows_xy: Any = None
         medium.carrier = self
 
     def backoff(self, node: int, counter: int, attempt: int, cw: int) -> simpy.Event:
@@ -273,16 +277,26 @@ class BackoffScheduler:
         if not found:
             return
         waiting, now, slot, timing = self.waiting, self.env._now, self.slot, self.timing
+        windows: dict[int, float] | None = None
+        if timing is not None and own >= 0:
+            xy = getattr(self.medium, "_xy_array", None)
+            if xy is not self._windows_xy:  # the nodes moved: the windows again
+                self._windows, self._windows_xy = {}, xy
+            windows = self._windows.get(own)
+            if windows is None:
+                windows = self._windows[own] = {}
         for n in found:
             state = waiting[n]
             ran = (now - state.t0) / slot + _SLOT_EPS
-            if timing is not None and own >= 0 and n != own:  # the vulnerable window
+            if windows is not None and n != own:  # the vulnerable window
                 if ran >= 0.0 and math.floor(ran) >= state.counter:
                     self._fire(n, state)  # it runs out now
                     continue
                 # slots that run out before it senses this transmission
-                ran = ((now + window_s(timing, self.medium.distance(own, n)) - state.t0)
-                       / slot - _SLOT_EPS)
+                window = windows.get(n)
+                if window is None:
+                    window = windows[n] = window_s(timing, self.medium.distance(own, n))
+                ran = (now + window - state.t0) / slot - _SLOT_EPS
                 if ran > state.counter:
                     continue  # it runs out first: it keeps counting, and transmits
             cd[n] = 0

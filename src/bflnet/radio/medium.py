@@ -409,6 +409,7 @@ class SharedMedium:
             power = mean * self._gains(n)
         tx.near, tx.power, tx.place = near, power, place
         total, peak = self._total, self._peak
+        now_total = None
         if near.size:
             now_total = total[near] + power
             total[near] = now_total
@@ -460,7 +461,7 @@ class SharedMedium:
                 for n in sensed:
                     busy[n] += 1
         elif self.power_sense is not None:
-            self.power_sense.on(tx)
+            self.power_sense.on(tx, now_total)
         return tx
 
     def _carrier_on(self, sender: int) -> None:
@@ -554,11 +555,13 @@ class SharedMedium:
                 tank.spend(watts * (tx.end - tx.start), self.env.now, "receive")
         tx.outcome = outcome
         self._receiving -= len(tx.receptions)
+        after = None  # the totals at tx.near after it (None: read them)
         if not active:  # nothing on the air: clear the totals' rounding
             self._total.fill(0.0)
         elif tx.near is not None and tx.near.size:
             total = self._total
-            total[tx.near] -= tx.power
+            after = total[tx.near] - tx.power
+            total[tx.near] = after
             if model is not None and self._receiving:
                 self._log_totals(tx.near, tx.end, tx.place)
         if self.sense_range_m is not None and self.timing is not None:
@@ -573,7 +576,7 @@ class SharedMedium:
                 for n in sensed:
                     busy[n] -= 1
         elif self.power_sense is not None:
-            self.power_sense.off(tx)
+            self.power_sense.off(tx, after)
         if tx.causes or self.recorder.record_messages:
             self._record(tx)
 

@@ -331,6 +331,9 @@ class BackoffScheduler:
         now = self.env._now
         medium.settle(now)
         busy, slot, timing = medium.busy_count, self.slot, self.timing
+        if timing is not None:  # medium.ready_at(n), inlined: idle since, then DIFS or EIFS
+            idle, errored = medium.idle_since, medium.errored
+            difs, eifs = medium._difs_s, medium._eifs_s
         self._seq += 1
         seq = self._seq  # the cohort of the nodes that count down from now
         keep: list[int] = []
@@ -344,7 +347,12 @@ class BackoffScheduler:
             elif busy[n]:
                 state.deferrals += 1
             else:
-                t0 = now if timing is None else max(now, medium.ready_at(n))
+                if timing is None:
+                    t0 = now
+                else:
+                    t0 = idle[n] + (eifs if errored[n] else difs)
+                    if not t0 > now:  # max(now, ready_at)
+                        t0 = now
                 t = t0 + state.counter * slot
                 state.t0 = t0
                 cd[n] = seq

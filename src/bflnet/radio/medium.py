@@ -209,8 +209,9 @@ class SharedMedium:
         self._fresh: list[Transmission] = []
         self._fresh_time = -math.inf
         self._refresh()
-        #: Transmissions started so far.
+        #: Transmissions started so far, and the ACKs among them (a PHY preset's).
         self.transmissions = 0
+        self.acks = 0
         #: Carrier sense by received power (``power_sense``), or ``None``.
         self.power_sense: PowerSense | None = None
         if power_sense:

@@ -272,6 +272,7 @@ class Sending:
                 assert timing is not None and self.outcome is not None
                 self.tx = None
                 if self.outcome[first] and not medium.tx_count[first]:
+                    medium.acks += 1
                     self.tx = medium.start(first, [radio.index], radio.ack_s, timing.ack_bits,
                                            {"attempt": self.tries, "frame": "ack"})
                 self.state = 8  # _ACK

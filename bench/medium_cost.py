@@ -92,7 +92,8 @@ def radio(phy: str) -> RadioSpec:
 def run(graph: nx.Graph, rounds: int, medium: SharedMediumSpec | None
         ) -> tuple[float, int, int]:
     """(CPU seconds, packets on the air, rows) of ``rounds`` rounds (the run alone, not
-    the set-up)."""
+    the set-up); with a PHY preset the packets are the data frames (each one's exchange,
+    its ACK included), not the ACKs."""
     sim = Simulation(0)
     mean_snr_at_1m = RADIO.mean_snr_db(1.0)
     template = RayleighChannel(1e6, mean_snr_at_1m, coding_rate=1.0)
@@ -108,7 +109,7 @@ def run(graph: nx.Graph, rounds: int, medium: SharedMediumSpec | None
                               eval_every=10**9))
     seconds = time.process_time() - start
     if net.air is not None:
-        packets = net.air.medium.transmissions
+        packets = net.air.medium.transmissions - net.air.medium.acks
     else:
         packets = 2 * graph.number_of_edges() * rounds  # one attempt a message here
     return seconds, packets, len(sim.recorder.rows)

@@ -111,6 +111,12 @@ class BackoffScheduler:
         self._resume: list[int] = []  # nodes whose carrier became idle, not yet resumed
         #: The DCF timing (``None``: no interframe spaces, ``phy="ideal"``).
         self.timing = getattr(medium, "timing", None)
+        #: DIFS (with a PHY preset), a plain float.
+        self._difs_s = self.timing.difs_s if self.timing is not None else 0.0
+        #: Per transmitter: ``{node: vulnerable window (window_s) from it}``, kept while
+        #: the positions (``medium._xy_array``, ``_windows_xy``) stay the same.
+        self._windows: dict[int, dict[int, float]] = {}
+        self._windows_xy: Any = None
         medium.carrier = self
 
     def backoff(self, node: int, counter: int, attempt: int, cw: int) -> simpy.Event:
@@ -146,7 +152,7 @@ class BackoffScheduler:
             if busy:
                 state.deferrals += 1
             else:
-                self._count(node, state, max(now + self.timing.difs_s, medium.ready_at(node)))
+                self._count(node, state, max(now + self._difs_s, medium.ready_at(node)))
             return
         if state.counter == 0 and not (busy and medium.busy(node, hear_now=False)):
             self._fire(node, state)
@@ -271,16 +277,26 @@ class BackoffScheduler:
         if not found:
             return
         waiting, now, slot, timing = self.waiting, self.env._now, self.slot, self.timing
+        windows: dict[int, float] | None = None
+        if timing is not None and own >= 0:
+            xy = getattr(self.medium, "_xy_array", None)
+            if xy is not self._windows_xy:  # the nodes moved: the windows again
+                self._windows, self._windows_xy = {}, xy
+            windows = self._windows.get(own)
+            if windows is None:
+                windows = self._windows[own] = {}
         for n in found:
             state = waiting[n]
             ran = (now - state.t0) / slot + _SLOT_EPS
-            if timing is not None and own >= 0 and n != own:  # the vulnerable window
+            if windows is not None and n != own:  # the vulnerable window
                 if ran >= 0.0 and math.floor(ran) >= state.counter:
                     self._fire(n, state)  # it runs out now
                     continue
                 # slots that run out before it senses this transmission
-                ran = ((now + window_s(timing, self.medium.distance(own, n)) - state.t0)
-                       / slot - _SLOT_EPS)
+                window = windows.get(n)
+                if window is None:
+                    window = windows[n] = window_s(timing, self.medium.distance(own, n))
+                ran = (now + window - state.t0) / slot - _SLOT_EPS
                 if ran > state.counter:
                     continue  # it runs out first: it keeps counting, and transmits
             cd[n] = 0
@@ -315,6 +331,9 @@ class BackoffScheduler:
         now = self.env._now
         medium.settle(now)
         busy, slot, timing = medium.busy_count, self.slot, self.timing
+        if timing is not None:  # medium.ready_at(n), inlined: idle since, then DIFS or EIFS
+            idle, errored = medium.idle_since, medium.errored
+            difs, eifs = medium._difs_s, medium._eifs_s
         self._seq += 1
         seq = self._seq  # the cohort of the nodes that count down from now
         keep: list[int] = []
@@ -328,7 +347,12 @@ class BackoffScheduler:
             elif busy[n]:
                 state.deferrals += 1
             else:
-                t0 = now if timing is None else max(now, medium.ready_at(n))
+                if timing is None:
+                    t0 = now
+                else:
+                    t0 = idle[n] + (eifs if errored[n] else difs)
+                    if not t0 > now:  # max(now, ready_at)
+                        t0 = now
                 t = t0 + state.counter * slot
                 state.t0 = t0
                 cd[n] = seq

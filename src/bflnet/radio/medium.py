@@ -110,8 +110,8 @@ class Transmission:
     is counted and that power (mW, one fading draw each); ``mcs``: its MCS with
     ``reception="mcs"`` (``None``: the basic rate)."""
 
-    __slots__ = ("bits", "causes", "end", "mcs", "meta", "near", "outcome", "power",
-                 "receivers", "receptions", "sender", "start")
+    __slots__ = ("bits", "causes", "end", "mcs", "meta", "near", "outcome", "place",
+                 "power", "receivers", "receptions", "sender", "start")
 
     def __init__(self, sender: int, receivers: Sequence[int], start: float, end: float,
                  bits: int, meta: dict[str, Any] | None, mcs: Mcs | None = None) -> None:
@@ -119,6 +119,7 @@ class Transmission:
         self.start, self.end, self.bits, self.meta = start, end, bits, meta
         self.near: np.ndarray | None = None
         self.power: np.ndarray | None = None
+        self.place: dict[int, int] = {}  # each of ``near``'s place in it
         self.receptions: list[Reception] = []
         self.outcome: dict[int, bool] | None = None
         self.causes: dict[int, str] = {}
@@ -152,6 +153,11 @@ class SharedMedium:
         self.threshold = spec.threshold
         #: The 802.11 DCF timing (``None``: ``phy="ideal"``).
         self.timing = spec.timing
+        #: DIFS and EIFS (0 without a PHY preset), kept as plain floats: read per back-off.
+        self._difs_s = spec.timing.difs_s if spec.timing is not None else 0.0
+        self._eifs_s = spec.timing.eifs_s if spec.timing is not None else 0.0
+        #: Data frame air times ``{(bits, rate): seconds}`` (``frame_s``, computed once).
+        self._frame_s: dict[tuple[int, float], float] = {}
         #: Per node (with a PHY preset): when its carrier last became idle, and whether
         #: its last busy period was errored (EIFS instead of DIFS).
         self.idle_since = [-math.inf] * k
@@ -166,6 +172,8 @@ class SharedMedium:
         self._data_mcs = spec.mcs
         self._auto: dict[tuple[int, int, int], Mcs] = {}
         self._rxn = np.zeros(k if model is not None else 0, dtype=np.int64)
+        #: The nodes whose ``_rxn`` is not 0 (a few: looked up one by one, not masked).
+        self._rx_nodes: set[int] = set()
         self._tx_mw = spec.tx_mw
         self._loss = spec.pathloss
         self._fading = spec.fading
@@ -201,8 +209,9 @@ class SharedMedium:
         self._fresh: list[Transmission] = []
         self._fresh_time = -math.inf
         self._refresh()
-        #: Transmissions started so far.
+        #: Transmissions started so far, and the ACKs among them (a PHY preset's).
         self.transmissions = 0
+        self.acks = 0
         #: Carrier sense by received power (``power_sense``), or ``None``.
         self.power_sense: PowerSense | None = None
         if power_sense:
@@ -289,10 +298,18 @@ class SharedMedium:
     def ready_at(self, node: int) -> float:
         """With a PHY preset: when ``node``'s back-off may count again, DIFS (EIFS after
         an errored busy period) after its carrier last became idle."""
-        timing = self.timing
-        assert timing is not None
-        ifs = timing.eifs_s if self.errored[node] else timing.difs_s
-        return self.idle_since[node] + ifs
+        return self.idle_since[node] + (self._eifs_s if self.errored[node] else self._difs_s)
+
+    def frame_s(self, bits: int, rate_bps: float) -> float:
+        """With a PHY preset: the air time of a data frame of ``bits`` payload bits at
+        ``rate_bps`` (``Phy.frame_s``, kept per size and rate)."""
+        key = (bits, rate_bps)
+        found = self._frame_s.get(key)
+        if found is None:
+            timing = self.timing
+            assert timing is not None
+            found = self._frame_s[key] = timing.frame_s(bits, rate_bps)
+        return found
 
     def mean_gain(self, a: int, b: int) -> float:
         """Mean power gain (path loss and the pair's shadowing) from ``a`` to ``b``."""
@@ -391,15 +408,16 @@ class SharedMedium:
             power = mean * self._buf[pos:pos + n]
         else:
             power = mean * self._gains(n)
-        tx.near, tx.power = near, power
+        tx.near, tx.power, tx.place = near, power, place
         total, peak = self._total, self._peak
+        now_total = None
         if near.size:
             now_total = total[near] + power
             total[near] = now_total
             if self._receiving:  # receptions on the air: their segments' peaks
                 peak[near] = np.maximum(peak[near], now_total)
                 if self._model is not None:
-                    self._log_totals(near, now)
+                    self._log_totals(near, now, place)
         receptions = tx.receptions
         model = self._model
         for r in tx.receivers:
@@ -444,7 +462,7 @@ class SharedMedium:
                 for n in sensed:
                     busy[n] += 1
         elif self.power_sense is not None:
-            self.power_sense.on(tx)
+            self.power_sense.on(tx, now_total)
         return tx
 
     def _carrier_on(self, sender: int) -> None:
@@ -510,7 +528,10 @@ class SharedMedium:
             r = rec.node
             rx_at[r].remove(rec)
             if model is not None:
-                self._rxn[r] -= 1
+                rxn = self._rxn
+                rxn[r] -= 1
+                if not rxn[r]:
+                    self._rx_nodes.discard(r)
             if rec.lost is None:
                 top = float(peak[r])
                 if rec.acc > top:
@@ -535,13 +556,15 @@ class SharedMedium:
                 tank.spend(watts * (tx.end - tx.start), self.env.now, "receive")
         tx.outcome = outcome
         self._receiving -= len(tx.receptions)
+        after = None  # the totals at tx.near after it (None: read them)
         if not active:  # nothing on the air: clear the totals' rounding
             self._total.fill(0.0)
         elif tx.near is not None and tx.near.size:
             total = self._total
-            total[tx.near] -= tx.power
+            after = total[tx.near] - tx.power
+            total[tx.near] = after
             if model is not None and self._receiving:
-                self._log_totals(tx.near, tx.end)
+                self._log_totals(tx.near, tx.end, tx.place)
         if self.sense_range_m is not None and self.timing is not None:
             self._carrier_off(tx)
         elif self.sense_range_m is not None:
@@ -554,7 +577,7 @@ class SharedMedium:
                 for n in sensed:
                     busy[n] -= 1
         elif self.power_sense is not None:
-            self.power_sense.off(tx)
+            self.power_sense.off(tx, after)
         if tx.causes or self.recorder.record_messages:
             self._record(tx)
 
@@ -578,9 +601,20 @@ class SharedMedium:
             found = self._auto[key] = model.best(snr, bits, AUTO_TARGET_PER)
         return found
 
-    def _log_totals(self, nodes: np.ndarray, now: float) -> None:
-        """The totals at ``nodes`` changed at ``now``: each reception on the air there
-        keeps the new one (only nodes with receptions on the air pay)."""
+    def _log_totals(self, nodes: np.ndarray, now: float, place: dict[int, int]) -> None:
+        """The totals at ``nodes`` (``place``: the same as a dict) changed at ``now``: each
+        reception on the air there keeps the new one (only nodes with receptions on the
+        air pay; each reception's log alone, so the order of the nodes does not matter)."""
+        receiving = self._rx_nodes
+        if 4 * len(receiving) < nodes.size:  # few nodes receiving: each looked up
+            total, rx_at = self._total, self.rx_at
+            for r in receiving:
+                if r in place:
+                    t = float(total[r])
+                    for rec in rx_at[r]:
+                        if rec.lost is None:
+                            rec.log += (now, t)  # type: ignore[operator]
+            return
         hit = nodes[self._rxn[nodes] > 0]
         if hit.size:
             rx_at = self.rx_at
@@ -596,6 +630,7 @@ class SharedMedium:
         or lost to the frame its receiver is locked on (:mod:`bflnet.radio.phy.errors`)."""
         r = rec.node
         self._rxn[r] += 1
+        self._rx_nodes.add(r)
         top = float(self._total[r])
         rec.log = [now, top]
         if rec.lost is not None:

@@ -66,6 +66,8 @@ class Transceiver:
         self.latency_s = medium.spec.latency_s
         #: The DCF timing (``None``: ``phy="ideal"``).
         self.timing = medium.timing
+        #: The ACK's air time (with a PHY preset; a plain float, read per exchange).
+        self.ack_s = medium.timing.ack_s if medium.timing is not None else 0.0
         #: The MAC's access procedure (``None``: transmit at once) and, under CSMA, the
         #: attempts a packet gets (its ``retry_limit`` + 1; ``None``: the link's).
         self._access = mac_access(mac)
@@ -245,7 +247,7 @@ class Sending:
                         self.state, self.again, self.wait = 2, True, None
                         return timeout(radio.env, max(busy_until.end - radio.env.now, 0.0))
                     mcs = medium.data_mcs(radio.index, self.targets, size, self.acknowledged)
-                    airtime = timing.frame_s(size, medium.rate_bps if mcs is None
+                    airtime = medium.frame_s(size, medium.rate_bps if mcs is None
                                              else mcs.rate_bps)
                 tx = self.tx = medium.start(radio.index, self.targets, airtime, size,
                                             {"attempt": self.tries}, mcs=mcs)
@@ -270,10 +272,11 @@ class Sending:
                 assert timing is not None and self.outcome is not None
                 self.tx = None
                 if self.outcome[first] and not medium.tx_count[first]:
-                    self.tx = medium.start(first, [radio.index], timing.ack_s, timing.ack_bits,
+                    medium.acks += 1
+                    self.tx = medium.start(first, [radio.index], radio.ack_s, timing.ack_bits,
                                            {"attempt": self.tries, "frame": "ack"})
                 self.state = 8  # _ACK
-                return timeout(radio.env, timing.ack_s)
+                return timeout(radio.env, radio.ack_s)
             elif state == 8:  # _ACK over (or the ACK timeout)
                 ack, self.tx, self.outcome = self.tx, None, None
                 outcome = {self.first: ack is not None

@@ -92,16 +92,17 @@ class PowerSense:
             return np.empty(0, dtype=np.int64)
         return tx.near[tx.power >= self.pd_mw]
 
-    def on(self, tx: Any) -> None:
-        """``tx`` started: the carriers it makes busy (PD, a crossing of ED, its sender)."""
+    def on(self, tx: Any, totals: np.ndarray | None = None) -> None:
+        """``tx`` started: the carriers it makes busy (PD, a crossing of ED, its sender);
+        ``totals``: the medium's totals at ``tx.near`` now, if known."""
         medium, sender, near = self.medium, tx.sender, tx.near
         held = self.preamble(tx).tolist()
         bisect.insort(held, sender)
         up: list[int] = []
         if near is not None and near.size:
             energy = self.energy
-            over = medium._total[near] >= self.ed_mw
-            rose = near[over & ~energy[near]]
+            over = (medium._total[near] if totals is None else totals) >= self.ed_mw
+            rose = near[over > energy[near]]  # over and not yet above
             if rose.size:
                 energy[rose] = True
                 up = rose.tolist()
@@ -128,14 +129,15 @@ class PowerSense:
             for n in up:
                 busy[n] += 1
 
-    def off(self, tx: Any) -> None:
-        """``tx`` ended: the carriers it held busy, and those whose total fell below ED."""
+    def off(self, tx: Any, totals: np.ndarray | None = None) -> None:
+        """``tx`` ended: the carriers it held busy, and those whose total fell below ED;
+        ``totals``: the medium's totals at ``tx.near`` now, if known."""
         medium, near = self.medium, tx.near
         held = self._held.pop(tx.sender)
         down: list[int] = []
         if near is not None and near.size:
             energy = self.energy
-            under = medium._total[near] < self.ed_mw
+            under = (medium._total[near] if totals is None else totals) < self.ed_mw
             fell = near[under & energy[near]]
             if fell.size:
                 energy[fell] = False

@@ -124,7 +124,10 @@ print(json.dumps(status("VmHWM:") - start))
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 @pytest.mark.parametrize("protocol", ["random-walk", "parameter-server", "gossip"])
 def test_custom_learners_estimate_bounds_its_peak_memory(protocol):
-    overrides = {"K": 20_000, "graph": "torus", "protocol": protocol, "rounds": 2}
+    # gossip's rounds cost far more per agent than the others': fewer agents keep it quick
+    # while its states and records still dwarf the interpreter's own allocations
+    K = 6_000 if protocol == "gossip" else 20_000
+    overrides = {"K": K, "graph": "torus", "protocol": protocol, "rounds": 2}
     tiny = {**overrides, "K": 9}
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": SRC}
     done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(tiny),

@@ -191,7 +191,7 @@ def figure(summary: pd.DataFrame, path: Path) -> None:
 
     panels = [(t, p) for t in ("consensus", "cdbfl") for p in PHYS
               if ((summary["task"] == t) & (summary["phy"] == p)).any()]
-    fig = Figure(figsize=(9, 3.3 * len(panels)), layout="constrained")
+    fig = Figure(figsize=(10.5, 3.3 * len(panels)), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(len(panels), 3, squeeze=False)
     for row, (task, phy) in zip(axes, panels, strict=True):
@@ -206,7 +206,7 @@ def figure(summary: pd.DataFrame, path: Path) -> None:
         name = f"{'CD-BFL' if task == 'cdbfl' else 'consensus'}, phy={phy}"
         row[0].set(ylabel="time to target / links", title=f"{name}: seconds")
         row[1].set(ylabel="bits to target / links", title=f"{name}: bits")
-        row[2].set(ylabel="collisions / receptions", title=f"{name}: collision rate")
+        row[2].set(ylabel="collisions / receptions", title=f"{name}: collisions")
         for ax in row:
             ax.set_xscale("log")
             ax.set_xticks([10, 30, 100], labels=["10", "30", "100"])

@@ -29,7 +29,7 @@ from bflnet.scenarios import run_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "docs" / "tables" / "round_jitter.csv"
-STUDY = {"tx_power_dbm": 0.0, "path_loss_exponent": 3.5, "radius_m": 30.0,
+STUDY = {"tx_power_dbm": 0.0, "path_loss_exponent": 3.5, "radius_m": 30.0, "phy": "ideal",
          "tasks": "consensus", "rounds": 20, "macs": "csma", "broadcasts": "false,true"}
 KS = (10, 30)
 JITTERS_S = (0.0, 1e-4, 1e-3, 1e-2)

@@ -996,9 +996,14 @@ def round_jitter() -> pd.DataFrame:
     return pd.read_csv(TABLES / "round_jitter.csv")
 
 
-def _losses(fmt: str, csma: str, jitter: float, broadcast: bool | None = None
-            ) -> tuple[str, str]:
-    t = round_jitter()
+@cache
+def round_jitter_80211b() -> pd.DataFrame:
+    return pd.read_csv(TABLES / "round_jitter_80211b.csv")
+
+
+def _losses(fmt: str, csma: str, jitter: float, broadcast: bool | None = None,
+            phy: str = "ideal") -> tuple[str, str]:
+    t = round_jitter() if phy == "ideal" else round_jitter_80211b()
     keep = (t["csma"] == csma) & (t["round_jitter_s"] == jitter)
     if broadcast is not None:
         keep &= t["broadcast"] == broadcast
@@ -1031,6 +1036,50 @@ ROUND_JITTER_CLAIMS = [
 ]
 ROUND_JITTER_SETTINGS = [r"K = 10 and 30", r"`cw_min = 256`", r"`sense_range_m = 1000`",
                          r"over 10 ms", r"CW 16"]
+
+
+def _real_cause():
+    t = round_jitter_80211b()
+    at_once = t[t["round_jitter_s"] == 0].set_index(["K", "broadcast", "csma"])
+    default = at_once.xs("default", level="csma")
+    everyone = at_once.xs("sense_range_m=1000", level="csma")
+    wide = at_once.xs("cw_min=256", level="csma")
+    assert (everyone["loss_rate_max"] < default["loss_rate_min"] / 3).all()  # sensing
+    assert (wide["loss_rate_min"] > default["loss_rate_max"] / 3).all()  # not the window
+    return ()
+
+
+REAL_CAUSE_CLAIMS = [
+    Claim(r"with every device starting at once CSMA loses (\d+) to (\d+) % of receptions",
+          lambda: _losses(".0f", "default", 0.0, phy="80211b")),
+    Claim(r"with `cw_min = 256` still (\d+) to (\d+) %",
+          lambda: _losses(".0f", "cw_min=256", 0.0, phy="80211b")),
+    Claim(r"where every device senses every other, (\d+) to (\d+) %",
+          lambda: _losses(".0f", "sense_range_m=1000", 0.0, phy="80211b")),
+    Claim(r"The losses come from transmitters that carrier sense by received power does not "
+          r"hear", _real_cause),
+    Claim(r"cuts broadcast losses to (\d+) to (\d+) %, unicast ones only to (\d+) to (\d+) %",
+          lambda: (*_losses(".0f", "default", 0.01, True, "80211b"),
+                   *_losses(".0f", "default", 0.01, False, "80211b"))),
+]
+REAL_CAUSE_SETTINGS = [*ROUND_JITTER_SETTINGS, r"`phy=80211b`", r"--phy 80211b --jitters "
+                       r"0,0\.01", r"round_jitter_80211b\.csv", r"0 dBm", r"1 MHz"]
+
+
+def test_the_round_jitter_at_80211b_reading_is_the_table():
+    assert problems(WIRELESS.read_text(), "round_jitter_80211b", REAL_CAUSE_CLAIMS,
+                    REAL_CAUSE_SETTINGS) == []
+
+
+def test_the_round_jitter_80211b_table_at_k_10_without_jitter_is_the_script_s():
+    """One cell rebuilt now: K = 10, CSMA's defaults at phy=80211b, every device at once."""
+    study = _script("round_jitter_study")
+    runs = pd.DataFrame([row for seed in study.SEEDS
+                         for row in study.loss_rates(10, 0.0, "default", seed, "80211b")])
+    stored = round_jitter_80211b()
+    stored = stored[(stored["K"] == 10) & (stored["csma"] == "default")
+                    & (stored["round_jitter_s"] == 0)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(study.table(runs), stored, check_dtype=False)
 
 
 def test_the_round_jitter_reading_is_the_table():

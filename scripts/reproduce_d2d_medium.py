@@ -52,7 +52,9 @@ LAST = {"consensus": ["collision_rate"],
 #: ``.parquet``, the columns the summary reads); tests/test_doc_numbers.py checks both.
 DOCS_TABLES = ROOT / "docs" / "tables"
 #: The columns of the sweeps' rows kept beside the summary.
-RUN_COLUMNS = ("K", "seed", "run_id", "task", "mac", "broadcast", "iteration", "event",
+#: The phys side by side in the docs' table: the real PHY, then the ideal one.
+PHYS = ("80211b", "ideal")
+RUN_COLUMNS = ("phy", "K", "seed", "run_id", "task", "mac", "broadcast", "iteration", "event",
                "time_s", "cum_bits")
 #: The study's radio: 0 dBm and path-loss exponent 3.5, devices within 30 m neighbours (a
 #: nominal range of 60 m, twice the radius; interference counted up to 158 m). The
@@ -73,12 +75,12 @@ QUICK = {
 MACS = ("none", "tdma", "csma", "aloha")
 
 
-def sweep(task: str, out: Path, ks: str, seeds: int | None, workers: int,
+def sweep(task: str, out: Path, ks: str, phys: str, seeds: int | None, workers: int,
           quick: bool) -> None:
     """Run (or resume) one task's sweep into ``out / task``."""
     args = [sys.executable, "-m", "bflnet.cli", "sweep", "d2d-medium",
-            "--grid", f"K={ks}", *RADIO, *(QUICK if quick else SWEEPS)[task], "--seeds",
-            str(seeds or SEEDS[task]),
+            "--grid", f"phy={phys}", "--grid", f"K={ks}", *RADIO,
+            *(QUICK if quick else SWEEPS)[task], "--seeds", str(seeds or SEEDS[task]),
             "--workers", str(workers), "--out", str(out / task)]
     print(" ".join(args[1:]), flush=True)
     subprocess.run(args, check=True)
@@ -97,7 +99,8 @@ def finished(folder: Path) -> pd.DataFrame:
         part = folder / "runs" / f"{entry['run_id']}.parquet"
         if entry.get("status") == "ok" and part.exists():
             rows = pd.read_parquet(part)
-            parts.append(rows.assign(K=entry["params"]["K"], seed=entry["seed"],
+            parts.append(rows.assign(phy=entry["params"]["phy"], K=entry["params"]["K"],
+                                     seed=entry["seed"],
                                      run_id=entry["run_id"] + "/" + rows["run_id"]))
     return pd.concat(parts, ignore_index=True)
 
@@ -110,7 +113,7 @@ def summarise(table: pd.DataFrame, task: str) -> pd.DataFrame:
     import bflnet
 
     summary = bflnet.summarize(table, TARGETS[task], x=["time_s", "cum_bits"],
-                               by=["K", "mac", "broadcast"],
+                               by=["phy", "K", "mac", "broadcast"],
                                reference=["mac=links", "broadcast=false"],
                                last=LAST[task])
     summary.insert(0, "task", task)
@@ -133,7 +136,8 @@ def store(summary: pd.DataFrame, tables: dict[str, pd.DataFrame], folder: Path) 
 def docs_table(summary: pd.DataFrame) -> pd.DataFrame:
     """The columns of the docs' table (medians over seeds) from :func:`summarise`'s."""
     return pd.DataFrame({
-        "task": summary["task"], "K": summary["K"], "mac": summary["mac"],
+        "task": summary["task"], "phy": summary["phy"], "K": summary["K"],
+        "mac": summary["mac"],
         "broadcast": summary["broadcast"], "seeds": summary["runs"],
         "reached": summary["reached"], "time_s": summary["time_s_to_target_median"],
         "time_ratio": summary["time_s_ratio_to_reference_median"],
@@ -142,20 +146,39 @@ def docs_table(summary: pd.DataFrame) -> pd.DataFrame:
         "collision_rate": summary["collision_rate_last_median"]})
 
 
-def markdown(summary: pd.DataFrame) -> str:
-    """The table of docs/wireless-medium.md, from :func:`docs_table`'s columns."""
-    lines = ["| task | K | MAC | broadcast | reached | time to target (s) | × links | "
-             "bits to target | × links | collision rate |",
-             "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for r in summary.itertuples():
-        cast = "—" if r.mac == "links" else ("yes" if r.broadcast else "no")
+def _num(x: float, fmt: str) -> str:
+    return "never" if not np.isfinite(x) else format(x, fmt)
 
-        def num(x: float, fmt: str) -> str:
-            return "never" if not np.isfinite(x) else format(x, fmt)
-        lines.append(f"| {r.task} | {r.K} | {r.mac} | {cast} | {r.reached}/{r.seeds} | "
-                     f"{num(r.time_s, '.3g')} | {num(r.time_ratio, '.2f')} | "
-                     f"{num(r.bits, '.3g')} | {num(r.bits_ratio, '.2f')} | "
-                     f"{r.collision_rate:.3f} |")
+
+def markdown(summary: pd.DataFrame) -> str:
+    """The table of docs/wireless-medium.md, from :func:`docs_table`'s columns: per task,
+    K, MAC and broadcast, the seeds that reached the target and the medians' "× links"
+    under each phy of :data:`PHYS` (``—``: not run), the slow-down of the real PHY
+    (80211b's median time to target over ideal's), 80211b's bits "× links" and the
+    collision rates."""
+    real, ideal = PHYS
+    lines = [f"| task | K | MAC | broadcast | reached {ideal} / {real} | × links {ideal} | "
+             f"× links {real} | {real} ÷ {ideal} | bits × links {real} | "
+             f"collision rate {ideal} / {real} |",
+             "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    keys = ["task", "K", "mac", "broadcast"]
+    for key, rows in summary.groupby(keys, sort=False):
+        task, k, mac, broadcast = key
+        by_phy = {r.phy: r for r in rows.itertuples()}
+        i, r = by_phy.get(ideal), by_phy.get(real)
+        cast = "—" if mac == "links" else ("yes" if broadcast else "no")
+
+        def cell(row: object, attr: str, fmt: str) -> str:
+            return "—" if row is None else _num(getattr(row, attr), fmt)
+
+        def reached(row: object) -> str:
+            return "—" if row is None else f"{row.reached}/{row.seeds}"
+        slow = "—" if i is None or r is None else _num(r.time_s / i.time_s, ".1f")
+        lines.append(f"| {task} | {k} | {mac} | {cast} | {reached(i)} / {reached(r)} | "
+                     f"{cell(i, 'time_ratio', '.2f')} | {cell(r, 'time_ratio', '.2f')} | "
+                     f"{slow} | {cell(r, 'bits_ratio', '.2f')} | "
+                     f"{cell(i, 'collision_rate', '.3f')} / "
+                     f"{cell(r, 'collision_rate', '.3f')} |")
     return "\n".join(lines) + "\n"
 
 
@@ -166,22 +189,24 @@ def figure(summary: pd.DataFrame, path: Path) -> None:
 
     from bflnet.scenarios.cdbfl.d2d_medium import _COLOURS
 
-    tasks = [t for t in ("cdbfl", "consensus") if t in set(summary["task"])]
-    fig = Figure(figsize=(9, 3.3 * len(tasks)), layout="constrained")
+    panels = [(t, p) for t in ("consensus", "cdbfl") for p in PHYS
+              if ((summary["task"] == t) & (summary["phy"] == p)).any()]
+    fig = Figure(figsize=(10.5, 3.3 * len(panels)), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(len(tasks), 3, squeeze=False)
-    for row, task in zip(axes, tasks, strict=True):
-        part = summary[(summary["task"] == task) & (summary["mac"] != "links")]
+    axes = fig.subplots(len(panels), 3, squeeze=False)
+    for row, (task, phy) in zip(axes, panels, strict=True):
+        part = summary[(summary["task"] == task) & (summary["phy"] == phy)
+                       & (summary["mac"] != "links")]
         for (mac, cast), s in part.groupby(["mac", "broadcast"], sort=False):
             style = dict(color=_COLOURS[mac], ls="--" if cast else "-", marker="o", ms=3,
                          label=f"{mac}, {'broadcast' if cast else 'unicast'}")
             row[0].plot(s["K"], s["time_ratio"], **style)
             row[1].plot(s["K"], s["bits_ratio"], **style)
             row[2].plot(s["K"], s["collision_rate"], **style)
-        name = "CD-BFL" if task == "cdbfl" else "consensus"
+        name = f"{'CD-BFL' if task == 'cdbfl' else 'consensus'}, phy={phy}"
         row[0].set(ylabel="time to target / links", title=f"{name}: seconds")
         row[1].set(ylabel="bits to target / links", title=f"{name}: bits")
-        row[2].set(ylabel="collisions / receptions", title=f"{name}: collision rate")
+        row[2].set(ylabel="collisions / receptions", title=f"{name}: collisions")
         for ax in row:
             ax.set_xscale("log")
             ax.set_xticks([10, 30, 100], labels=["10", "30", "100"])
@@ -199,6 +224,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(ROOT / "out" / "d2d-medium"))
     parser.add_argument("--K", default="10,30,100", help="comma list of K")
+    parser.add_argument("--phys", default="80211b,ideal",
+                        help="comma list of phy (the 802.11 timing of the shared medium)")
     parser.add_argument("--seeds", type=int, default=None,
                         help="seeds per task (default: 3 consensus, 2 CD-BFL)")
     parser.add_argument("--workers", type=int, default=2)
@@ -206,6 +233,11 @@ def main() -> None:
     parser.add_argument("--summary-only", action="store_true")
     parser.add_argument("--figure", default=str(ROOT / "docs" / "figures" / "d2d_medium.png"))
     parser.add_argument("--tasks", default="consensus,cdbfl")
+    parser.add_argument("--ideal-runs", action="append", default=[], metavar="TASK=PATH",
+                        help="a task's rows at phy=ideal from a sweep stored before the "
+                             "phy axis (a d2d_medium_TASK_runs.parquet without a phy "
+                             "column: phy=ideal reproduces those rows bit for bit), added "
+                             "to the task's sweep (repeatable)")
     parser.add_argument("--docs-tables", default=None,
                         help="also write the summary and the sweeps' rows into this "
                              "directory (default: docs/tables, where the docs read them, "
@@ -215,9 +247,16 @@ def main() -> None:
     tasks = args.tasks.split(",")
     if not args.summary_only:
         for task in tasks:
-            sweep(task, out, args.K, args.seeds, args.workers, args.quick)
+            sweep(task, out, args.K, args.phys, args.seeds, args.workers, args.quick)
     tables = {task: finished(out / task) for task in tasks
               if (out / task / "manifest.jsonl").exists()}
+    for pair in args.ideal_runs:
+        task, path = pair.split("=", 1)
+        earlier = pd.read_parquet(path)
+        if "phy" in earlier:
+            parser.error(f"--ideal-runs: {path} has a phy column already")
+        tables[task] = pd.concat([tables[task], earlier.assign(phy="ideal")],
+                                 ignore_index=True)
     summary = pd.concat([summarise(table, task) for task, table in tables.items()],
                         ignore_index=True)
     summary.to_csv(out / "summary.csv", index=False)

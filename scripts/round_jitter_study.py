@@ -16,6 +16,9 @@ interference or half-duplex over receptions attempted), mean and range over the 
 docs/tables/round_jitter.csv:
 
     PYTHONPATH=src python scripts/round_jitter_study.py          # about 2 minutes
+
+``--phy 80211b --jitters 0,0.01`` runs the same at 802.11b's timing (CSMA sensing by
+received power, CW 32 by default), into docs/tables/round_jitter_80211b.csv.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from bflnet.scenarios import run_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "docs" / "tables" / "round_jitter.csv"
-STUDY = {"tx_power_dbm": 0.0, "path_loss_exponent": 3.5, "radius_m": 30.0,
+STUDY = {"tx_power_dbm": 0.0, "path_loss_exponent": 3.5, "radius_m": 30.0, "phy": "ideal",
          "tasks": "consensus", "rounds": 20, "macs": "csma", "broadcasts": "false,true"}
 KS = (10, 30)
 JITTERS_S = (0.0, 1e-4, 1e-3, 1e-2)
@@ -38,10 +41,11 @@ VARIANTS = {"default": {}, "cw_min=256": {"cw_min": 256}, "sense_range_m=1000":
 SEEDS = (0, 1, 2)
 
 
-def loss_rates(K: int, jitter: float, variant: str, seed: int) -> list[dict]:
+def loss_rates(K: int, jitter: float, variant: str, seed: int,
+               phy: str = "ideal") -> list[dict]:
     """The loss rate of one run per broadcast setting."""
     frame = run_scenario("d2d-medium", {**STUDY, "K": K, "round_jitter_s": jitter,
-                                        **VARIANTS[variant]}, seed=seed)
+                                        **VARIANTS[variant], "phy": phy}, seed=seed)
     last = frame.groupby("broadcast").tail(1)
     return [{"K": K, "round_jitter_s": jitter, "csma": variant,
              "broadcast": bool(row.broadcast), "seed": seed,
@@ -64,15 +68,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="K = 10, seed 0 only; prints, writes no table")
+    parser.add_argument("--phy", default="ideal", choices=("ideal", "80211b"))
+    parser.add_argument("--jitters", default=",".join(f"{j:g}" for j in JITTERS_S),
+                        help="comma list of round_jitter_s values")
     args = parser.parse_args()
     ks, seeds = ((10,), (0,)) if args.quick else (KS, SEEDS)
-    runs = pd.DataFrame([row for K in ks for variant in VARIANTS for jitter in JITTERS_S
-                         for seed in seeds for row in loss_rates(K, jitter, variant, seed)])
+    jitters = [float(j) for j in args.jitters.split(",")]
+    runs = pd.DataFrame([row for K in ks for variant in VARIANTS for jitter in jitters
+                         for seed in seeds
+                         for row in loss_rates(K, jitter, variant, seed, args.phy)])
     out = table(runs)
     print(out.to_string(index=False))
+    path = TABLE if args.phy == "ideal" else TABLE.with_name(f"round_jitter_{args.phy}.csv")
     if not args.quick:
-        out.to_csv(TABLE, index=False)
-        print(f"wrote {TABLE.relative_to(ROOT)}")
+        out.to_csv(path, index=False)
+        print(f"wrote {path.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -58,6 +58,9 @@ CASES: dict[str, tuple[str, dict]] = {
                                            "fedavg"))}),
     "async-fedavg": ("async-fedavg", {"duration_s": 4.0, "eval_size": 300}),
     "mobile-gossip": ("mobile-gossip", {"duration_s": 5.0}),
+    # the shared medium's default phy is 80211b (it was ideal): against a revision from
+    # before that, the two d2d-medium cases differ on purpose; --set phy=ideal gives the
+    # old tables (on both sides: for revisions that have the setting)
     "d2d-medium": ("d2d-medium", {"tasks": "consensus", "rounds": 5}),
     # its default tasks (CD-BFL and consensus) under every MAC, on short runs
     "d2d-medium-cdbfl": ("d2d-medium", {"rounds": 4, "burn_in": 2, "eval_every": 2,

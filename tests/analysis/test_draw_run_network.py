@@ -161,7 +161,8 @@ def test_draw_consensus_averaging_on_the_shared_medium(tmp_path, built):
                               f"{len(frame[frame.kind == 'collision'])} receptions lost")
     radio = network.air.medium.spec
     assert medium.radio_range_m == radio.range_m
-    assert medium.sense_range_m == radio.range_m  # CSMA senses as far as it decodes
+    # phy=80211b (the default): CSMA senses by received power, not within a circle
+    assert medium.sense_range_m is None
     assert medium.interference_range_m == network.air.medium.range_m
     # on the figure: node size by packets sent, fill by receptions lost, node 3's ranges
     fig = draw_network([picture])
@@ -175,7 +176,7 @@ def test_draw_consensus_averaging_on_the_shared_medium(tmp_path, built):
     assert np.allclose(nodes.get_array(), [medium.lost.get(n, 0) for n in picture.graph.nodes])
     circles = [a for a in ax.get_children() if isinstance(a, Circle)]
     assert sorted(c.get_radius() for c in circles) == pytest.approx(sorted(
-        [radio.range_m, radio.range_m, network.air.medium.range_m]))
+        [radio.range_m, network.air.medium.range_m]))  # no sense circle (by power)
     assert all(tuple(c.center) == pytest.approx(picture.positions[3]) for c in circles)
     labels = " ".join(ax.get_legend_handles_labels()[1])
     assert "node 3: radio range" in labels and "node 3: interference range" in labels

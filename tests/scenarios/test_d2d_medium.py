@@ -51,7 +51,9 @@ def test_the_medium_counts_follow_each_mac(frame):
     # unicast: one packet per neighbour and round at least; CSMA draws a back-off for each
     assert last.loc[("tdma", False), "transmissions"] >= tdma["receptions"]
     csma = last.loc[("csma", False)]
-    assert csma["backoffs"] == csma["transmissions"] > 0
+    # phy=80211b (the default): each data frame after a back-off, each acknowledged one
+    # followed by an ACK frame, which is a transmission too
+    assert 0 < csma["backoffs"] < csma["transmissions"] <= 2 * csma["backoffs"]
     assert last.loc[("aloha", False), "backoffs"] == 0
     rate = last["collisions"] / last["receptions"]
     assert (last["collision_rate"] - rate).abs().max() < 1e-12
@@ -104,7 +106,7 @@ def test_threads_is_accepted_without_the_cdbfl_task(tmp_path, capsys):
     (["macs=csma", "retry_limit=1e9"], "retry_limit: must be an integer >= 0 and <= 1000"),
     (["macs=tdma", "mac_slot_s=0"], "mac_slot_s: must be a finite number >= 1e-09"),
     # the colouring of K = 6 devices within each other's interference range needs 6
-    (["macs=tdma", "tdma_frame_slots=2"],
+    (["macs=tdma", "phy=ideal", "tdma_frame_slots=2"],
      "tdma_frame_slots: a distance-2 colouring of this interference graph needs at least"),
     (["macs=aloha", "mac_slot_s=1e-9"], "mac_slot_s: must be at least the air time"),
     (["round_jitter_s=-1"], "round_jitter_s: must be a finite number >= 0"),
@@ -113,10 +115,17 @@ def test_threads_is_accepted_without_the_cdbfl_task(tmp_path, capsys):
     (["macs=tdma", "tdma_schedule=sinr", "tdma_frame_slots=1"],
      "tdma_frame_slots: the SINR schedule of this network needs"),
     # phy=ideal: the automatic schedule is distance2, which has no margin
-    (["macs=tdma", "tdma_margin_db=3"], "tdma_margin_db: not used with macs=tdma"),
+    (["macs=tdma", "phy=ideal", "tdma_margin_db=3"], "tdma_margin_db: not used with "
+     "macs=tdma"),
+    # phy=80211b (the default): the automatic schedule is sinr
+    (["macs=tdma", "tdma_frame_slots=2"], "tdma_frame_slots: the SINR schedule of this "
+     "network needs 6 slots, got 2"),
     (["macs=csma", "guard_s=0.001"], "guard_s: not used with macs=csma"),
     (["macs=aloha", "guard_s=-1"], "guard_s: must be a finite number >= 0"),
     (["macs=aloha", "mac_slot_s=0.0001", "guard_s=0.0001"],
+     "mac_slot_s: must be at least the air time of the largest packet (the largest frame, "
+     "SIFS and its ACK under phy=80211b, plus the guard time 0.0001 s"),
+    (["macs=aloha", "phy=ideal", "mac_slot_s=0.0001", "guard_s=0.0001"],
      "mac_slot_s: must be at least the air time of the largest packet (mtu_bits / rate, "
      "plus the guard time"),
 ])

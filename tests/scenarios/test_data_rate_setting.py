@@ -29,8 +29,9 @@ def test_data_frames_go_at_the_data_rate_and_acks_at_the_basic_rate(data_rate, m
      "54), got '7'"),
     (["medium=shared", "phy=80211b", "data_rate=54"],
      "data_rate: must be auto or a rate of phy=80211b in Mbit/s (1, 2, 5.5, 11)"),
-    (["medium=shared", "reception=mcs"], "reception: mcs needs a phy preset"),
-    (["medium=shared", "data_rate=auto"], "data_rate: not used with reception=threshold and "
+    (["medium=shared", "phy=ideal", "reception=mcs"], "reception: mcs needs a phy preset"),
+    (["medium=shared", "phy=ideal", "data_rate=auto"], "data_rate: not used with "
+     "reception=threshold and "
      "phy=ideal; used only with medium=shared and reception=mcs"),
     (["medium=shared", "phy=80211g", "reception=per", "data_rate=auto"],
      "data_rate: not used with reception=per and phy=80211g"),

@@ -66,6 +66,9 @@ CONTEXTS: list[dict[str, str]] = [
     {"medium": "shared", "mac": "tdma", "tdma_schedule": "sinr"},
     {"medium": "shared", "mac": "tdma", "tdma_schedule": "sinr", "speeds": "0"},
     {"medium": "shared", "reception": "per"}, {"medium": "shared", "graph": "ring"},
+    # the SINR threshold decides packets (a PHY preset's default reception is mcs)
+    {"medium": "shared", "reception": "threshold"},
+    {"medium": "shared", "methods": "sync", "reception": "threshold"},
     {"medium": "shared", "phy": "80211a"},
     {"medium": "shared", "methods": "sync"}, {"initial_activity": "0.5"},
     {"data": "radar-files", "radar_dir": "FILE"},

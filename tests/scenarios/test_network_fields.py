@@ -35,8 +35,8 @@ ALT = {
     "noise_figure_db": 40.0, "ref_loss_db": 80.0, "shadowing_db": 10.0,
     "sinr_threshold_db": 20.0, "layout": "circle", "aloha_p": 0.5, "mac_slot_s": 0.05,
     "tdma_frame_slots": 50, "sense_range_m": 1.0, "backoff_slot_s": 1e-3, "cw_min": 2,
-    "cw_max": 16, "retry_limit": 0, "phy": "80211b", "ed_threshold_dbm": 30.0,
-    "pd_threshold_dbm": 30.0, "tdma_schedule": "sinr", "tdma_margin_db": 30.0,
+    "cw_max": 16, "retry_limit": 0, "phy": "ideal", "ed_threshold_dbm": 30.0,
+    "pd_threshold_dbm": 30.0, "tdma_schedule": "distance2", "tdma_margin_db": 30.0,
     "guard_s": 0.01,
     "coherence_time_s": 1e-3, "fading_model": "gauss-markov",
     "data_rate": "54",
@@ -62,12 +62,15 @@ CONTEXT: dict[str, dict[str, object]] = {
     "medium": {"channel": "rayleigh"},
     # a mean SNR near the threshold, where the SINR -> error-rate map and the shadowing
     # draws decide packets
-    **{name: {**SHARED, "tx_power_dbm": -25.0} for name in ("reception", "shadowing_db",
-                                                            "sinr_threshold_db")},
+    **{name: {**SHARED, "tx_power_dbm": -25.0} for name in ("reception", "shadowing_db")},
+    # the threshold decides packets with reception=threshold (a PHY preset's default is mcs)
+    "sinr_threshold_db": {**SHARED, "tx_power_dbm": -25.0, "reception": "threshold"},
     **{name: SHARED for name in ("mac", "broadcast", "tx_power_dbm", "noise_figure_db",
                                  "ref_loss_db",
-                                 "layout", "sense_range_m", "backoff_slot_s", "cw_min",
-                                 "cw_max", "retry_limit", "phy")},
+                                 "layout", "sense_range_m", "retry_limit", "phy")},
+    # the old CSMA window (16 ... 1024): a PHY preset's window starts at its CWmin (32 for
+    # 80211b, the default), above ALT's cw_max
+    **{name: {**SHARED, "phy": "ideal"} for name in ("backoff_slot_s", "cw_min", "cw_max")},
     "aloha_p": {**SHARED, "mac": "aloha"},
     "mac_slot_s": {**SHARED, "mac": "aloha"},
     "tdma_frame_slots": {**SHARED, "mac": "tdma"},
@@ -75,7 +78,8 @@ CONTEXT: dict[str, dict[str, object]] = {
     # alone decides (30 dBm: nothing sensed)
     "ed_threshold_dbm": {**SHARED, "phy": "80211b", "pd_threshold_dbm": 30.0},
     "pd_threshold_dbm": {**SHARED, "phy": "80211b", "ed_threshold_dbm": 30.0},
-    # nodes on a circle: the SINR schedule shares slots, a 30 dB margin does not
+    # nodes on a circle: the SINR schedule (auto under the default 80211b) shares slots,
+    # distance2 and a 30 dB margin do not
     "tdma_schedule": {**SHARED, "mac": "tdma", "layout": "circle"},
     "tdma_margin_db": {**SHARED, "mac": "tdma", "tdma_schedule": "sinr", "layout": "circle"},
     "guard_s": {**SHARED, "mac": "aloha"},

@@ -184,6 +184,9 @@ MEDIUM_COLUMNS = (
         "tx", "message", when="medium=shared and record_messages=true"),
     col("received", "count", "tx rows and broadcast message rows: nodes that got it",
         "tx", "message", when="medium=shared and record_messages=true"),
+    col("frame", "label", "tx rows and mac collision rows: ack for an 802.11 ACK frame "
+        "(empty: a data frame)", "mac", "tx",
+        when="medium=shared and a phy preset (80211b, the default)"),
 )
 
 

@@ -417,7 +417,8 @@ SCHEMA = Schema.of(
     col("missed_increments", "count", "CD-BFL: compressed increments lost so far, over the "
         "devices", *_ROUNDS, when="tasks includes cdbfl"),
     DROPPED.on("round"),
-    col("transmissions", "count", "packets put on the air so far (links: attempts)"),
+    col("transmissions", "count", "packets put on the air so far, with a PHY preset its ACK "
+        "frames too (links: attempts)"),
     col("receptions", "count", "packet receptions attempted so far: one per receiver of "
         "each packet"),
     col("collisions", "count", "receptions lost so far to interference or half-duplex "

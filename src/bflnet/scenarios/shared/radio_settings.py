@@ -194,8 +194,9 @@ class RadioSettings:
     cw_min: int = param(16, "CSMA smallest contention window", ge=1, le=2**20)
     cw_max: int = param(1024, "CSMA largest contention window", ge=1, le=2**20)
     retry_limit: int = param(7, "CSMA retries of a unicast packet", ge=0, le=1000)
-    phy: str = param("ideal", "802.11 timing of the shared medium: ideal (a packet takes its "
-                     "bits over the rate, nothing else) or a PHY preset, 80211b (DSSS), "
+    phy: str = param("80211b", "802.11 timing of the shared medium: ideal (a packet takes "
+                     "its bits over the rate, nothing else) or a PHY preset, 80211b (DSSS, "
+                     "the default), "
                      "80211a (OFDM), 80211g (ERP-OFDM): DIFS, SIFS, EIFS, PLCP preamble and "
                      "header, MAC header and FCS, an ACK at the basic rate; backoff_slot_s, "
                      "cw_min and cw_max at their defaults take the preset's; an ALOHA / "

@@ -328,9 +328,10 @@ def test_d2d_medium_figure(tmp_path, monkeypatch):
     save = matplotlib.figure.Figure.savefig
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig",
                         lambda fig, path, **kw: figures.append(fig) or save(fig, path, **kw))
-    rows = [dict(task=task, K=k, mac=mac, broadcast=cast, time_ratio=1.0 + k / 50,
+    rows = [dict(task=task, phy=phy, K=k, mac=mac, broadcast=cast, time_ratio=1.0 + k / 50,
                  bits_ratio=1.5, collision_rate=0.01 * k / 10)
-            for task in ("cdbfl", "consensus") for k in (10, 30, 100)
+            for task in ("cdbfl", "consensus") for phy in ("80211b", "ideal")
+            for k in (10, 30, 100)
             for mac, cast in (("links", False), ("csma", False), ("csma", True),
                               ("aloha", False))]
     d2d.figure(pd.DataFrame(rows), tmp_path / "d2d.png")

@@ -222,7 +222,7 @@ SHARED = ["run", "consensus-averaging", "--set", "medium=shared", "--set", "chan
      "ed_threshold_dbm: must be a finite number >= -150 and <= 30 or none, got nan"),
     (["phy=80211b", "pd_threshold_dbm=-151"],
      "pd_threshold_dbm: must be a finite number >= -150 and <= 30 or none, got -151"),
-    (["pd_threshold_dbm=-70"], "pd_threshold_dbm: not used with mac=csma"),
+    (["phy=ideal", "pd_threshold_dbm=-70"], "pd_threshold_dbm: not used with mac=csma"),
     (["phy=80211a", "sense_range_m=50", "ed_threshold_dbm=-70"],
      "ed_threshold_dbm: not used with"),
 ])

@@ -176,6 +176,16 @@ def saturated_cost(n: int, medium: SharedMediumSpec | None, frames: int,
     return best
 
 
+def flatness(what: str, costs: list[float]) -> bool:
+    """Print how far ``costs`` spread around their mean; whether within ± ``FLAT``."""
+    c = np.array(costs)
+    mean = c.mean()
+    flat = bool(c.max() <= (1 + FLAT) * mean and c.min() >= (1 - FLAT) * mean)
+    print(f"{what} x{c.min() / mean:.2f} .. x{c.max() / mean:.2f} of the mean "
+          f"{mean * 1e6:.1f} us (flat within +-{FLAT:.0%}: {'met' if flat else 'MISSED'})")
+    return flat
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[16, 256, 1024])
@@ -229,15 +239,8 @@ def main() -> None:
                       f"memoryless (<= {COHERENT:g}: {'met' if met else 'MISSED'})",
                       flush=True)
     for mac, costs in shared.items():
-        if len(costs) < 2:
-            continue
-        c = np.array(costs)
-        mean = c.mean()
-        flat = bool(c.max() <= (1 + FLAT) * mean and c.min() >= (1 - FLAT) * mean)
-        misses += not flat
-        print(f"{mac:>5s}: shared cost over K x{c.min() / mean:.2f} .. x{c.max() / mean:.2f} "
-              f"of the mean {mean * 1e6:.1f} us (flat within +-{FLAT:.0%}: "
-              f"{'met' if flat else 'MISSED'})")
+        if len(costs) > 1:
+            misses += not flatness(f"{mac:>5s}: shared cost over K", costs)
     if args.stations:
         print(f"saturated stations (CSMA, {PAYLOAD_BITS // 8}-byte frames to an access "
               f"point): cost per {what}")
@@ -254,13 +257,7 @@ def main() -> None:
                   f"{c / links:6.2f}  <= {TARGET:g}: {'met' if met else 'MISSED'}",
                   flush=True)
         if len(costs) > 1:
-            c = np.array(costs)
-            mean = c.mean()
-            flat = bool(c.max() <= (1 + FLAT) * mean and c.min() >= (1 - FLAT) * mean)
-            misses += not flat
-            print(f"saturated: cost over n x{c.min() / mean:.2f} .. x{c.max() / mean:.2f} "
-                  f"of the mean {mean * 1e6:.1f} us (flat within +-{FLAT:.0%}: "
-                  f"{'met' if flat else 'MISSED'})")
+            misses += not flatness("saturated: cost over n", costs)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     print(f"load average {os.getloadavg()[0]:.2f} at the end; {wall:.0f} s wall for "
           f"{cpu:.0f} s of CPU; {misses} target(s) missed")

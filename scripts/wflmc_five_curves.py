@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
+from plot_wflmc_gaussian import load  # the script beside this one
 
 #: The methods, in the figure's order, and their labels.
 METHODS = {"noiseless": "noiseless Langevin", "wflmc": "WFLMC without DP",
@@ -69,18 +70,6 @@ def run_seeds(seeds: int, jobs: int, out_dir: Path) -> list[str]:
 
     with ThreadPoolExecutor(jobs) as pool:
         return list(pool.map(one, range(seeds)))
-
-
-def load(paths: list[str]) -> pd.DataFrame:
-    """The tables with a ``seed`` column (from each one's ``.json`` record, else 0..n-1)."""
-    frames = []
-    for i, p in enumerate(paths):
-        path = Path(p)
-        frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
-        sidecar = path.with_name(path.name + ".json")
-        seed = json.loads(sidecar.read_text()).get("seed", i) if sidecar.is_file() else i
-        frames.append(frame.assign(seed=int(seed)))
-    return pd.concat(frames, ignore_index=True)
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:

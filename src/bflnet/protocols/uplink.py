@@ -214,14 +214,8 @@ class UplinkRounds:
         self.cum_energy += round_energy
         if not got:
             return state, [], self._silent(len(updates), uses=0)
-        state, added = merge(state, like(np.mean(got, axis=0), updates[0].payload), 0.0,
-                             self.merge_rng)
-        return state, heard, {
-            "k_active": len(got), "silent": len(updates) - len(got), "scale": 1.0,
-            "channel_var": 0.0, "added_var": added, "clipped": 0,
-            "round_energy_j": round_energy,
-            "max_device_energy_j": energy / up.spec.bandwidth_hz,
-            "cum_energy_j": self.cum_energy, "cum_channel_uses": 0}
+        return self._merge_heard(merge, state, updates, got, heard, round_energy,
+                                 energy / up.spec.bandwidth_hz)
 
     def _adaptive(self, sim: Simulation, merge: Merge, state: Any, updates: Sequence[Update],
                   amps: np.ndarray
@@ -250,12 +244,20 @@ class UplinkRounds:
         self.cum_energy += round_energy
         if not got:
             return state, [], self._silent(len(updates), uses=0)
+        return self._merge_heard(merge, state, updates, got, heard, round_energy,
+                                 float(energy.max()))
+
+    def _merge_heard(self, merge: Merge, state: Any, updates: Sequence[Update],
+                     got: list[np.ndarray], heard: list[Update], round_energy: float,
+                     max_energy: float) -> tuple[Any, list[Update], dict[str, Any]]:
+        """A digital round's merge of what arrived (``got``, from ``heard``; channel noise
+        0) and its row's fields."""
         state, added = merge(state, like(np.mean(got, axis=0), updates[0].payload), 0.0,
                              self.merge_rng)
         return state, heard, {
             "k_active": len(got), "silent": len(updates) - len(got), "scale": 1.0,
             "channel_var": 0.0, "added_var": added, "clipped": 0,
-            "round_energy_j": round_energy, "max_device_energy_j": float(energy.max()),
+            "round_energy_j": round_energy, "max_device_energy_j": max_energy,
             "cum_energy_j": self.cum_energy, "cum_channel_uses": 0}
 
     def first_row(self) -> dict[str, Any]:

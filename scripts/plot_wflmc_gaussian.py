@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -95,20 +96,28 @@ def main() -> None:
     parser.add_argument("--figure", default="out/wflmc_gaussian.png", help="PNG to write")
     parser.add_argument("--summary", help="also store the summary here (.csv)")
     args = parser.parse_args()
-    for table in args.tables:
+    render(parser, args.tables, args.figure, args.summary, figure, summary)
+
+
+def render(parser: argparse.ArgumentParser, tables: list[str], figure_path: str,
+           summary_path: str | None, make_figure: Any, make_summary: Any) -> None:
+    """Read ``tables`` (one-line parser errors for missing files), save
+    ``make_figure(frame, runs)`` to ``figure_path`` and, if given, ``make_summary(frame)``
+    to ``summary_path`` (``runs`` from the first table's ``.json`` record)."""
+    for table in tables:
         if not Path(table).is_file():
             parser.error(f"tables: {table} is not a file")
-    frame = load(args.tables)
-    sidecar = Path(args.tables[0] + ".json")  # the run's record: its settings
+    frame = load(tables)
+    sidecar = Path(tables[0] + ".json")  # the run's record: its settings
     runs = json.loads(sidecar.read_text())["config"].get("runs") if sidecar.is_file() else None
-    out = Path(args.figure)
+    out = Path(figure_path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    figure(frame, runs).savefig(out, dpi=110)
+    make_figure(frame, runs).savefig(out, dpi=110)
     print(f"wrote {out}")
-    if args.summary:
-        Path(args.summary).parent.mkdir(parents=True, exist_ok=True)
-        summary(frame).to_csv(args.summary, index=False)
-        print(f"wrote {args.summary}")
+    if summary_path:
+        Path(summary_path).parent.mkdir(parents=True, exist_ok=True)
+        make_summary(frame).to_csv(summary_path, index=False)
+        print(f"wrote {summary_path}")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ digits.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import time
@@ -32,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
-from plot_wflmc_gaussian import load  # the script beside this one
+from plot_wflmc_gaussian import render  # the script beside this one
 
 #: The methods, in the figure's order, and their labels.
 METHODS = {"noiseless": "noiseless Langevin", "wflmc": "WFLMC without DP",
@@ -130,20 +129,7 @@ def main() -> None:
         print(f"ran {args.run} seeds in {time.monotonic() - started:.0f} s")
     if not tables:
         parser.error("tables: give the tables or --run")
-    for table in tables:
-        if not Path(table).is_file():
-            parser.error(f"tables: {table} is not a file")
-    frame = load(tables)
-    sidecar = Path(tables[0] + ".json")
-    runs = json.loads(sidecar.read_text())["config"].get("runs") if sidecar.is_file() else None
-    out = Path(args.figure)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    figure(frame, runs).savefig(out, dpi=110)
-    print(f"wrote {out}")
-    if args.summary:
-        Path(args.summary).parent.mkdir(parents=True, exist_ok=True)
-        summary(frame).to_csv(args.summary, index=False)
-        print(f"wrote {args.summary}")
+    render(parser, tables, args.figure, args.summary, figure, summary)
 
 
 if __name__ == "__main__":

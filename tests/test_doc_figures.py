@@ -383,6 +383,7 @@ def test_wflmc_five_curves_figure_and_summary(tmp_path):
     """The five methods of two seeds: the summary over the seeds, the figure with ours and
     the paper's five curves."""
     import wflmc_five_curves as five
+    from plot_wflmc_gaussian import load  # the tables reader both scripts share
 
     small = {"runs": 3, "rounds": 10, "burn_in": 5, "snr_db": "5,20",
              "methods": ",".join(five.METHODS)}
@@ -392,7 +393,7 @@ def test_wflmc_five_curves_figure_and_summary(tmp_path):
         run_scenario("wflmc-gaussian", small, seed=seed).to_csv(path, index=False)
         (tmp_path / f"f{seed}.csv.json").write_text(f'{{"seed": {seed}}}')
         paths.append(str(path))
-    frame = five.load(paths)
+    frame = load(paths)
     out = five.summary(frame).set_index(["method", "snr_db"])
     assert set(out.index.get_level_values(0)) == set(five.METHODS) and (out["runs"] == 2).all()
     assert (out.loc["wflmc-opt-dp", "epsilon_spent_last_mean"] <= 15 * (1 + 1e-9)).all()

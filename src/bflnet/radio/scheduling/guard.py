@@ -19,17 +19,16 @@ from __future__ import annotations
 
 import math
 
-#: The speed of light in vacuum (m/s).
-LIGHT_M_S = 299_792_458.0
-#: Rx/Tx turnaround time of each PHY preset (seconds).
-TURNAROUND_S = {"80211b": 5e-6, "80211a": 2e-6, "80211g": 2e-6}
+from bflnet.radio.phy.sensing import SPEED_OF_LIGHT_M_S
+from bflnet.radio.phy.timing import phy_preset
 
 
 def default_guard_s(phy: str, interference_range_m: float) -> float:
-    """The default guard time of a slot under the PHY preset ``phy`` (module docstring);
-    an infinite interference range counts no propagation delay."""
-    turnaround = TURNAROUND_S.get(phy)
-    if turnaround is None:  # ideal
+    """The default guard time of a slot under the PHY preset ``phy`` (module docstring:
+    the preset's ``turnaround_s``); an infinite interference range counts no
+    propagation delay."""
+    timing = phy_preset(phy)
+    if timing is None:  # ideal
         return 0.0
     reach = interference_range_m if math.isfinite(interference_range_m) else 0.0
-    return reach / LIGHT_M_S + turnaround
+    return reach / SPEED_OF_LIGHT_M_S + timing.turnaround_s

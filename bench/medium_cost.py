@@ -17,10 +17,12 @@ transmitters near a receiver, found with a k-d tree, not over all K).
 
 A second part saturates ``n`` = 5 ... 50 stations in one collision domain (as in
 scripts/dcf_saturation.py: each always has a 1023-byte frame for an access point 5 m
-away, CSMA, no retry limit) and prints the cost per data frame exchange against the same
-stations sending over independent links; the same target, and flat in ``n``. Times are
-the process's CPU time (on a shared machine wall-clock time counts the other processes'
-turns too), the least of ``--repeat`` measurements; the ratios are measured in the same process.
+away, CSMA, no retry limit; 20 dBm, so that every station senses every other, with the
+benchmark's Rayleigh fading and the preset's error model) and prints the cost per data
+frame exchange against the same stations sending over independent links; the same
+target, and flat in ``n``. Times are the process's CPU time (on a shared machine
+wall-clock time counts the other processes' turns too), the least of ``--repeat``
+measurements; the ratios are measured in the same process.
 
 With ``--coherence-time S`` the shared medium is measured again with fading correlated
 in time (``coherence_time_s=S``, ``--fading-model``), against the memoryless medium
@@ -43,6 +45,7 @@ import math
 import os
 import time
 from dataclasses import replace
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -89,6 +92,14 @@ def radio(phy: str) -> RadioSpec:
     return dataclasses.replace(RADIO, phy=phy)
 
 
+def saturated_radio(phy: str) -> RadioSpec:
+    """The saturated stations' radio: :func:`radio` at 20 dBm (as scripts/dcf_saturation.py),
+    so that they are one collision domain: two stations 10 m apart hear each other at
+    -50 dBm, 30 dB above any preset's preamble-detection threshold (at the benchmark's
+    -12.7 dBm they would be -83 dBm, below it: hidden from each other)."""
+    return dataclasses.replace(RADIO, phy=phy, tx_power_dbm=20.0)
+
+
 def run(graph: nx.Graph, rounds: int, medium: SharedMediumSpec | None
         ) -> tuple[float, int, int]:
     """(CPU seconds, packets on the air, rows) of ``rounds`` rounds (the run alone, not
@@ -131,16 +142,18 @@ def cost(graph: nx.Graph, medium: SharedMediumSpec | None, messages: int,
     return best, rows
 
 
-def saturated(n: int, medium: SharedMediumSpec | None, frames: int) -> tuple[float, int]:
-    """(CPU seconds, data frames put on the air) of ``n`` saturated stations sending to
-    an access point until about ``frames`` frames were sent (set-up not timed)."""
+def saturated_network(n: int, medium: SharedMediumSpec | None, frames: int,
+                      seed: int = 1) -> tuple[Simulation, Any, list[int]]:
+    """``n`` saturated stations around an access point (node 0, each station 5 m away),
+    each process sending 1023-byte frames to it until about ``frames`` frames were sent
+    between them; ``(simulation, network, [frames sent])``, not run yet."""
     angle = 2 * np.pi * np.arange(n) / n
     g = nx.Graph()
     g.add_node(0, pos=(0.0, 0.0))
     g.add_nodes_from((k + 1, {"pos": (5 * math.cos(a), 5 * math.sin(a))})
                      for k, a in enumerate(angle))
     g.add_edges_from((0, k) for k in range(1, n + 1))
-    sim = Simulation(1)
+    sim = Simulation(seed)
     template = RayleighChannel(1e6, RADIO.mean_snr_db(1.0), coding_rate=1.0)
     net = sim.build_network(g, channel=lambda s, d: template.with_distance(5.0),
                             medium=medium, mtu_bits=PAYLOAD_BITS)
@@ -155,6 +168,13 @@ def saturated(n: int, medium: SharedMediumSpec | None, frames: int) -> tuple[flo
 
     for k in range(1, n + 1):
         sim.env.process(station(k))
+    return sim, net, sent
+
+
+def saturated(n: int, medium: SharedMediumSpec | None, frames: int) -> tuple[float, int]:
+    """(CPU seconds, data frames put on the air) of ``n`` saturated stations sending to
+    an access point until about ``frames`` frames were sent (set-up not timed)."""
+    sim, net, sent = saturated_network(n, medium, frames)
     start = time.process_time()
     sim.env.run()
     seconds = time.process_time() - start
@@ -248,7 +268,8 @@ def main() -> None:
         costs = []
         for n in args.stations:
             links = saturated_cost(n, None, 10 * frames, args.repeat)
-            medium = SharedMediumSpec(radio(args.phy), make_mac("csma", retry_limit=1000))
+            medium = SharedMediumSpec(saturated_radio(args.phy),
+                                      make_mac("csma", retry_limit=1000))
             c = saturated_cost(n, medium, frames, args.repeat)
             costs.append(c)
             met = c / links <= TARGET

@@ -100,10 +100,11 @@ class BackoffScheduler:
         #: cohort number, cohort)``.
         self._heap: list[tuple[float, int, _Cohort]] = []
         self._seq = 0  # the last countdown (cohort) number given
-        #: Per node: the number of the countdown it is in, 0 when it is not counting;
-        #: whether it is in back-off.
-        self._cd = [0] * k
-        self._backing = [False] * k
+        #: Per node: the number of the countdown it is in, 0 when it is not counting
+        #: (read by the carrier sense: only counting nodes are told a carrier turned
+        #: busy, :meth:`freeze`); whether it is in back-off.
+        self.counting = [0] * k
+        self.backing = [False] * k
         self._armed = math.inf  # when the timer in flight fires
         #: ``{time: event id}`` of the timers made (module docstring), -1 once put in
         #: SimPy's queue (those passed are forgotten now and then).
@@ -124,7 +125,7 @@ class BackoffScheduler:
         (drawn from a window of ``cw``)."""
         done = pending(self.env)
         state = self.waiting[node] = _Waiting(counter, attempt, cw, done)
-        self._backing[node] = True
+        self.backing[node] = True
         self._begin(node, state)
         return done
 
@@ -135,8 +136,8 @@ class BackoffScheduler:
     def _end(self, node: int, state: _Waiting) -> simpy.Event:
         """The back-off of ``node`` ended: its row; its event, not triggered yet."""
         del self.waiting[node]
-        self._backing[node] = False
-        self._cd[node] = 0
+        self.backing[node] = False
+        self.counting[node] = 0
         self.recorder.record_fields("mac", {
             "node": self.ids[node], "kind": "backoff", "attempt": state.attempt,
             "cw": state.cw, "counter": state.drawn, "deferrals": state.deferrals})
@@ -164,7 +165,7 @@ class BackoffScheduler:
         seq = self._seq
         t = now + state.counter * self.slot
         state.t0 = now
-        self._cd[node] = seq
+        self.counting[node] = seq
         heapq.heappush(self._heap, (t, seq, _Cohort([node], [t])))
         if t < self._armed:
             self._arm(t)
@@ -175,7 +176,7 @@ class BackoffScheduler:
         seq = self._seq
         t = t0 + state.counter * self.slot
         state.t0 = t0
-        self._cd[node] = seq
+        self.counting[node] = seq
         heapq.heappush(self._heap, (t, seq, _Cohort([node], [t])))
         if t < self._armed:
             self._arm(t)
@@ -207,7 +208,7 @@ class BackoffScheduler:
 
     def _tick(self, _: Any) -> None:
         """Counters that ran out now transmit; arm the timer for the next one."""
-        now, heap, cd = self.env._now, self._heap, self._cd
+        now, heap, cd = self.env._now, self._heap, self.counting
         if len(self._timers) > 64:  # forget the timers passed
             self._timers = {t: e for t, e in self._timers.items() if t > now}
         if now < self._armed:  # a timer armed before an earlier one: superseded
@@ -268,15 +269,23 @@ class BackoffScheduler:
         """A transmission began within sense range of ``nodes`` (sorted): their busy
         counts (``medium.busy_count``) go up; counting ones freeze (or transmit, if their
         counter ran out in this slot; ``own``, the transmitting node, only freezes)."""
-        busy, cd = self.medium.busy_count, self._cd
+        busy, cd = self.medium.busy_count, self.counting
         found = []
         for n in nodes:
             busy[n] += 1
             if cd[n]:
                 found.append(n)
-        if not found:
-            return
+        if found:
+            self.freeze(found, own)
+
+    def freeze(self, found: list[int], own: int = -1) -> None:
+        """A transmission of ``own`` (-1: unknown) began and the carrier of the counting
+        nodes ``found`` (in order) turned busy (their busy counts already up): each
+        freezes with the slots that ran out idle, or transmits if its counter ran out in
+        this slot or (with a PHY preset) runs out before it senses the transmission
+        (:func:`~bflnet.radio.phy.sensing.window_s`)."""
         waiting, now, slot, timing = self.waiting, self.env._now, self.slot, self.timing
+        cd = self.counting
         windows: dict[int, float] | None = None
         if timing is not None and own >= 0:
             xy = getattr(self.medium, "_xy_array", None)
@@ -313,7 +322,7 @@ class BackoffScheduler:
         counts go down; those in back-off whose carrier became idle resume (in one
         event, after the medium has settled this instant). None of them is counting: a
         countdown begins on an idle carrier and freezes when it turns busy."""
-        busy, backing = self.medium.busy_count, self._backing
+        busy, backing = self.medium.busy_count, self.backing
         wake = []
         for n in nodes:
             left = busy[n] - 1
@@ -321,13 +330,18 @@ class BackoffScheduler:
             if not left and backing[n]:
                 wake.append(n)
         if wake:
-            if not self._resume:
-                call_soon(self.env, self._resume_all)
-            self._resume.extend(wake)
+            self.wake(wake)
+
+    def wake(self, nodes: list[int]) -> None:
+        """The carrier of ``nodes`` (in back-off) became idle: they resume, in one event
+        after the medium has settled this instant (with those woken before in it)."""
+        if not self._resume:
+            call_soon(self.env, self._resume_all)
+        self._resume.extend(nodes)
 
     def _resume_all(self, _: Any) -> None:
         nodes, self._resume = self._resume, []
-        waiting, medium, cd = self.waiting, self.medium, self._cd
+        waiting, medium, cd = self.waiting, self.medium, self.counting
         now = self.env._now
         medium.settle(now)
         busy, slot, timing = medium.busy_count, self.slot, self.timing

@@ -467,33 +467,38 @@ class SharedMedium:
 
     def _carrier_on(self, sender: int) -> None:
         """With a PHY preset: ``sender``'s transmission makes the carrier of those that
-        sense it and its own busy; a second one at once makes the period errored."""
+        sense it and its own busy (a second one at once makes the period errored); the
+        counting back-offs among them freeze (one pass over the nodes)."""
         nodes = self._carrier_lists[sender] or self._carrier_list(sender)
-        carrier, busy, errored = self.carrier, self.busy_count, self.errored
-        if carrier is not None and carrier.waiting:
-            carrier.carrier_busy(nodes, sender)  # counts them too
-        else:
-            for n in nodes:
-                busy[n] += 1
+        scheduler, busy, errored = self.carrier, self.busy_count, self.errored
+        cd = scheduler.counting if scheduler is not None and scheduler.waiting else None
+        found = []
         for n in nodes:
-            count = busy[n]
-            if count == 1:
-                errored[n] = False
-            elif count > 1:
-                errored[n] = True
+            count = busy[n] + 1
+            busy[n] = count
+            errored[n] = count > 1
+            if cd is not None and cd[n]:
+                found.append(n)
+        if found:
+            scheduler.freeze(found, sender)
 
     def _carrier_off(self, tx: Transmission) -> None:
-        """With a PHY preset: ``tx`` ended; the carriers it kept busy go down."""
+        """With a PHY preset: ``tx`` ended; the carriers it kept busy go down (those that
+        turn idle keep the time; the ones in back-off resume)."""
         nodes = self._carrier_lists[tx.sender] or self._carrier_list(tx.sender)
-        carrier, busy, idle = self.carrier, self.busy_count, self.idle_since
-        if carrier is not None and carrier.waiting:
-            carrier.carrier_idle(nodes)  # counts them too
-        else:
-            for n in nodes:
-                busy[n] -= 1
+        scheduler, busy, idle = self.carrier, self.busy_count, self.idle_since
+        backing = scheduler.backing if scheduler is not None and scheduler.waiting else None
+        end = tx.end
+        wake = []
         for n in nodes:
-            if not busy[n]:
-                idle[n] = tx.end
+            left = busy[n] - 1
+            busy[n] = left
+            if not left:
+                idle[n] = end
+                if backing is not None and backing[n]:
+                    wake.append(n)
+        if wake:
+            scheduler.wake(wake)
 
     def finish(self, tx: Transmission) -> dict[int, bool]:
         """The outcome of ``tx`` (``{receiver: received}``), at or after its end."""

@@ -85,53 +85,60 @@ class PowerSense:
         #: ``{sender: the nodes its transmission holds busy by PD, the sender among them}``.
         self._held: dict[int, list[int]] = {}
 
-    def preamble(self, tx: Any) -> np.ndarray:
-        """The nodes (sorted) that detect the preamble of ``tx``: its power there (its own
-        fading draw) at or above the PD threshold."""
-        if tx.near is None or not tx.near.size:
-            return np.empty(0, dtype=np.int64)
-        return tx.near[tx.power >= self.pd_mw]
-
     def on(self, tx: Any, totals: np.ndarray | None = None) -> None:
         """``tx`` started: the carriers it makes busy (PD, a crossing of ED, its sender);
-        ``totals``: the medium's totals at ``tx.near`` now, if known."""
+        ``totals``: the medium's totals at ``tx.near`` now, if known. One pass over the
+        nodes that detect it, one over those it pushes over ED: busy counts, errored
+        periods, and the counting back-offs among them (frozen by the scheduler, first
+        those that detect it, then the others, in node order)."""
         medium, sender, near = self.medium, tx.sender, tx.near
-        held = self.preamble(tx).tolist()
-        bisect.insort(held, sender)
         up: list[int] = []
         if near is not None and near.size:
+            held = near[tx.power >= self.pd_mw].tolist()  # (preamble)
             energy = self.energy
             over = (medium._total[near] if totals is None else totals) >= self.ed_mw
             rose = near[over > energy[near]]  # over and not yet above
             if rose.size:
                 energy[rose] = True
                 up = rose.tolist()
+        else:
+            held = []
+        bisect.insort(held, sender)
+        self._held[sender] = held
         busy, errored, detected = medium.busy_count, medium.errored, self.detected
+        scheduler = medium.carrier
+        cd = scheduler.counting if scheduler is not None and scheduler.waiting else None
+        found = []
         for n in held:
-            if not busy[n]:  # a new busy period
+            b = busy[n]
+            if not b:  # a new busy period
                 errored[n] = False
             count = detected[n] + 1
             detected[n] = count
             if count > 1:
                 errored[n] = True
-        for n in up:
-            if not busy[n]:
-                errored[n] = False
-        self._held[sender] = held
-        carrier = medium.carrier
-        if carrier is not None and carrier.waiting:
-            carrier.carrier_busy(held, sender)  # counts them too
-            if up:
-                carrier.carrier_busy(up, sender)
-        else:
-            for n in held:
-                busy[n] += 1
-            for n in up:
-                busy[n] += 1
+            busy[n] = b + 1
+            if cd is not None and cd[n]:
+                found.append(n)
+        if found:
+            scheduler.freeze(found, sender)
+        if up:
+            found = []
+            for n in up:  # (for one that also detected it, busy is already up)
+                b = busy[n]
+                if not b:
+                    errored[n] = False
+                busy[n] = b + 1
+                if cd is not None and cd[n]:
+                    found.append(n)
+            if found:
+                scheduler.freeze(found, sender)
 
     def off(self, tx: Any, totals: np.ndarray | None = None) -> None:
         """``tx`` ended: the carriers it held busy, and those whose total fell below ED;
-        ``totals``: the medium's totals at ``tx.near`` now, if known."""
+        ``totals``: the medium's totals at ``tx.near`` now, if known. A node whose
+        carrier turns idle keeps the time; one in back-off resumes
+        (``scheduler.wake``, those it held first)."""
         medium, near = self.medium, tx.near
         held = self._held.pop(tx.sender)
         down: list[int] = []
@@ -142,23 +149,25 @@ class PowerSense:
             if fell.size:
                 energy[fell] = False
                 down = fell.tolist()
-        detected = self.detected
+        detected, busy, idle = self.detected, medium.busy_count, medium.idle_since
+        scheduler = medium.carrier
+        backing = scheduler.backing if scheduler is not None and scheduler.waiting else None
+        end = tx.end
+        wake = []
         for n in held:
             detected[n] -= 1
-        carrier, busy, idle = medium.carrier, medium.busy_count, medium.idle_since
-        if carrier is not None and carrier.waiting:
-            carrier.carrier_idle(held)  # counts them too
-            if down:
-                carrier.carrier_idle(down)
-        else:
-            for n in held:
-                busy[n] -= 1
-            for n in down:
-                busy[n] -= 1
-        end = tx.end
-        for n in held:
-            if not busy[n]:
+            left = busy[n] - 1
+            busy[n] = left
+            if not left:
                 idle[n] = end
+                if backing is not None and backing[n]:
+                    wake.append(n)
         for n in down:
-            if not busy[n]:
+            left = busy[n] - 1
+            busy[n] = left
+            if not left:
                 idle[n] = end
+                if backing is not None and backing[n]:
+                    wake.append(n)
+        if wake:
+            scheduler.wake(wake)

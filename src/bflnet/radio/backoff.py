@@ -294,9 +294,19 @@ class BackoffScheduler:
             windows = self._windows.get(own)
             if windows is None:
                 windows = self._windows[own] = {}
+        # A countdown that begins a slot or more from now (still in DIFS or EIFS, as
+        # after an ACK's SIFS) freezes with no slot counted: its vulnerable window (at
+        # most a slot) cannot reach its start, so the general rule below would give the
+        # same; checked first, it spares the busy period's many such nodes that work.
+        soon = now + slot
         for n in found:
             state = waiting[n]
-            ran = (now - state.t0) / slot + _SLOT_EPS
+            t0 = state.t0
+            if t0 >= soon:
+                cd[n] = 0
+                state.deferrals += 1
+                continue
+            ran = (now - t0) / slot + _SLOT_EPS
             if windows is not None and n != own:  # the vulnerable window
                 if ran >= 0.0 and math.floor(ran) >= state.counter:
                     self._fire(n, state)  # it runs out now

@@ -77,25 +77,12 @@ class _Waiting:
 
 class _Cohort:
     """Countdowns that began together: ``nodes`` by run-out (``times``), ties in the
-    order they began; those before ``pos`` are frozen or done. Made ``ready=False``, in
-    the order they began: put in run-out order (its frozen members dropped) only when
-    a timer first looks at it, so that a cohort frozen before that (as by the ACK that
-    follows a data frame by SIFS) is never sorted."""
+    order they began; those before ``pos`` are frozen or done."""
 
-    __slots__ = ("nodes", "pos", "ready", "times")
+    __slots__ = ("nodes", "pos", "times")
 
-    def __init__(self, nodes: list[int], times: list[float], ready: bool = True) -> None:
-        self.nodes, self.times, self.pos, self.ready = nodes, times, 0, ready
-
-    def prepare(self, seq: int, counting: list[int]) -> None:
-        """Keep the members still counting in it (``counting[n] == seq``), by run-out,
-        ties in the order they began (a stable sort)."""
-        nodes, times = self.nodes, self.times
-        live = [i for i, n in enumerate(nodes) if counting[n] == seq]
-        live.sort(key=times.__getitem__)
-        self.nodes = [nodes[i] for i in live]
-        self.times = [times[i] for i in live]
-        self.pos, self.ready = 0, True
+    def __init__(self, nodes: list[int], times: list[float]) -> None:
+        self.nodes, self.times, self.pos = nodes, times, 0
 
 
 class BackoffScheduler:
@@ -231,8 +218,6 @@ class BackoffScheduler:
         pop, push = heapq.heappop, heapq.heappush
         while heap and heap[0][0] <= now:
             _, seq, cohort = pop(heap)
-            if not cohort.ready:
-                cohort.prepare(seq, cd)
             nodes, times = cohort.nodes, cohort.times
             i, end = cohort.pos, len(nodes)
             while i < end:
@@ -252,8 +237,6 @@ class BackoffScheduler:
         done = [self._end(n, waiting[n]) for _t, _seq, _i, n in due]
         while heap:  # the earliest run-out still to come (stale keys refreshed)
             key, seq, cohort = heap[0]
-            if not cohort.ready:
-                cohort.prepare(seq, cd)
             nodes = cohort.nodes
             i, end = cohort.pos, len(nodes)
             while i < end and cd[nodes[i]] != seq:
@@ -403,5 +386,9 @@ class BackoffScheduler:
                     self._arm(t, queue=False)
         if self._armed < math.inf:
             self._queue(self._armed)
-        if keep:  # put in run-out order when a timer first looks at it
-            heapq.heappush(self._heap, (min(kept), seq, _Cohort(keep, kept, len(keep) == 1)))
+        if keep:
+            if len(keep) > 1:  # by run-out, ties in the order they began (a stable sort)
+                order = sorted(range(len(kept)), key=kept.__getitem__)
+                keep = [keep[i] for i in order]
+                kept = [kept[i] for i in order]
+            heapq.heappush(self._heap, (kept[0], seq, _Cohort(keep, kept)))

@@ -49,8 +49,6 @@ import numpy as np
 
 from bflnet.radio.pathloss import dbm_to_mw
 
-#: ``array.max()`` without its Python wrapper.
-_max = np.maximum.reduce
 #: The speed of light in vacuum, m/s.
 SPEED_OF_LIGHT_M_S = 299_792_458.0
 
@@ -91,16 +89,16 @@ class PowerSense:
     def on(self, tx: Any, totals: np.ndarray | None = None) -> None:
         """``tx`` started: the carriers it makes busy (PD, a crossing of ED, its sender);
         ``totals``: the medium's totals at ``tx.near`` now, if known. One pass over the
-        nodes that detect it, one over the others it pushes over ED: busy counts,
-        errored periods, and the counting back-offs among them (frozen by the scheduler,
-        first those that detect it, then the others, in node order)."""
+        nodes that detect it, one over those it pushes over ED: busy counts, errored
+        periods, and the counting back-offs among them (frozen by the scheduler, first
+        those that detect it, then the others, in node order)."""
         medium, sender, near = self.medium, tx.sender, tx.near
         up: list[int] = []
         if near is not None and near.size:
             held = near[tx.power >= self.pd_mw].tolist()  # (preamble)
             if totals is None:
                 totals = medium._total[near]
-            if _max(totals) >= self.ed_mw:  # (one step where no total reaches ED)
+            if totals.max() >= self.ed_mw:  # (one step where no total reaches ED)
                 energy = self.energy
                 rose = near[(totals >= self.ed_mw) > energy[near]]  # over, not yet above
                 if rose.size:
@@ -114,10 +112,6 @@ class PowerSense:
         busy, errored, detected = medium.busy_count, medium.errored, self.detected
         scheduler = medium.carrier
         cd = scheduler.counting if scheduler is not None and scheduler.waiting else None
-        # A node that both detects it and crosses ED counts it twice; the second count
-        # changes nothing else (its errored flag is set by the first, and a back-off the
-        # first left counting would be left counting again), so it is added at once.
-        twice = set(up) if up else ()
         found = []
         for n in held:
             b = busy[n]
@@ -127,17 +121,14 @@ class PowerSense:
             detected[n] = count
             if count > 1:
                 errored[n] = True
-            busy[n] = b + 2 if n in twice else b + 1
+            busy[n] = b + 1
             if cd is not None and cd[n]:
                 found.append(n)
         if found:
             scheduler.freeze(found, sender)
         if up:
             found = []
-            once = set(held)
-            for n in up:
-                if n in once:
-                    continue
+            for n in up:  # (for one that also detected it, busy is already up)
                 b = busy[n]
                 if not b:
                     errored[n] = False

@@ -98,7 +98,7 @@ class PowerSense:
             held = near[tx.power >= self.pd_mw].tolist()  # (preamble)
             if totals is None:
                 totals = medium._total[near]
-            if totals.max() >= self.ed_mw:  # (one step where no total reaches ED)
+            if totals.max() >= self.ed_mw:  # (rarely: ED lies far above PD)
                 energy = self.energy
                 rose = near[(totals >= self.ed_mw) > energy[near]]  # over, not yet above
                 if rose.size:

@@ -80,7 +80,6 @@ class PowerSense:
         k = len(medium.ids)
         #: Per node: whether its total is at or above the ED threshold.
         self.energy = np.zeros(k, dtype=bool)
-        self._energized = 0  # how many are (none: no node can fall below it)
         #: Per node: the transmissions on the air it detected, its own included.
         self.detected = [0] * k
         #: ``{sender: the nodes its transmission holds busy by PD, the sender among them}``.
@@ -96,15 +95,12 @@ class PowerSense:
         up: list[int] = []
         if near is not None and near.size:
             held = near[tx.power >= self.pd_mw].tolist()  # (preamble)
-            if totals is None:
-                totals = medium._total[near]
-            if totals.max() >= self.ed_mw:  # (rarely: ED lies far above PD)
-                energy = self.energy
-                rose = near[(totals >= self.ed_mw) > energy[near]]  # over, not yet above
-                if rose.size:
-                    energy[rose] = True
-                    self._energized += rose.size
-                    up = rose.tolist()
+            energy = self.energy
+            over = (medium._total[near] if totals is None else totals) >= self.ed_mw
+            rose = near[over > energy[near]]  # over and not yet above
+            if rose.size:
+                energy[rose] = True
+                up = rose.tolist()
         else:
             held = []
         bisect.insort(held, sender)
@@ -146,13 +142,12 @@ class PowerSense:
         medium, near = self.medium, tx.near
         held = self._held.pop(tx.sender)
         down: list[int] = []
-        if self._energized and near is not None and near.size:
+        if near is not None and near.size:
             energy = self.energy
             under = (medium._total[near] if totals is None else totals) < self.ed_mw
             fell = near[under & energy[near]]
             if fell.size:
                 energy[fell] = False
-                self._energized -= fell.size
                 down = fell.tolist()
         detected, busy, idle = self.detected, medium.busy_count, medium.idle_since
         scheduler = medium.carrier

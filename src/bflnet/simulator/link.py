@@ -263,12 +263,21 @@ class Link:
         put it in the receiver's inbox (single-process protocols take the returned
         :class:`Delivery` instead). On a shared medium the message queues for the
         sender's radio and each packet is decided by the medium when it ends."""
-        if self.radio is not None:  # through the sender's transceiver
-            start, attempts, on_air, got = yield from self.radio.transmit(
-                [self.dst], checked_bits(message.bits), acknowledged=True,
-                max_attempts=self.max_attempts)
+        radio = self.radio
+        if radio is not None:  # through the sender's transceiver
+            # Transceiver.transmit's loop, run here: one generator fewer at every event
+            op = radio.unicast(self.dst, checked_bits(message.bits), self.max_attempts)
+            try:
+                wait = op.advance()
+                while wait is not None:
+                    yield wait
+                    wait = op.advance()
+            except BaseException:
+                op.abort()
+                raise
             end = self.env.now
-            delivered = got[self.dst]
+            start = end if op.start is None else op.start
+            attempts, on_air, delivered = op.attempts, op.on_air, op.got[op.first]
             self.complete(message, (start, end, attempts, on_air, delivered), deliver)
             return Delivery(message, delivered, attempts, on_air, start, end)
         schedule = self.schedule(message.bits)

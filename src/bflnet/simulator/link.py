@@ -266,7 +266,10 @@ class Link:
         radio = self.radio
         if radio is not None:  # through the sender's transceiver
             # Transceiver.transmit's loop, run here: one generator fewer at every event
-            op = radio.unicast(self.dst, checked_bits(message.bits), self.max_attempts)
+            bits = message.bits
+            if bits.__class__ is not int or bits < 0:  # (checked_bits' test, inline)
+                bits = checked_bits(bits)
+            op = radio.unicast(self.dst, bits, self.max_attempts)
             try:
                 wait = op.advance()
                 while wait is not None:
@@ -278,7 +281,10 @@ class Link:
             end = self.env.now
             start = end if op.start is None else op.start
             attempts, on_air, delivered = op.attempts, op.on_air, op.got[op.first]
-            self.complete(message, (start, end, attempts, on_air, delivered), deliver)
+            # complete(), inlined
+            self.settle(message.bits, (start, end, attempts, on_air, delivered), message.kind)
+            if delivered and deliver and self.inbox is not None:
+                self.inbox.put(message)
             return Delivery(message, delivered, attempts, on_air, start, end)
         schedule = self.schedule(message.bits)
         yield self.env.timeout(schedule[1] - self.env.now)

@@ -23,9 +23,10 @@ back-off ends while its own ACK is on the air waits for the ACK to end and takes
 MAC's access again, for the same attempt.
 
 One message on the radio is a :class:`Sending`, a state machine run either by a SimPy
-process (:meth:`Transceiver.transmit`, a generator) or by the callbacks of the events it
-waits on (:meth:`Transceiver.send_then`, or a :class:`Sending` built directly): the same
-events in the same order either way, without a process per message in the second.
+process (:meth:`Transceiver.transmit`, a generator; ``Link.send`` runs the same loop over
+:meth:`Transceiver.unicast`'s itself) or by the callbacks of the events it waits on
+(:meth:`Transceiver.send_then`, or a :class:`Sending` built directly): the same events in
+the same order either way, without a process per message in the second.
 """
 
 from __future__ import annotations

@@ -35,12 +35,10 @@ import sys
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from functools import partial
-from heapq import heappush
 from typing import Any
 
 import numpy as np
 import simpy
-from simpy.events import NORMAL, Timeout
 
 from bflnet.radio.draws import BlockDraws
 from bflnet.radio.events import timeout
@@ -211,9 +209,9 @@ class Sending:
 
     def advance(self) -> simpy.Event | None:
         """Run until the next event to wait for (returned), or to the end (``None``)."""
-        # The hot path of every exchange: the radio's fields are read once per call,
-        # ``mac._csma`` and ``events.timeout`` are inlined (the very calls they make, in
-        # the same order: the draws and the event ids are theirs).
+        # The hot path of every exchange: the radio's fields are read once per call, and
+        # ``mac._csma`` is inlined (the very calls it makes, in the same order: the draws
+        # and the event ids are its).
         radio = self.radio
         state = self.state
         if state == 0:  # _TAKE
@@ -286,11 +284,7 @@ class Sending:
                 if self.start is None:
                     self.start = tx.start
                 self.state = 4  # _AIR
-                event = Timeout.__new__(Timeout)  # timeout(env, airtime)
-                event.env, event.callbacks, event._value, event._delay, event._ok = \
-                    env, [], None, airtime, True
-                heappush(env._queue, (env._now + airtime, NORMAL, next(env._eid), event))
-                return event
+                return timeout(env, airtime)
             if state == 4:  # _AIR: decided at its end
                 tx, self.tx = self.tx, None
                 outcome = tx.outcome
@@ -300,12 +294,7 @@ class Sending:
                 if self.acknowledged:
                     if radio.timing is not None:
                         self.outcome, self.state = outcome, 7  # _SIFS
-                        env, delay = radio.env, radio.sifs_s
-                        event = Timeout.__new__(Timeout)  # timeout(env, delay)
-                        event.env, event.callbacks, event._value, event._delay, event._ok = \
-                            env, [], None, delay, True
-                        heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), event))
-                        return event
+                        return timeout(radio.env, radio.sifs_s)
                     if radio.latency_s:  # the outcome's way back
                         self.outcome, self.state = outcome, 5  # _LATE
                         return timeout(radio.env, radio.latency_s)
@@ -323,12 +312,7 @@ class Sending:
                 else:
                     self.tx = None
                 self.state = 8  # _ACK
-                env, delay = radio.env, radio.ack_s
-                event = Timeout.__new__(Timeout)  # timeout(env, delay)
-                event.env, event.callbacks, event._value, event._delay, event._ok = \
-                    env, [], None, delay, True
-                heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), event))
-                return event
+                return timeout(radio.env, radio.ack_s)
             elif state == 8:  # _ACK over (or the ACK timeout)
                 ack = self.tx
                 self.tx = self.outcome = None

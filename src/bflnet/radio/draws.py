@@ -61,7 +61,8 @@ class BlockDraws:
         """``rng.integers(n)`` (``1 <= n < 2**32``)."""
         if n == 1:  # numpy draws nothing
             return 0
-        m = self._half() * n
+        halves = self._halves  # _half(), its common case inlined (a CSMA node's every packet)
+        m = (halves.pop() if halves else self._half()) * n
         leftover = m & _LOW
         if leftover < n:
             threshold = ((1 << 32) - n) % n

@@ -183,6 +183,21 @@ class Csma:
 
 Mac = NoMac | Aloha | Tdma | Csma
 
+#: The attempt from which :meth:`Csma.window` no longer changes (it doubles ``cw_min`` at
+#: most 40 times): :func:`csma_windows` stops there.
+LAST_STEP = 41
+
+
+def csma_windows(mac: Csma) -> tuple[int, ...]:
+    """``mac.window(attempt)`` at index ``attempt`` for ``attempt`` 1 ... :data:`LAST_STEP`
+    (index 0: unused); a later attempt's window is that of :data:`LAST_STEP`.
+
+    >>> w = csma_windows(Csma(cw_min=16, cw_max=1024))
+    >>> w[1], w[3], w[LAST_STEP] == Csma(cw_min=16, cw_max=1024).window(500)
+    (16, 64, True)
+    """
+    return (0, *(mac.window(attempt) for attempt in range(1, LAST_STEP + 1)))
+
 
 def make_mac(name: str, **params: Any) -> Mac:
     """The MAC called ``name`` (:data:`MACS`) with ``params``."""
@@ -296,6 +311,7 @@ def _tdma(mac: Tdma, radio: Transceiver, attempt: int) -> simpy.Event | None:
 
 
 def _csma(mac: Csma, radio: Transceiver, attempt: int) -> simpy.Event:
+    # (a radio's Sending runs this inline, with the windows of csma_windows)
     window = mac.window(attempt)
-    counter = radio.draws.below(window)  # rng.integers(window), in blocks
+    counter = (radio._draws or radio.draws).below(window)  # rng.integers(window), in blocks
     return radio.medium.carrier.backoff(radio.index, counter, attempt, window)

@@ -23,9 +23,10 @@ back-off ends while its own ACK is on the air waits for the ACK to end and takes
 MAC's access again, for the same attempt.
 
 One message on the radio is a :class:`Sending`, a state machine run either by a SimPy
-process (:meth:`Transceiver.transmit`, a generator) or by the callbacks of the events it
-waits on (:meth:`Transceiver.send_then`, or a :class:`Sending` built directly): the same
-events in the same order either way, without a process per message in the second.
+process (:meth:`Transceiver.transmit`, a generator; ``Link.send`` runs the same loop over
+:meth:`Transceiver.unicast`'s itself) or by the callbacks of the events it waits on
+(:meth:`Transceiver.send_then`, or a :class:`Sending` built directly): the same events in
+the same order either way, without a process per message in the second.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import simpy
 
 from bflnet.radio.draws import BlockDraws
 from bflnet.radio.events import timeout
-from bflnet.radio.mac import Csma, Mac, mac_access, write_row
+from bflnet.radio.mac import LAST_STEP, Csma, Mac, csma_windows, mac_access, write_row
 from bflnet.radio.medium import SharedMedium
 
 #: Losses in a row after which unlimited ARQ gives a packet up (a receiver out of range
@@ -68,10 +69,16 @@ class Transceiver:
         self.timing = medium.timing
         #: The ACK's air time (with a PHY preset; a plain float, read per exchange).
         self.ack_s = medium.timing.ack_s if medium.timing is not None else 0.0
+        #: SIFS and the ACK's bits (with a PHY preset; plain values read per exchange).
+        self.sifs_s = medium.timing.sifs_s if medium.timing is not None else 0.0
+        self.ack_bits = medium.timing.ack_bits if medium.timing is not None else 0
         #: The MAC's access procedure (``None``: transmit at once) and, under CSMA, the
         #: attempts a packet gets (its ``retry_limit`` + 1; ``None``: the link's).
         self._access = mac_access(mac)
         self._cap = mac.retry_limit + 1 if isinstance(mac, Csma) else None
+        #: Under CSMA, the contention window of each attempt (:func:`csma_windows`): the
+        #: access (``mac._csma``) is run inline by :class:`Sending`; ``None``: other MACs.
+        self._windows = csma_windows(mac) if isinstance(mac, Csma) else None
         #: A ``mac`` row to write when the node resumes from its access wait (ALOHA's
         #: ``defer`` row), or ``None``.
         self.pending_row: dict[str, Any] | None = None
@@ -131,6 +138,15 @@ class Transceiver:
             op.abort()
             raise
         return op.result()
+
+    def unicast(self, receiver: Any, bits: int, max_attempts: int | None) -> Sending:
+        """The acknowledged :class:`Sending` of ``bits`` to ``receiver`` (a node id), not
+        started: the caller's process drives it as :meth:`transmit` does (``Link.send``:
+        one generator fewer to resume at every event)."""
+        cap = self._cap
+        if cap is None:
+            cap = max_attempts if max_attempts is not None else UNLIMITED_ATTEMPTS
+        return Sending(self, [self.medium.index[receiver]], bits, True, cap)
 
     def send_then(self, receivers: Sequence[Any], bits: int, *, acknowledged: bool,
                   max_attempts: int | None, then: Callable[[Sending], Any]) -> None:
@@ -193,6 +209,9 @@ class Sending:
 
     def advance(self) -> simpy.Event | None:
         """Run until the next event to wait for (returned), or to the end (``None``)."""
+        # The hot path of every exchange: the radio's fields are read once per call, and
+        # ``mac._csma`` is inlined (the very calls it makes, in the same order: the draws
+        # and the event ids are its).
         radio = self.radio
         state = self.state
         if state == 0:  # _TAKE
@@ -202,21 +221,30 @@ class Sending:
                 self.state = self._TURN
                 return self.turn
             radio.holding = True  # free: taken without an event
-            state = self._ACCESS
+            state = 2  # _ACCESS
         elif state == 1:  # _TURN: handed over
             self.turn = None
-            state = self._ACCESS
+            state = 2  # _ACCESS
         elif state == 9:  # _TAIL over: the message has arrived
             self.state = 6  # _DONE
             return None
+        arrived = True  # a unicast's (first receiver's) outcome of the attempt
         while True:
             if state == 2:  # _ACCESS
-                if radio.fit_slot is not None:  # the run's first message fits the slot
-                    radio.fit_slot(self.sizes[0])
                 if self.again:
                     self.again = False
                 else:
                     self.tries += 1
+                windows = radio._windows
+                if windows is not None:  # CSMA (no slot to fit): mac._csma, inlined
+                    tries = self.tries
+                    window = windows[tries] if tries <= LAST_STEP else windows[LAST_STEP]
+                    counter = (radio._draws or radio.draws).below(window)
+                    wait = radio.medium.carrier.backoff(radio.index, counter, tries, window)
+                    self.state, self.wait = 3, wait
+                    return wait
+                if radio.fit_slot is not None:  # the run's first message fits the slot
+                    radio.fit_slot(self.sizes[0])
                 access = radio._access
                 state = 3
                 if access is not None:
@@ -236,71 +264,80 @@ class Sending:
                         f"mac_slot_s: the slot was fitted to the run's first message "
                         f"({radio.slot_bits} bits, {radio.slot_s:g} s); a {size}-bit packet "
                         f"does not fit: set mac_slot_s for the largest packet")
-                timing = radio.timing
+                env = radio.env
+                index = radio.index
                 mcs = None
-                if timing is None:
+                if radio.timing is None:
                     airtime = size / medium.rate_bps
                 else:
-                    medium.settle(radio.env.now)
-                    busy_until = medium.active.get(radio.index)
+                    now = env._now
+                    medium.settle(now)
+                    busy_until = medium.active.get(index)
                     if busy_until is not None:  # its own ACK is on the air: access again
                         self.state, self.again, self.wait = 2, True, None
-                        return timeout(radio.env, max(busy_until.end - radio.env.now, 0.0))
-                    mcs = medium.data_mcs(radio.index, self.targets, size, self.acknowledged)
+                        return timeout(env, max(busy_until.end - now, 0.0))
+                    mcs = medium.data_mcs(index, self.targets, size, self.acknowledged)
                     airtime = medium.frame_s(size, medium.rate_bps if mcs is None
                                              else mcs.rate_bps)
-                tx = self.tx = medium.start(radio.index, self.targets, airtime, size,
+                tx = self.tx = medium.start(index, self.targets, airtime, size,
                                             {"attempt": self.tries}, mcs=mcs)
                 if self.start is None:
                     self.start = tx.start
                 self.state = 4  # _AIR
-                return timeout(radio.env, airtime)
+                return timeout(env, airtime)
             if state == 4:  # _AIR: decided at its end
                 tx, self.tx = self.tx, None
                 outcome = tx.outcome
                 if outcome is None:
                     outcome = radio.medium.finish(tx)
                 self.on_air += self.sizes[self.k]
-                if radio.timing is not None and self.acknowledged:
-                    self.outcome, self.state = outcome, 7  # _SIFS
-                    return timeout(radio.env, radio.timing.sifs_s)
-                if radio.latency_s and self.acknowledged:  # the outcome's way back
-                    self.outcome, self.state = outcome, 5  # _LATE
-                    return timeout(radio.env, radio.latency_s)
+                if self.acknowledged:
+                    if radio.timing is not None:
+                        self.outcome, self.state = outcome, 7  # _SIFS
+                        return timeout(radio.env, radio.sifs_s)
+                    if radio.latency_s:  # the outcome's way back
+                        self.outcome, self.state = outcome, 5  # _LATE
+                        return timeout(radio.env, radio.latency_s)
+                    arrived = outcome[self.first]
+                else:
+                    got = self.got
+                    for r, ok in outcome.items():
+                        got[r] = got[r] and ok
             elif state == 7:  # _SIFS over: the receiver acknowledges what it decoded
-                timing, medium, first = radio.timing, radio.medium, self.first
-                assert timing is not None and self.outcome is not None
-                self.tx = None
-                if self.outcome[first] and not medium.tx_count[first]:
+                medium, first = radio.medium, self.first
+                if self.outcome[first] and not medium.tx_count[first]:  # type: ignore[index]
                     medium.acks += 1
-                    self.tx = medium.start(first, [radio.index], radio.ack_s, timing.ack_bits,
+                    self.tx = medium.start(first, [radio.index], radio.ack_s, radio.ack_bits,
                                            {"attempt": self.tries, "frame": "ack"})
+                else:
+                    self.tx = None
                 self.state = 8  # _ACK
                 return timeout(radio.env, radio.ack_s)
             elif state == 8:  # _ACK over (or the ACK timeout)
-                ack, self.tx, self.outcome = self.tx, None, None
-                outcome = {self.first: ack is not None
-                           and radio.medium.finish(ack)[radio.index]}
+                ack = self.tx
+                self.tx = self.outcome = None
+                arrived = ack is not None and radio.medium.finish(ack)[radio.index]
                 if radio.latency_s:
-                    self.outcome, self.state = outcome, 5  # _LATE
+                    self.outcome, self.state = {self.first: arrived}, 5  # _LATE
                     return timeout(radio.env, radio.latency_s)
             else:  # _LATE: the outcome is known to the sender
                 outcome, self.outcome = self.outcome, None
                 assert outcome is not None
-            first = self.first
-            if not self.acknowledged:
-                got = self.got
-                for r, ok in outcome.items():
-                    got[r] = got[r] and ok
-            elif not outcome[first]:
+                if self.acknowledged:
+                    arrived = outcome[self.first]
+                else:
+                    got = self.got
+                    for r, ok in outcome.items():
+                        got[r] = got[r] and ok
+            if not arrived:  # a unicast attempt lost
                 if self.tries < self.cap:  # again
                     state = 2
                     continue
-                self.got[first] = False
+                self.got[self.first] = False
             self.attempts += self.tries
             self.tries = 0
             self.k += 1
-            if self.k == len(self.sizes) or (self.acknowledged and not self.got[first]):
+            if not arrived or self.k == len(self.sizes):
                 self.state = 6  # _DONE
                 radio._give()
                 if radio.latency_s and not self.acknowledged:
@@ -309,6 +346,7 @@ class Sending:
                     return timeout(radio.env, radio.latency_s)
                 return None
             state = 2
+            arrived = True
 
     def result(self) -> tuple[float, int, int, dict[Any, bool]]:
         """``(start, attempts, bits_on_air, {receiver: arrived})`` of a finished sending

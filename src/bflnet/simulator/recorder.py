@@ -90,27 +90,33 @@ class Recorder:
         self._append(event, fields)
 
     def record_fields(self, event: str, fields: dict[str, Any]) -> None:
-        """``record(event, **fields)`` without the keyword packing (the radio's rows)."""
-        self._append(event, fields)
-
-    def _append(self, event: str, fields: dict[str, Any]) -> None:
-        """One dict row: time, iteration, event, the bit counters, the context, ``fields``."""
+        """``record(event, **fields)`` without the keyword packing (the radio's rows): one
+        dict row, time, iteration, event, the bit counters, the context, ``fields``."""
         if self.block is not None:
             self._flush()
-        row = {
-            "time_s": self.env.now,
-            "iteration": self.iteration,
-            "event": event,
-            "cum_bits": self.cum_bits,
-            "cum_bits_delivered": self.cum_bits_delivered,
-        }
-        if self.has_server:
-            row["cum_bits_up"] = self.cum_bits_up
-            row["cum_bits_down"] = self.cum_bits_down
-        if self.context:
-            row.update(self.context)
-        row.update(fields)
-        self._rows.append(row)
+        if self.has_server or self.context:
+            row = {
+                "time_s": self.env.now,
+                "iteration": self.iteration,
+                "event": event,
+                "cum_bits": self.cum_bits,
+                "cum_bits_delivered": self.cum_bits_delivered,
+            }
+            if self.has_server:
+                row["cum_bits_up"] = self.cum_bits_up
+                row["cum_bits_down"] = self.cum_bits_down
+            if self.context:
+                row.update(self.context)
+            row.update(fields)
+            self._rows.append(row)
+            return
+        # the common case, one dict display (the same keys in the same order)
+        self._rows.append({"time_s": self.env.now, "iteration": self.iteration,
+                           "event": event, "cum_bits": self.cum_bits,
+                           "cum_bits_delivered": self.cum_bits_delivered, **fields})
+
+    #: (``record`` appends through it; a subclass may override ``record_fields`` alone)
+    _append = record_fields
 
     def record_iteration(self, event: str, node: Any, metrics: dict[str, Any],
                          now: float) -> None:

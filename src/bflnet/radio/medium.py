@@ -181,12 +181,14 @@ class SharedMedium:
         self._data_mcs = spec.mcs
         self._auto: dict[tuple[int, int, int], Mcs] = {}
         #: The nodes with a reception on the air (a few: looked up one by one), and the
-        #: same as a mask for large neighbourhoods (``_rx_hits``), brought up to date only
-        #: there from the nodes that joined or left the set since (``_rx_flips``).
+        #: same as a mask for large neighbourhoods (:meth:`_log_totals`), brought up to
+        #: date only there, from the nodes that joined or left the set since
+        #: (``_rx_flips``; past ``_flip_cap`` of them it is rebuilt instead: ``_rx_stale``).
         self._rx_nodes: set[int] = set()
         self._rx_mask = np.zeros(k if model is not None else 0, dtype=bool)
         self._rx_flips: list[int] = []
         self._flip_cap = max(64, k)
+        self._rx_stale = False
         #: How late after a locked frame's start a stronger one may still capture its
         #: receiver (its PLCP preamble and header, and the overlap tolerance).
         self._capture_s = spec.timing.preamble_s + EPS_S if spec.timing is not None else 0.0
@@ -398,7 +400,7 @@ class SharedMedium:
               meta: dict[str, Any] | None = None, *, mcs: Mcs | None = None) -> Transmission:
         """Put a packet on the air now for ``airtime_s`` seconds (at ``mcs`` with
         ``reception="mcs"``; ``None``: the basic rate)."""
-        now = self.env.now
+        now = self.env._now  # (SimPy's field: its property costs a call)
         ends = self._ends
         if ends and ends[0][0] <= now + EPS_S:
             self._expire(now)
@@ -518,7 +520,7 @@ class SharedMedium:
     def finish(self, tx: Transmission) -> dict[int, bool]:
         """The outcome of ``tx`` (``{receiver: received}``), at or after its end."""
         if tx.outcome is None:  # (``_expire`` inlined)
-            now, end = self.env.now, tx.end
+            now, end = self.env._now, tx.end
             limit = (now if now >= end else end) + EPS_S
             ends, decide = self._ends, self._decide
             while ends and ends[0][0] <= limit:
@@ -564,7 +566,8 @@ class SharedMedium:
                     rx_nodes.discard(r)
                     flips.append(r)
                     if len(flips) > self._flip_cap:
-                        self._rx_hits_sync()
+                        flips.clear()
+                        self._rx_stale = True
                 if rec.lost is None:  # one draw: lost below the PER of its intervals
                     self._decide_mcs(rec, tx)
             elif rec.lost is None:
@@ -649,20 +652,21 @@ class SharedMedium:
                         if rec.lost is None:
                             rec.log += (now, t)  # type: ignore[operator]
             return
-        if self._rx_flips:
-            self._rx_hits_sync()
-        hit = nodes[self._rx_mask[nodes]]
+        mask, flips = self._rx_mask, self._rx_flips
+        if self._rx_stale:
+            mask.fill(False)
+            mask[list(receiving)] = True
+            self._rx_stale = False
+            flips.clear()
+        elif flips:
+            mask[flips] = [r in receiving for r in flips]
+            flips.clear()
+        hit = nodes[mask[nodes]]
         if hit.size:
             for r, t in zip(hit.tolist(), total[hit].tolist(), strict=True):
                 for rec in rx_at[r]:
                     if rec.lost is None:  # (a lost one is not decided on its log)
                         rec.log += (now, t)  # type: ignore[operator]
-
-    def _rx_hits_sync(self) -> None:
-        """Bring ``_rx_mask`` up to date with ``_rx_nodes`` (the nodes in ``_rx_flips``)."""
-        flips, receiving = self._rx_flips, self._rx_nodes
-        self._rx_mask[flips] = [r in receiving for r in flips]
-        flips.clear()
 
     def _track(self, rec: Reception, others: list[Reception], now: float) -> None:
         """A reception starts at ``rec.node`` (``others``: those on the air there): its log
@@ -674,7 +678,8 @@ class SharedMedium:
             flips = self._rx_flips
             flips.append(r)
             if len(flips) > self._flip_cap:
-                self._rx_hits_sync()
+                flips.clear()
+                self._rx_stale = True
         top = self._total.item(r)
         rec.log = [now, top]
         if rec.lost is not None:

@@ -79,6 +79,8 @@ from bflnet.radio.spec import RadioSpec, packet_error_rate
 EPS_S = 1e-9
 #: Fading gains drawn at a time.
 FADE_BLOCK = 1 << 14
+#: Uniforms of the stream ``radio.reception`` drawn at a time.
+UNIFORM_BLOCK = 256
 
 
 class Reception:
@@ -173,6 +175,7 @@ class SharedMedium:
         self.errored = [False] * k
         self._per = packet_error_rate if spec.reception == "per" else None
         self._per_rng: np.random.Generator | None = None
+        self._uniforms: list[float] = []  # its draws still to use, the next one last
         #: With ``reception="mcs"``: the PHY's error model, the data frames' MCS (``None``:
         #: ``data_rate="auto"``), the MCS chosen per (sender, receiver, bits), and per node the
         #: receptions on the air there.
@@ -379,11 +382,17 @@ class SharedMedium:
         return buf[pos:pos + n]
 
     def _per_draw(self) -> float:
-        """One uniform draw of the stream ``radio.reception`` (``reception="per"``)."""
-        rng = self._per_rng
-        if rng is None:
-            rng = self._per_rng = self._stream("radio.reception")
-        return float(rng.random())
+        """One uniform draw of the stream ``radio.reception`` (``reception="per"`` or
+        ``"mcs"``), drawn in blocks of :data:`UNIFORM_BLOCK`: ``rng.random(n)`` gives the
+        values of ``n`` calls ``rng.random()``, in order, and the stream is the medium's
+        alone, so the draws are the same (one call costs about a microsecond)."""
+        left = self._uniforms
+        if not left:
+            rng = self._per_rng
+            if rng is None:
+                rng = self._per_rng = self._stream("radio.reception")
+            left.extend(reversed(rng.random(UNIFORM_BLOCK).tolist()))  # the next one last
+        return left.pop()
 
     def _fade(self, a: int, b: int) -> float:
         """One block-fading power gain (mean 1) of the pair ``a``, ``b`` now."""

@@ -61,9 +61,9 @@ detection on the medium's own totals and draws (:mod:`bflnet.radio.phy.sensing`)
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Sequence
-from heapq import heappop, heappush
 from typing import Any
 
 import numpy as np
@@ -476,7 +476,7 @@ class SharedMedium:
         tx_count[sender] = 1
         self.active[sender] = tx
         self.transmissions += 1
-        heappush(ends, (tx.end, self.transmissions, tx))
+        heapq.heappush(ends, (tx.end, self.transmissions, tx))
         if self.sense_range_m is not None:
             if self._fresh_time != now:
                 self._fresh, self._fresh_time = [], now
@@ -533,7 +533,7 @@ class SharedMedium:
             limit = (now if now >= end else end) + EPS_S
             ends, decide = self._ends, self._decide
             while ends and ends[0][0] <= limit:
-                decide(heappop(ends)[2])
+                decide(heapq.heappop(ends)[2])
         assert tx.outcome is not None
         return tx.outcome
 
@@ -547,7 +547,7 @@ class SharedMedium:
         ends, decide = self._ends, self._decide
         limit = now + EPS_S
         while ends and ends[0][0] <= limit:
-            decide(heappop(ends)[2])
+            decide(heapq.heappop(ends)[2])
 
     def _decide(self, tx: Transmission) -> None:
         """Decide every reception of ``tx`` on the peak of its receiver's total (less its

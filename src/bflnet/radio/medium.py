@@ -17,7 +17,8 @@ A reception's interference is its receiver's total less its own signal. Since a 
 only rises when a transmission starts, each node also keeps the largest total of its
 current *segment* (since the last reception began there); a reception that begins
 folds the segment's peak into the receptions already on the air at that node, so each
-reception knows the largest total over exactly its own time on the air.
+reception knows the largest total over exactly its own time on the air (not with
+``reception="mcs"``, below, which keeps every interval instead).
 
 When the packet ends, each reception is decided on the *largest* interference it saw, so
 the packet is received iff its SINR stayed at or above the threshold over the whole
@@ -628,6 +629,7 @@ class SharedMedium:
         if tx.causes or self.recorder.record_messages:
             self._record(tx)
 
+    # ------------------------------------------------------------------ reception="mcs"
     def data_mcs(self, sender: int, receivers: Sequence[int], bits: int,
                  unicast: bool) -> Mcs | None:
         """With ``reception="mcs"``: the MCS of a data frame of ``bits`` from ``sender``:

@@ -17,7 +17,8 @@ A reception's interference is its receiver's total less its own signal. Since a 
 only rises when a transmission starts, each node also keeps the largest total of its
 current *segment* (since the last reception began there); a reception that begins
 folds the segment's peak into the receptions already on the air at that node, so each
-reception knows the largest total over exactly its own time on the air.
+reception knows the largest total over exactly its own time on the air (not with
+``reception="mcs"``, below, which keeps every interval instead).
 
 When the packet ends, each reception is decided on the *largest* interference it saw, so
 the packet is received iff its SINR stayed at or above the threshold over the whole
@@ -79,6 +80,8 @@ from bflnet.radio.spec import RadioSpec, packet_error_rate
 EPS_S = 1e-9
 #: Fading gains drawn at a time.
 FADE_BLOCK = 1 << 14
+#: Uniforms of the stream ``radio.reception`` drawn at a time.
+UNIFORM_BLOCK = 256
 
 
 class Reception:
@@ -95,10 +98,12 @@ class Reception:
 
     __slots__ = ("acc", "locked", "log", "lost", "node", "own", "signal")
 
-    def __init__(self, node: int, signal: float, own: bool) -> None:
-        self.node, self.signal, self.own = node, signal, own
+    def __init__(self, node: int, signal: float, own: bool, lost: str | None = None) -> None:
+        self.node = node
+        self.signal = signal
+        self.own = own
         self.acc = 0.0
-        self.lost: str | None = None
+        self.lost = lost
         self.log: list[float] | None = None
         self.locked = False
 
@@ -114,12 +119,19 @@ class Transmission:
                  "power", "receivers", "receptions", "sender", "start")
 
     def __init__(self, sender: int, receivers: Sequence[int], start: float, end: float,
-                 bits: int, meta: dict[str, Any] | None, mcs: Mcs | None = None) -> None:
-        self.sender, self.receivers, self.mcs = sender, list(receivers), mcs
-        self.start, self.end, self.bits, self.meta = start, end, bits, meta
-        self.near: np.ndarray | None = None
-        self.power: np.ndarray | None = None
-        self.place: dict[int, int] = {}  # each of ``near``'s place in it
+                 bits: int, meta: dict[str, Any] | None, mcs: Mcs | None = None,
+                 near: np.ndarray | None = None, power: np.ndarray | None = None,
+                 place: dict[int, int] | None = None) -> None:
+        self.sender = sender
+        self.receivers = list(receivers)
+        self.mcs = mcs
+        self.start = start
+        self.end = end
+        self.bits = bits
+        self.meta = meta
+        self.near = near
+        self.power = power
+        self.place = {} if place is None else place  # each of ``near``'s place in it
         self.receptions: list[Reception] = []
         self.outcome: dict[int, bool] | None = None
         self.causes: dict[int, str] = {}
@@ -164,6 +176,7 @@ class SharedMedium:
         self.errored = [False] * k
         self._per = packet_error_rate if spec.reception == "per" else None
         self._per_rng: np.random.Generator | None = None
+        self._uniforms: list[float] = []  # its draws still to use, the next one last
         #: With ``reception="mcs"``: the PHY's error model, the data frames' MCS (``None``:
         #: ``data_rate="auto"``), the MCS chosen per (sender, receiver, bits), and per node the
         #: receptions on the air there.
@@ -171,9 +184,18 @@ class SharedMedium:
                                and spec.timing is not None else None)
         self._data_mcs = spec.mcs
         self._auto: dict[tuple[int, int, int], Mcs] = {}
-        self._rxn = np.zeros(k if model is not None else 0, dtype=np.int64)
-        #: The nodes whose ``_rxn`` is not 0 (a few: looked up one by one, not masked).
+        #: The nodes with a reception on the air (a few: looked up one by one), and the
+        #: same as a mask for large neighbourhoods (:meth:`_log_totals`), brought up to
+        #: date only there, from the nodes that joined or left the set since
+        #: (``_rx_flips``; past ``_flip_cap`` of them it is rebuilt instead: ``_rx_stale``).
         self._rx_nodes: set[int] = set()
+        self._rx_mask = np.zeros(k if model is not None else 0, dtype=bool)
+        self._rx_flips: list[int] = []
+        self._flip_cap = max(64, k)
+        self._rx_stale = False
+        #: How late after a locked frame's start a stronger one may still capture its
+        #: receiver (its PLCP preamble and header, and the overlap tolerance).
+        self._capture_s = spec.timing.preamble_s + EPS_S if spec.timing is not None else 0.0
         self._tx_mw = spec.tx_mw
         self._loss = spec.pathloss
         self._fading = spec.fading
@@ -196,8 +218,9 @@ class SharedMedium:
         self._total = np.zeros(k)
         self._peak = np.zeros(k)
         self._receiving = 0  # receptions on the air
+        #: ``(end, number, transmission)`` of those on the air (``number``: ``transmissions``
+        #: when it started, so that equal ends pop in start order).
         self._ends: list[tuple[float, int, Transmission]] = []
-        self._seq = 0
         #: Told of carrier changes (``carrier_busy(nodes)``, ``carrier_idle(nodes)``)
         #: while its ``waiting`` is not empty: the CSMA back-offs, or ``None``.
         self.carrier: Any = None
@@ -360,11 +383,17 @@ class SharedMedium:
         return buf[pos:pos + n]
 
     def _per_draw(self) -> float:
-        """One uniform draw of the stream ``radio.reception`` (``reception="per"``)."""
-        rng = self._per_rng
-        if rng is None:
-            rng = self._per_rng = self._stream("radio.reception")
-        return float(rng.random())
+        """One uniform draw of the stream ``radio.reception`` (``reception="per"`` or
+        ``"mcs"``), drawn in blocks of :data:`UNIFORM_BLOCK`: ``rng.random(n)`` gives the
+        values of ``n`` calls ``rng.random()``, in order, and the stream is the medium's
+        alone, so the draws are the same (one call costs about a microsecond)."""
+        left = self._uniforms
+        if not left:
+            rng = self._per_rng
+            if rng is None:
+                rng = self._per_rng = self._stream("radio.reception")
+            left.extend(reversed(rng.random(UNIFORM_BLOCK).tolist()))  # the next one last
+        return left.pop()
 
     def _fade(self, a: int, b: int) -> float:
         """One block-fading power gain (mean 1) of the pair ``a``, ``b`` now."""
@@ -381,7 +410,7 @@ class SharedMedium:
               meta: dict[str, Any] | None = None, *, mcs: Mcs | None = None) -> Transmission:
         """Put a packet on the air now for ``airtime_s`` seconds (at ``mcs`` with
         ``reception="mcs"``; ``None``: the basic rate)."""
-        now = self.env.now
+        now = self.env._now  # (SimPy's field: its property costs a call)
         ends = self._ends
         if ends and ends[0][0] <= now + EPS_S:
             self._expire(now)
@@ -391,7 +420,6 @@ class SharedMedium:
         if tx_count[sender]:
             raise RuntimeError(f"node {self.ids[sender]!r} is already transmitting (one "
                                f"radio: its transmissions are queued)")
-        tx = Transmission(sender, receivers, now, now + airtime_s, bits, meta, mcs)
         rx_at = self.rx_at
         for rec in rx_at[sender]:  # half-duplex: it can no longer receive
             rec.lost = "half_duplex"
@@ -408,44 +436,48 @@ class SharedMedium:
             power = mean * self._buf[pos:pos + n]
         else:
             power = mean * self._gains(n)
-        tx.near, tx.power, tx.place = near, power, place
-        total, peak = self._total, self._peak
+        tx = Transmission(sender, receivers, now, now + airtime_s, bits, meta, mcs, near, power,
+                          place)
+        total = self._total
+        model = self._model
         now_total = None
-        if near.size:
+        if n:
             now_total = total[near] + power
             total[near] = now_total
-            if self._receiving:  # receptions on the air: their segments' peaks
-                peak[near] = np.maximum(peak[near], now_total)
-                if self._model is not None:
+            if self._receiving:  # receptions on the air
+                if model is not None:  # their logs
                     self._log_totals(near, now, place)
+                else:  # their segments' peaks
+                    peak = self._peak
+                    peak[near] = np.maximum(peak[near], now_total)
         receptions = tx.receptions
-        model = self._model
         for r in tx.receivers:
             j = place.get(r)
             if j is None:  # beyond the interference range (a far unicast receiver)
                 rec = Reception(r, self._tx_mw * self.mean_gain(sender, r)
-                                * self._fade(sender, r), False)
-            else:
-                rec = Reception(r, float(power[j]), True)
-            if tx_count[r]:
-                rec.lost = "half_duplex"
+                                * self._fade(sender, r), False,
+                                "half_duplex" if tx_count[r] else None)
+            else:  # (``item``: the same float as ``float(power[j])``, cheaper)
+                rec = Reception(r, power.item(j), True, "half_duplex" if tx_count[r] else None)
             others = rx_at[r]
-            if others:  # a new segment at r: the receptions on the air keep its peak
-                top = float(peak[r])
+            if model is not None:
+                self._track(rec, others, now)
+            elif others:  # a new segment at r: the receptions on the air keep its peak
+                peak = self._peak
+                top = peak.item(r)
                 for other in others:
                     if top > other.acc:
                         other.acc = top
-            peak[r] = total[r]
-            if model is not None:
-                self._track(rec, others, now, tx)
+                peak[r] = total[r]
+            else:
+                self._peak[r] = total[r]
             receptions.append(rec)
             others.append(rec)
         self._receiving += len(receptions)
         tx_count[sender] = 1
         self.active[sender] = tx
-        self._seq += 1
         self.transmissions += 1
-        heapq.heappush(ends, (tx.end, self._seq, tx))
+        heapq.heappush(ends, (tx.end, self.transmissions, tx))
         if self.sense_range_m is not None:
             if self._fresh_time != now:
                 self._fresh, self._fresh_time = [], now
@@ -502,8 +534,12 @@ class SharedMedium:
 
     def finish(self, tx: Transmission) -> dict[int, bool]:
         """The outcome of ``tx`` (``{receiver: received}``), at or after its end."""
-        if tx.outcome is None:
-            self._expire(max(self.env.now, tx.end))
+        if tx.outcome is None:  # (``_expire`` inlined)
+            now, end = self.env._now, tx.end
+            limit = (now if now >= end else end) + EPS_S
+            ends, decide = self._ends, self._decide
+            while ends and ends[0][0] <= limit:
+                decide(heapq.heappop(ends)[2])
         assert tx.outcome is not None
         return tx.outcome
 
@@ -514,62 +550,74 @@ class SharedMedium:
             self._expire(now)
 
     def _expire(self, now: float) -> None:
-        ends = self._ends
-        while ends and ends[0][0] <= now + EPS_S:
-            self._decide(heapq.heappop(ends)[2])
+        ends, decide = self._ends, self._decide
+        limit = now + EPS_S
+        while ends and ends[0][0] <= limit:
+            decide(heapq.heappop(ends)[2])
 
     def _decide(self, tx: Transmission) -> None:
         """Decide every reception of ``tx`` on the peak of its receiver's total (less its
-        own signal); take its power off the totals; free the carrier."""
+        own signal), or with ``reception="mcs"`` on its log; take its power off the
+        totals; free the carrier."""
         sender = tx.sender
         active = self.active
         del active[sender]
         self.tx_count[sender] = 0
-        noise, threshold, per = self.noise, self.threshold, self._per
         outcome: dict[int, bool] = {}
-        peak, rx_at = self._peak, self.rx_at
+        rx_at, rx_energy = self.rx_at, self.rx_energy
         model = self._model
-        for rec in tx.receptions:
+        receptions = tx.receptions
+        if model is not None:
+            rx_nodes, flips = self._rx_nodes, self._rx_flips
+        else:
+            noise, threshold, per = self.noise, self.threshold, self._per
+            peak = self._peak
+        for rec in receptions:
             r = rec.node
-            rx_at[r].remove(rec)
+            at = rx_at[r]
+            at.remove(rec)
             if model is not None:
-                rxn = self._rxn
-                rxn[r] -= 1
-                if not rxn[r]:
-                    self._rx_nodes.discard(r)
-            if rec.lost is None:
-                top = float(peak[r])
+                if not at:  # its last reception on the air
+                    rx_nodes.discard(r)
+                    flips.append(r)
+                    if len(flips) > self._flip_cap:
+                        flips.clear()
+                        self._rx_stale = True
+                if rec.lost is None:  # one draw: lost below the PER of its intervals
+                    self._decide_mcs(rec, tx)
+            elif rec.lost is None:
+                top = peak.item(r)
                 if rec.acc > top:
                     top = rec.acc
                 interference = top - rec.signal if rec.own else top
                 if interference < 0.0:  # rounding: nothing else on the air
                     interference = 0.0
-                if model is not None:  # one draw: lost below the PER of its intervals
-                    self._decide_mcs(rec, tx)
-                elif per is not None:  # one draw: lost below the PER of the lowest SINR
+                if per is not None:  # one draw: lost below the PER of the lowest SINR
                     u = self._per_draw()
                     if u < per(rec.signal / (noise + interference), tx.bits):
                         rec.lost = ("collision" if u >= per(rec.signal / noise, tx.bits)
                                     else "outage")
                 elif rec.signal < threshold * (noise + interference):
                     rec.lost = "collision" if rec.signal >= threshold * noise else "outage"
-            outcome[r] = rec.lost is None
-            if rec.lost is not None:
-                tx.causes[r] = rec.lost
-            if self.rx_energy and r in self.rx_energy and rec.lost != "half_duplex":
-                tank, watts = self.rx_energy[r]
+            lost = rec.lost
+            outcome[r] = lost is None
+            if lost is not None:
+                tx.causes[r] = lost
+            if rx_energy and r in rx_energy and lost != "half_duplex":
+                tank, watts = rx_energy[r]
                 tank.spend(watts * (tx.end - tx.start), self.env.now, "receive")
         tx.outcome = outcome
-        self._receiving -= len(tx.receptions)
+        self._receiving -= len(receptions)
         after = None  # the totals at tx.near after it (None: read them)
+        near = tx.near
         if not active:  # nothing on the air: clear the totals' rounding
             self._total.fill(0.0)
-        elif tx.near is not None and tx.near.size:
+        elif near is not None and near.size:
             total = self._total
-            after = total[tx.near] - tx.power
-            total[tx.near] = after
+            after = total[near] - tx.power
+            total[near] = after
             if model is not None and self._receiving:
-                self._log_totals(tx.near, tx.end, tx.place)
+                self._log_totals(near, tx.end, tx.place)
         if self.sense_range_m is not None and self.timing is not None:
             self._carrier_off(tx)
         elif self.sense_range_m is not None:
@@ -611,46 +659,59 @@ class SharedMedium:
         reception on the air there keeps the new one (only nodes with receptions on the
         air pay; each reception's log alone, so the order of the nodes does not matter)."""
         receiving = self._rx_nodes
+        total, rx_at = self._total, self.rx_at
         if 4 * len(receiving) < nodes.size:  # few nodes receiving: each looked up
-            total, rx_at = self._total, self.rx_at
             for r in receiving:
                 if r in place:
-                    t = float(total[r])
+                    t = total.item(r)
                     for rec in rx_at[r]:
                         if rec.lost is None:
                             rec.log += (now, t)  # type: ignore[operator]
             return
-        hit = nodes[self._rxn[nodes] > 0]
+        mask, flips = self._rx_mask, self._rx_flips
+        if self._rx_stale:
+            mask.fill(False)
+            mask[list(receiving)] = True
+            self._rx_stale = False
+            flips.clear()
+        elif flips:
+            mask[flips] = [r in receiving for r in flips]
+            flips.clear()
+        hit = nodes[mask[nodes]]
         if hit.size:
-            rx_at = self.rx_at
-            for r, t in zip(hit.tolist(), self._total[hit].tolist(), strict=True):
+            for r, t in zip(hit.tolist(), total[hit].tolist(), strict=True):
                 for rec in rx_at[r]:
                     if rec.lost is None:  # (a lost one is not decided on its log)
                         rec.log += (now, t)  # type: ignore[operator]
 
-    def _track(self, rec: Reception, others: list[Reception], now: float,
-               tx: Transmission) -> None:
+    def _track(self, rec: Reception, others: list[Reception], now: float) -> None:
         """A reception starts at ``rec.node`` (``others``: those on the air there): its log
         starts; its preamble is detected or not, and it locks its receiver, is captured
         or lost to the frame its receiver is locked on (:mod:`bflnet.radio.phy.errors`)."""
         r = rec.node
-        self._rxn[r] += 1
-        self._rx_nodes.add(r)
-        top = float(self._total[r])
+        if not others:  # its first reception on the air
+            self._rx_nodes.add(r)
+            flips = self._rx_flips
+            flips.append(r)
+            if len(flips) > self._flip_cap:
+                flips.clear()
+                self._rx_stale = True
+        top = self._total.item(r)
         rec.log = [now, top]
         if rec.lost is not None:
             return
         signal, noise = rec.signal, self.noise
         interference = top - signal if rec.own else top
-        if signal < PREAMBLE_SNR * (noise + max(interference, 0.0)):
+        if interference < 0.0:  # (as ``max(interference, 0.0)``, without the call)
+            interference = 0.0
+        if signal < PREAMBLE_SNR * (noise + interference):
             rec.lost = "collision" if signal >= PREAMBLE_SNR * noise else "outage"
             return
         for other in others:
             if other.locked and other.lost is None:  # its receiver follows another frame
                 log = other.log
-                assert log is not None and self.timing is not None
-                if (now - log[0] <= self.timing.preamble_s + EPS_S
-                        and signal >= CAPTURE_MARGIN * other.signal):
+                assert log is not None
+                if now - log[0] <= self._capture_s and signal >= CAPTURE_MARGIN * other.signal:
                     other.lost, other.locked = "collision", False  # captured
                     break
                 rec.lost = "collision"

@@ -215,6 +215,12 @@ class ErrorModel:
         self._best: dict[tuple[float, int], Mcs] = {}
         #: Per MCS name: :func:`clean_sinr` (intervals above it cost nothing).
         self._clean = {m.name: clean_sinr(m) for m in self.table}
+        #: Per MCS name, for :meth:`success`: the basic rate's and its clean SINR, and the
+        #: SINR above which an interval costs nothing at all (the larger of the two).
+        clean_h = self._clean[self.basic.name]
+        self._cleans = {name: (clean_h, clean, max(clean_h, clean))
+                        for name, clean in self._clean.items()}
+        self._extension_s = phy.extension_s
 
     def frame_s(self, bits: int, mcs: Mcs) -> float:
         """The air time of a data frame of ``bits`` payload bits at ``mcs``."""
@@ -233,13 +239,9 @@ class ErrorModel:
         received, given ``log``: ``[t0, total0, t1, total1, ...]``, the receiver's summed
         power (mW, the frame's own ``signal`` included iff ``own``) from each time on,
         ``t0 = start``; ``noise`` in mW. Preamble detection is not judged here."""
-        h0 = start + self.sync_s
-        h1 = h0 + self.header_s
-        d1 = end - self.phy.extension_s
-        rate_h, rate_d = self.basic.rate_bps, mcs.rate_bps
-        basic = self.basic
-        clean_h, clean_d = self._clean[basic.name], self._clean[mcs.name]
+        clean_h, clean_d, clean = self._cleans[mcs.name]
         acc = 0.0
+        bounds: tuple[float, float, float] | None = None  # (h0, h1, d1), once needed
         n = len(log)
         for i in range(0, n, 2):
             a = log[i]
@@ -252,15 +254,20 @@ class ErrorModel:
             if interference < 0.0:
                 interference = 0.0
             sinr = signal / (noise + interference)
-            if sinr >= clean_h and sinr >= clean_d:
+            if sinr >= clean:  # (the common case: nothing to add)
                 continue
+            if bounds is None:
+                h0 = start + self.sync_s
+                bounds = (h0, h0 + self.header_s, end - self._extension_s)
+            h0, h1, d1 = bounds
             head = min(b, h1) - max(a, h0)
             if head > 0.0 and sinr < clean_h:
-                acc += head * rate_h * _log_keep(bit_error(basic, sinr))
+                basic = self.basic
+                acc += head * basic.rate_bps * _log_keep(bit_error(basic, sinr))
             data = min(b, d1) - max(a, h1)
             if data > 0.0 and sinr < clean_d:
-                acc += data * rate_d * _log_keep(bit_error(mcs, sinr))
-        return math.exp(acc)
+                acc += data * mcs.rate_bps * _log_keep(bit_error(mcs, sinr))
+        return math.exp(acc) if acc else 1.0  # (exp(0) is 1.0: the call spared)
 
     def best(self, snr: float, bits: int, target: float) -> Mcs:
         """The fastest MCS whose frame of ``bits`` payload bits has a packet error rate at

@@ -9,13 +9,8 @@ A change that is meant to change these rows updates them from that script's outp
 
 from __future__ import annotations
 
-import runpy
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
 PINNED = {  # (phy, case name): (digest, rows, transmissions on the air)
     ("80211b", "K=16 csma {} bc=False"): ("3adba244f875de10", 13140, 5464),
     ("80211b", "K=16 csma {} bc=True"): ("a41beee735254074", 1503, 192),
@@ -29,22 +24,13 @@ SATURATED = {  # phy: digest, rows, transmissions of five saturated stations
 }
 
 
-@pytest.fixture(scope="module")
-def script() -> dict:
-    saved = list(sys.path)  # (the script puts bench/ on the path)
-    try:
-        return runpy.run_path(str(ROOT / "scripts" / "medium_fingerprints.py"), run_name="x")
-    finally:
-        sys.path[:] = saved
-
-
 @pytest.mark.parametrize(("phy", "name"), list(PINNED))
-def test_consensus_rows_under_a_preset_are_pinned(script, phy, name):
-    case = next(c for c in script["cases"](phy) if c[0] == name)
+def test_consensus_rows_under_a_preset_are_pinned(fingerprints, phy, name):
+    case = next(c for c in fingerprints["cases"](phy) if c[0] == name)
     _, graph, rounds, medium, broadcast, mtu = case
-    assert script["fingerprint"](graph, rounds, medium, broadcast, mtu) == PINNED[(phy, name)]
+    assert fingerprints["fingerprint"](graph, rounds, medium, broadcast, mtu) == PINNED[(phy, name)]
 
 
 @pytest.mark.parametrize("phy", list(SATURATED))
-def test_saturated_stations_rows_are_pinned(script, phy):
-    assert script["saturated_fingerprint"](5, phy, 1000) == SATURATED[phy]
+def test_saturated_stations_rows_are_pinned(fingerprints, phy):
+    assert fingerprints["saturated_fingerprint"](5, phy, 1000) == SATURATED[phy]

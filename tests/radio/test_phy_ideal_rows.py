@@ -6,16 +6,12 @@ to change the ideal medium's rows updates them from that script's output."""
 
 from __future__ import annotations
 
-import runpy
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from bflnet.radio import SharedMediumSpec, make_mac
 
-ROOT = Path(__file__).resolve().parents[2]
 BEFORE = {  # case: (digest, rows, packets on the air)
     ("csma", False): ("9bdcbd976723f855", 4356, 1463),
     ("csma", True): ("1b27d2fc8dd23e4d", 871, 192),
@@ -23,15 +19,6 @@ BEFORE = {  # case: (digest, rows, packets on the air)
     ("none", True): ("041fceb8f4696533", 1501, 192),
     ("tdma", False): ("3fb19bc8eeaf38b3", 2261, 1144),
 }
-
-
-@pytest.fixture(scope="module")
-def fingerprints() -> dict:
-    saved = list(sys.path)  # (the script puts bench/ on the path)
-    try:
-        return runpy.run_path(str(ROOT / "scripts" / "medium_fingerprints.py"), run_name="x")
-    finally:
-        sys.path[:] = saved
 
 
 @pytest.mark.parametrize(("mac", "broadcast"), list(BEFORE))

@@ -73,7 +73,7 @@ import simpy
 from bflnet.radio.phy.coherence import coherent_fading
 from bflnet.radio.phy.errors import AUTO_TARGET_PER, CAPTURE_MARGIN, PREAMBLE_SNR, error_model
 from bflnet.radio.phy.mcs import Mcs
-from bflnet.radio.phy.sensing import PowerSense
+from bflnet.radio.phy.sensing import PowerSense, release
 from bflnet.radio.spec import RadioSpec, packet_error_rate
 
 #: Overlaps shorter than this (seconds) are not overlaps.
@@ -520,15 +520,8 @@ class SharedMedium:
         nodes = self._carrier_lists[tx.sender] or self._carrier_list(tx.sender)
         scheduler, busy, idle = self.carrier, self.busy_count, self.idle_since
         backing = scheduler.backing if scheduler is not None and scheduler.waiting else None
-        end = tx.end
-        wake = []
-        for n in nodes:
-            left = busy[n] - 1
-            busy[n] = left
-            if not left:
-                idle[n] = end
-                if backing is not None and backing[n]:
-                    wake.append(n)
+        wake: list[int] = []
+        release(nodes, busy, idle, tx.end, backing, wake)
         if wake:
             scheduler.wake(wake)
 

@@ -152,22 +152,24 @@ class PowerSense:
         detected, busy, idle = self.detected, medium.busy_count, medium.idle_since
         scheduler = medium.carrier
         backing = scheduler.backing if scheduler is not None and scheduler.waiting else None
-        end = tx.end
-        wake = []
         for n in held:
             detected[n] -= 1
-            left = busy[n] - 1
-            busy[n] = left
-            if not left:
-                idle[n] = end
-                if backing is not None and backing[n]:
-                    wake.append(n)
-        for n in down:
-            left = busy[n] - 1
-            busy[n] = left
-            if not left:
-                idle[n] = end
-                if backing is not None and backing[n]:
-                    wake.append(n)
+        wake: list[int] = []
+        release(held, busy, idle, tx.end, backing, wake)
+        release(down, busy, idle, tx.end, backing, wake)
         if wake:
             scheduler.wake(wake)
+
+
+def release(nodes: list[int], busy: list[int], idle: list[float], end: float,
+            backing: list[bool] | None, wake: list[int]) -> None:
+    """A transmission ending at ``end`` no longer holds the carrier of ``nodes`` busy:
+    their ``busy`` counts go down; one that turns idle keeps the time (``idle``) and,
+    if it is in back-off (``backing``; ``None``: nobody is), joins ``wake``."""
+    for n in nodes:
+        left = busy[n] - 1
+        busy[n] = left
+        if not left:
+            idle[n] = end
+            if backing is not None and backing[n]:
+                wake.append(n)

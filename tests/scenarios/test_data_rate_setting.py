@@ -2,7 +2,6 @@
 
 import pytest
 
-from bflnet.cli.main import main
 from bflnet.radio.phy import phy_preset
 from bflnet.scenarios import run_scenario
 
@@ -36,11 +35,5 @@ def test_data_frames_go_at_the_data_rate_and_acks_at_the_basic_rate(data_rate, m
     (["medium=shared", "phy=80211g", "reception=per", "data_rate=auto"],
      "data_rate: not used with reception=per and phy=80211g"),
 ])
-def test_bad_rate_settings_are_one_line_errors_with_exit_code_2(capsys, tmp_path, sets,
-                                                                 text):
-    argv = ["run", "consensus-averaging", *(a for s in sets for a in ("--set", s)),
-            "--no-progress", "--out", str(tmp_path / "r.csv")]
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and text in err, err
-    assert not (tmp_path / "r.csv").exists()
+def test_bad_rate_settings_are_one_line_errors_with_exit_code_2(settings_error, sets, text):
+    settings_error(sets, text)

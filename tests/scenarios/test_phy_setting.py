@@ -2,7 +2,6 @@
 
 import pytest
 
-from bflnet.cli.main import main
 from bflnet.scenarios import run_scenario
 
 SHARED = {"K": 6, "rounds": 5, "medium": "shared", "mac": "csma", "channel": "rayleigh",
@@ -31,10 +30,5 @@ def test_80211b_is_the_default_and_stretches_the_time_axis_beyond_ideal():
     (["medium=shared", "phy=80211n"], "phy: must be one of ideal, 80211b, 80211a, 80211g"),
     (["phy=ideal"], "phy: not used with medium=links; used only with medium=shared"),
 ])
-def test_bad_phy_settings_are_one_line_errors_with_exit_code_2(capsys, tmp_path, sets, text):
-    argv = ["run", "consensus-averaging", *(a for s in sets for a in ("--set", s)),
-            "--no-progress", "--out", str(tmp_path / "r.csv")]
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and text in err, err
-    assert not (tmp_path / "r.csv").exists()
+def test_bad_phy_settings_are_one_line_errors_with_exit_code_2(settings_error, sets, text):
+    settings_error(sets, text)

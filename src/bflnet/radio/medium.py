@@ -185,14 +185,9 @@ class SharedMedium:
         self._data_mcs = spec.mcs
         self._auto: dict[tuple[int, int, int], Mcs] = {}
         #: The nodes with a reception on the air (a few: looked up one by one), and the
-        #: same as a mask for large neighbourhoods (:meth:`_log_totals`), brought up to
-        #: date only there, from the nodes that joined or left the set since
-        #: (``_rx_flips``; past ``_flip_cap`` of them it is rebuilt instead: ``_rx_stale``).
+        #: same as a mask for large neighbourhoods (:meth:`_log_totals`).
         self._rx_nodes: set[int] = set()
         self._rx_mask = np.zeros(k if model is not None else 0, dtype=bool)
-        self._rx_flips: list[int] = []
-        self._flip_cap = max(64, k)
-        self._rx_stale = False
         #: How late after a locked frame's start a stronger one may still capture its
         #: receiver (its PLCP preamble and header, and the overlap tolerance).
         self._capture_s = spec.timing.preamble_s + EPS_S if spec.timing is not None else 0.0
@@ -561,7 +556,7 @@ class SharedMedium:
         model = self._model
         receptions = tx.receptions
         if model is not None:
-            rx_nodes, flips = self._rx_nodes, self._rx_flips
+            rx_nodes, mask = self._rx_nodes, self._rx_mask
         else:
             noise, threshold, per = self.noise, self.threshold, self._per
             peak = self._peak
@@ -572,10 +567,7 @@ class SharedMedium:
             if model is not None:
                 if not at:  # its last reception on the air
                     rx_nodes.discard(r)
-                    flips.append(r)
-                    if len(flips) > self._flip_cap:
-                        flips.clear()
-                        self._rx_stale = True
+                    mask[r] = False
                 if rec.lost is None:  # one draw: lost below the PER of its intervals
                     self._decide_mcs(rec, tx)
             elif rec.lost is None:
@@ -661,16 +653,7 @@ class SharedMedium:
                         if rec.lost is None:
                             rec.log += (now, t)  # type: ignore[operator]
             return
-        mask, flips = self._rx_mask, self._rx_flips
-        if self._rx_stale:
-            mask.fill(False)
-            mask[list(receiving)] = True
-            self._rx_stale = False
-            flips.clear()
-        elif flips:
-            mask[flips] = [r in receiving for r in flips]
-            flips.clear()
-        hit = nodes[mask[nodes]]
+        hit = nodes[self._rx_mask[nodes]]
         if hit.size:
             for r, t in zip(hit.tolist(), total[hit].tolist(), strict=True):
                 for rec in rx_at[r]:
@@ -684,11 +667,7 @@ class SharedMedium:
         r = rec.node
         if not others:  # its first reception on the air
             self._rx_nodes.add(r)
-            flips = self._rx_flips
-            flips.append(r)
-            if len(flips) > self._flip_cap:
-                flips.clear()
-                self._rx_stale = True
+            self._rx_mask[r] = True
         top = self._total.item(r)
         rec.log = [now, top]
         if rec.lost is not None:
